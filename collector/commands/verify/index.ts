@@ -1,0 +1,128 @@
+import { closeSync, fstatSync, openSync, readFileSync, readSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { fromHex, isHex, MAX_BUNDLE_BYTES, STATEMENT, verifyBundle, type Finding, type VerifyResult } from "../../../protocol/index.ts";
+import { parse } from "../../lib/args.ts";
+import { ExitError, UsageError } from "../../lib/errors.ts";
+import { useNodeCrypto } from "../../lib/node-crypto.ts";
+import { progressBar } from "./progress.ts";
+
+const USAGE = "usage: oxagen verify BUNDLE --server-key KEY [--bodies DIR] [--expect-head HEX] [--json]";
+const RESULT_WORD = { 0: "VALID", 1: "TAMPERED", 2: "CANNOT VERIFY", 3: "VALID BUT INCOMPLETE" } as const;
+
+export async function verify(args: string[]): Promise<number> {
+  const { values, positionals } = parse("oxagen verify", args, {
+    "server-key": { type: "string" },
+    bodies: { type: "string" },
+    "expect-head": { type: "string" },
+    json: { type: "boolean", default: false },
+  });
+  if (positionals.length !== 1) throw new UsageError(`oxagen verify: name exactly one bundle\n${USAGE}`);
+  if (!values["server-key"]) throw new UsageError(`oxagen verify: --server-key is required (the server's pinned public key)\n${USAGE}`);
+  const expectHead = values["expect-head"];
+  if (expectHead !== undefined && !isHex(expectHead, 32)) throw new UsageError("oxagen verify: --expect-head takes 64 lowercase hex characters");
+  const serverKey = readKey(values["server-key"]);
+  const bundle = readBundle(positionals[0]!);
+  const bodiesDir = values.bodies;
+  if (bodiesDir !== undefined && !isDirectory(bodiesDir)) throw new ExitError(2, `oxagen verify: --bodies ${bodiesDir} is not a folder`);
+
+  useNodeCrypto();
+  const bar = values.json ? null : progressBar(process.stderr);
+  const result = verifyBundle(bundle, {
+    serverKey,
+    ...(expectHead !== undefined ? { expectHead } : {}),
+    ...(bodiesDir !== undefined ? { body: (sha: string) => readBody(bodiesDir, sha) } : {}),
+    ...(bar ? { onProgress: bar.update } : {}),
+  });
+  bar?.done();
+  process.stdout.write(values.json ? `${JSON.stringify(toJson(result), null, 2)}\n` : render(result));
+  return result.exit;
+}
+
+function readKey(arg: string): Uint8Array {
+  let text = arg;
+  if (!isHex(arg, 32)) {
+    try {
+      text = readFileSync(arg, "utf8").trim();
+    } catch {
+      throw new ExitError(2, `oxagen verify: cannot read the server key ${arg}`);
+    }
+  }
+  if (!isHex(text, 32)) throw new ExitError(2, "oxagen verify: the server key must be 64 lowercase hex characters (an Ed25519 public key)");
+  return fromHex(text, 32);
+}
+
+function readBundle(path: string): Uint8Array {
+  let fd: number;
+  try {
+    fd = openSync(path, "r");
+  } catch (err) {
+    throw new ExitError(2, `oxagen verify: cannot open ${path}: ${(err as NodeJS.ErrnoException).code ?? "error"}`);
+  }
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile()) throw new ExitError(2, `oxagen verify: ${path} is not a file`);
+    if (st.size > MAX_BUNDLE_BYTES) throw new ExitError(2, `oxagen verify: ${path} is ${st.size} bytes, over the ${MAX_BUNDLE_BYTES}-byte limit`);
+    const buf = Buffer.alloc(st.size);
+    let off = 0;
+    while (off < st.size) {
+      const n = readSync(fd, buf, off, st.size - off, off);
+      if (n === 0) break;
+      off += n;
+    }
+    return buf.subarray(0, off);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function isDirectory(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+function readBody(dir: string, sha: string): Uint8Array | null {
+  if (!isHex(sha, 32)) return null;
+  try {
+    return readFileSync(join(dir, sha));
+  } catch {
+    return null;
+  }
+}
+
+function toJson(r: VerifyResult) {
+  return {
+    exit: r.exit,
+    result: RESULT_WORD[r.exit].toLowerCase().replaceAll(" ", "_"),
+    first_broken_seq: r.firstBrokenSeq,
+    summary: r.summary,
+    findings: r.findings,
+    proves: STATEMENT.proves,
+    does_not_prove: STATEMENT.doesNotProve,
+  };
+}
+
+function render(r: VerifyResult): string {
+  const s = r.summary;
+  const lines: string[] = [];
+  if (s.run) {
+    lines.push(`run ${s.run}: ${s.frames} frames, ${s.locks} locks (${s.lockedFrames} frames locked, final lock: ${s.finalLocked ? "yes" : "no"}), ${s.gaps} gaps`);
+    lines.push(`tier ${s.tier}, grade ${s.grade}, head ${s.head}${s.bodiesChecked ? `, ${s.bodiesChecked} bodies checked` : ""}`);
+  }
+  const shown = r.findings.filter((f) => f.severity !== "note" || r.findings.length < 50);
+  for (const f of shown.slice(0, 200)) lines.push(formatFinding(f));
+  if (shown.length > 200) lines.push(`… and ${shown.length - 200} more findings (use --json for all)`);
+  if (r.firstBrokenSeq !== null) lines.push(`first broken seq: ${r.firstBrokenSeq}`);
+  lines.push(`result: ${RESULT_WORD[r.exit]} (exit ${r.exit})`);
+  if (r.exit === 0 || r.exit === 3) {
+    lines.push("", "A valid bundle proves:", ...STATEMENT.proves.map((p) => `  - ${p}`));
+    lines.push("It does not prove:", ...STATEMENT.doesNotProve.map((p) => `  - ${p}`));
+  }
+  return `${lines.join("\n")}\n`;
+}
+
+function formatFinding(f: Finding): string {
+  return `  ${f.severity.toUpperCase().padEnd(12)} ${f.code.padEnd(22)} ${f.where.padEnd(12)} ${f.message}`;
+}

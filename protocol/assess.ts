@@ -1,0 +1,128 @@
+/**
+ * Enforcement tier and replay grade, derived from what the server observed: the frames that
+ * exist, the gaps, the environment the run ran in and the workspace's policy mode. Never from a
+ * field in which the computer claims a tier or a grade.
+ * @module
+ */
+import { z } from "zod";
+import type { ParsedPayload } from "./chain.ts";
+import { bodyMentions, type Gap } from "./gaps.ts";
+
+/** Enforcement tiers, from most to least. */
+export const TIERS = ["contained", "gateway", "harness", "observe"] as const;
+/** Replay grades, from least to most. */
+export const GRADES = ["inspect", "view", "fork", "retry"] as const;
+/** One of {@link TIERS}. */
+export type Tier = (typeof TIERS)[number];
+/** One of {@link GRADES}. */
+export type Grade = (typeof GRADES)[number];
+
+/**
+ * Where a run ran: `customer_computer` (a computer the customer controls, every run recorded by
+ * the collector) or `contained` (an Oxagen-run sandbox). Only the server sets it.
+ */
+export const Environment = z.enum(["customer_computer", "contained"]);
+
+/** The facts tier and grade are derived from, all counted from the chain. */
+export const CoverageFacts = z.strictObject({
+  frames: z.number().int().nonnegative(),
+  by_path: z.record(z.string(), z.number().int().nonnegative()),
+  by_kind: z.record(z.string(), z.number().int().nonnegative()),
+  llm_calls_gateway: z.number().int().nonnegative(),
+  llm_calls_transcript: z.number().int().nonnegative(),
+  llm_calls_replayable: z.number().int().nonnegative(),
+  enforced_hook_decisions: z.number().int().nonnegative(),
+  bodies_named: z.number().int().nonnegative(),
+  bodies_not_kept: z.number().int().nonnegative(),
+  backfilled_frames: z.number().int().nonnegative(),
+});
+/** One of {@link CoverageFacts}. */
+export type CoverageFacts = z.infer<typeof CoverageFacts>;
+
+/** Counts the coverage facts of a chain from its kinds and parsed payloads. */
+export function coverageFacts(kinds: readonly string[], payloads: readonly (ParsedPayload | null)[]): CoverageFacts {
+  const byPath: Record<string, number> = {};
+  const byKind: Record<string, number> = {};
+  let gateway = 0;
+  let transcript = 0;
+  let replayable = 0;
+  let enforced = 0;
+  let backfilled = 0;
+  kinds.forEach((kind, i) => {
+    const p = payloads[i];
+    byKind[kind] = (byKind[kind] ?? 0) + 1;
+    if (!p) return;
+    const path = String(p.path);
+    byPath[path] = (byPath[path] ?? 0) + 1;
+    if (p.backfilled === true) backfilled++;
+    if (kind === "llm_call") {
+      if (path === "gateway") {
+        gateway++;
+        const kept = bodyMentions([p]).filter((b) => b.kept).map((b) => b.role);
+        if (kept.includes("llm_request") && kept.includes("llm_response")) replayable++;
+      } else if (path === "transcript") transcript++;
+    }
+    if (kind === "policy_decision" && path === "hook" && p.mode === "enforce") enforced++;
+  });
+  const mentions = bodyMentions(payloads);
+  return {
+    frames: kinds.length,
+    by_path: sortKeys(byPath),
+    by_kind: sortKeys(byKind),
+    llm_calls_gateway: gateway,
+    llm_calls_transcript: transcript,
+    llm_calls_replayable: replayable,
+    enforced_hook_decisions: enforced,
+    bodies_named: mentions.length,
+    bodies_not_kept: mentions.filter((m) => !m.kept).length,
+    backfilled_frames: backfilled,
+  };
+}
+
+/** A derived value with the sentence that explains it. */
+export interface Derived<T> {
+  value: T;
+  reason: string;
+}
+
+/** What tier and grade are derived from. */
+export interface AssessInput {
+  facts: CoverageFacts;
+  gaps: readonly Gap[];
+  environment: z.infer<typeof Environment>;
+  mode: "enforce" | "observe";
+}
+
+/** The enforcement tier: how much of the run Oxagen could enforce. */
+export function enforcementTier({ facts, environment, mode }: AssessInput): Derived<Tier> {
+  if (environment === "contained") return { value: "contained", reason: "the run ran in an Oxagen sandbox" };
+  if (mode === "observe") return { value: "observe", reason: "the workspace's policy was in observe mode: activity was recorded, not enforced" };
+  if (facts.llm_calls_gateway > 0) {
+    return { value: "gateway", reason: `the gateway carried ${facts.llm_calls_gateway} of the run's model calls` };
+  }
+  if (facts.enforced_hook_decisions > 0) {
+    return { value: "harness", reason: `the harness's hooks asked Oxagen ${facts.enforced_hook_decisions} times and no model call passed the gateway` };
+  }
+  return { value: "observe", reason: "no model call passed the gateway and no hook asked Oxagen for a decision" };
+}
+
+/** The replay grade: how much of the run can be replayed. */
+export function replayGrade({ facts, gaps, environment }: AssessInput): Derived<Grade> {
+  if (gaps.length > 0) {
+    const kinds = [...new Set(gaps.map((g) => g.kind))].join(", ");
+    return { value: "inspect", reason: `the record has gaps (${kinds})` };
+  }
+  if (facts.bodies_not_kept > 0) return { value: "inspect", reason: `${facts.bodies_not_kept} bodies were not kept` };
+  const llm = facts.by_kind.llm_call ?? 0;
+  if (llm === 0 || facts.llm_calls_replayable < llm) {
+    return { value: "view", reason: "every body is kept, but not every model call was carried by the gateway with its request and response" };
+  }
+  if (environment !== "contained") {
+    return { value: "fork", reason: "every model exchange is kept; a run on a customer's computer cannot be reproduced, so it never reaches retry" };
+  }
+  return { value: "retry", reason: "every model exchange is kept and the run ran in an Oxagen sandbox" };
+}
+
+function sortKeys(record: Record<string, number>): Record<string, number> {
+  return Object.fromEntries(Object.entries(record).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+}

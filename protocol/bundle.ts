@@ -1,0 +1,158 @@
+/**
+ * Export bundles: a run's whole record, signed as a whole by the server.
+ *
+ * A bundle file is UTF-8 JSON in one exact layout:
+ * ```
+ * {"oxagen_bundle":1,"payload_type":"application/vnd.oxagen.bundle.v1+json","manifest":MANIFEST,"signature":{"key_id":"K","sig":"S"}}\n
+ * ```
+ * MANIFEST is the manifest's JSON text, byte for byte as the server wrote it; K is the server
+ * key's id (16 hex) and S the Ed25519 signature (128 hex) over
+ * `"oxagen/bundle/v1" 0x00 || SHA-256(MANIFEST bytes)`. The trailing newline is optional.
+ * Re-formatting the file breaks the layout, and a verifier refuses it rather than guess.
+ * @module
+ */
+import { z } from "zod";
+import { bytesToHex, fromHex, utf8 } from "./bytes.ts";
+import { coverageFacts, CoverageFacts, enforcementTier, Environment, GRADES, replayGrade, TIERS } from "./assess.ts";
+import { checkFrame, FrameWire } from "./chain.ts";
+import { sign, verifyStrict } from "./ed25519.ts";
+import { chainGaps, Gap } from "./gaps.ts";
+import { domainPrefix, sha256 } from "./hash.ts";
+import { ChainId, HostId, keyIdFor, Sha256Hex } from "./ids.ts";
+import { SignedLock } from "./lock.ts";
+
+/** The bundle's payload type; it names the manifest version. */
+export const BUNDLE_PAYLOAD_TYPE = "application/vnd.oxagen.bundle.v1+json";
+const PREFIX = `{"oxagen_bundle":1,"payload_type":"${BUNDLE_PAYLOAD_TYPE}","manifest":`;
+const SUFFIX_RE = /,"signature":\{"key_id":"([0-9a-f]{16})","sig":"([0-9a-f]{128})"\}\}\n?$/;
+/** The largest bundle a verifier reads, in bytes. */
+export const MAX_BUNDLE_BYTES = 256 * 1024 * 1024;
+
+const keyId = z.string().regex(/^[0-9a-f]{16}$/);
+const ms = z.number().int().nonnegative();
+
+/** The manifest: everything a bundle says about a run. */
+export const Manifest = z.strictObject({
+  v: z.literal(1),
+  run: z.strictObject({
+    id: ChainId,
+    workspace: z.string().min(1).max(128),
+    host: HostId,
+    harness: z.string().min(1).max(64),
+    agent: z.string().min(1).max(64).nullable(),
+    session_id: z.string().min(1).max(256),
+    status: z.enum(["live", "ended", "crashed", "closed", "sealed"]),
+    outcome: z.string().min(1).max(32).nullable(),
+    environment: Environment,
+    mode: z.enum(["enforce", "observe"]),
+    first_frame_ms: ms.nullable(),
+    last_frame_ms: ms.nullable(),
+  }),
+  exported_ms: ms,
+  server_key_id: keyId,
+  host_key: z.strictObject({ pub: Sha256Hex, key_id: keyId }),
+  frames: z.array(FrameWire.extend({ hash: Sha256Hex })),
+  locks: z.array(SignedLock.extend({ received_ms: ms })),
+  equivocations: z.array(
+    z.strictObject({ what: z.enum(["frame", "lock"]), seq: z.number().int().nonnegative(), evidence: z.string().max(70_000), received_ms: ms }),
+  ),
+  gaps: z.array(Gap),
+  tier: z.strictObject({ value: z.enum(TIERS), reason: z.string() }),
+  grade: z.strictObject({ value: z.enum(GRADES), reason: z.string() }),
+  coverage: CoverageFacts,
+});
+/** One of {@link Manifest}. */
+export type Manifest = z.infer<typeof Manifest>;
+
+/** The exact bytes a bundle signature covers. */
+export function bundleSigningInput(manifestText: string): Uint8Array {
+  const digest = sha256(utf8(manifestText));
+  const prefix = domainPrefix("oxagen/bundle/v1");
+  const out = new Uint8Array(prefix.length + digest.length);
+  out.set(prefix);
+  out.set(digest, prefix.length);
+  return out;
+}
+
+/** Writes a bundle file: the manifest as JSON, signed with the server's secret key. */
+export function writeBundle(manifest: Manifest, serverSecretKey: Uint8Array, serverKeyId: string): string {
+  return writeBundleText(JSON.stringify(manifest), serverSecretKey, serverKeyId);
+}
+
+/** Writes a bundle file around manifest text exactly as given (for servers and test corpora). */
+export function writeBundleText(manifestText: string, serverSecretKey: Uint8Array, serverKeyId: string): string {
+  const sig = bytesToHex(sign(serverSecretKey, bundleSigningInput(manifestText)));
+  return `${PREFIX}${manifestText},"signature":{"key_id":"${serverKeyId}","sig":"${sig}"}}\n`;
+}
+
+/** A bundle file split into its parts, or why it cannot be. */
+export type SplitBundle =
+  | { ok: true; manifestText: string; keyId: string; sig: string }
+  | { ok: false; code: "BUNDLE_LAYOUT" | "UNSUPPORTED_VERSION"; message: string };
+
+/** Splits a bundle file into the manifest text and the signature, checking the exact layout. */
+export function splitBundle(text: string): SplitBundle {
+  if (!text.startsWith(PREFIX)) {
+    const version = /^\{"oxagen_bundle":(\d+)/.exec(text);
+    if (version && version[1] !== "1") {
+      return { ok: false, code: "UNSUPPORTED_VERSION", message: `bundle format ${version[1]} is not one this verifier knows (it knows 1)` };
+    }
+    if (/^\{"oxagen_bundle":1,"payload_type":"(?!application\/vnd\.oxagen\.bundle\.v1\+json")/.test(text)) {
+      return { ok: false, code: "UNSUPPORTED_VERSION", message: "the bundle's payload type is not one this verifier knows" };
+    }
+    return { ok: false, code: "BUNDLE_LAYOUT", message: "the file does not start the way an Oxagen export bundle does" };
+  }
+  const tail = text.slice(-260);
+  const match = SUFFIX_RE.exec(tail);
+  if (!match) return { ok: false, code: "BUNDLE_LAYOUT", message: "the file does not end with a bundle signature in the exported layout" };
+  const manifestText = text.slice(PREFIX.length, text.length - match[0].length);
+  return { ok: true, manifestText, keyId: match[1]!, sig: match[2]! };
+}
+
+/** True when `sig` (hex) is the server's signature over `manifestText`. */
+export function bundleSignatureValid(manifestText: string, sig: string, serverKey: Uint8Array): boolean {
+  try {
+    return verifyStrict(serverKey, bundleSigningInput(manifestText), fromHex(sig, 64));
+  } catch {
+    return false;
+  }
+}
+
+/** What the server knows of a run when it exports it. */
+export interface ManifestInput {
+  run: Manifest["run"];
+  exportedMs: number;
+  serverKeyId: string;
+  hostKey: Uint8Array;
+  frames: Manifest["frames"];
+  locks: Manifest["locks"];
+  equivocations: Manifest["equivocations"];
+  /** Gaps only the server could see (source `server`). */
+  serverGaps: Gap[];
+}
+
+/**
+ * Puts a manifest together: the chain's own gaps are derived from its frames and listed before
+ * the server's, and coverage, tier and grade are derived from the frames and all the gaps.
+ */
+export function assembleManifest(input: ManifestInput): Manifest {
+  const kinds = input.frames.map((f) => f.kind);
+  const payloads = input.frames.map((f) => checkFrame(f).payload);
+  const gaps = [...chainGaps(kinds, payloads), ...input.serverGaps];
+  const coverage = coverageFacts(kinds, payloads);
+  const assessed = { facts: coverage, gaps, environment: input.run.environment, mode: input.run.mode };
+  return {
+    v: 1,
+    run: input.run,
+    exported_ms: input.exportedMs,
+    server_key_id: input.serverKeyId,
+    host_key: { pub: bytesToHex(input.hostKey), key_id: keyIdFor(input.hostKey) },
+    frames: input.frames,
+    locks: input.locks,
+    equivocations: input.equivocations,
+    gaps,
+    tier: enforcementTier(assessed),
+    grade: replayGrade(assessed),
+    coverage,
+  };
+}

@@ -1,0 +1,197 @@
+/**
+ * The chain: frames linked by hash. All functions here are pure.
+ *
+ * ```
+ * genesis(chain)  = SHA-256("oxagen/genesis/v1" 0x00 || u16(len chain) || chain)
+ * payload_hash    = SHA-256("oxagen/payload/v1" 0x00 || payload bytes)
+ * frame_hash      = SHA-256("oxagen/frame/v1" 0x00 || u16(len chain) || chain || u64(seq) || prev
+ *                           || u64(t) || u8(len kind) || kind || payload_hash)
+ * prev            = frame_hash of seq - 1, or genesis(chain) for seq 0
+ * ```
+ * Integers are big-endian; strings are their UTF-8 (ASCII) bytes. The payload bytes are the
+ * UTF-8 bytes of the payload string exactly as the computer first wrote it; nothing is ever
+ * re-serialized before hashing.
+ * @module
+ */
+import { z } from "zod";
+import { bytesToHex, concatBytes, equalBytes, fromHex, isHex, u16, u64, utf8 } from "./bytes.ts";
+import { type FrameKind, isFrameKind, PAYLOADS } from "./frames.ts";
+import { taggedHash } from "./hash.ts";
+import { ChainId } from "./ids.ts";
+import { parseRecordJson, type RecordJsonValue } from "./json.ts";
+
+/** The largest frame payload, in bytes of UTF-8. */
+export const MAX_PAYLOAD_BYTES = 64 * 1024;
+
+/** A frame as it travels and is stored: the payload is the exact Record JSON text. */
+export interface Frame {
+  /** Position in the chain, from 0, contiguous. */
+  seq: number;
+  /** Milliseconds since the Unix epoch, by the recording computer's clock. */
+  t: number;
+  /** The frame kind (see `frames.ts`). */
+  kind: string;
+  /** The payload's Record JSON text, verbatim. */
+  payload: string;
+}
+
+/** zod schema of a {@link Frame} on the wire (structure only; see {@link frameProblem} for the rest). */
+export const FrameWire = z.strictObject({
+  seq: z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER),
+  t: z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER),
+  kind: z.string().min(1).max(64),
+  payload: z.string().min(2).max(MAX_PAYLOAD_BYTES),
+});
+
+/** The hash every chain starts from. */
+export function genesisHash(chainId: string): Uint8Array {
+  const id = utf8(chainId);
+  return taggedHash("oxagen/genesis/v1", u16(id.length), id);
+}
+
+/** SHA-256 of a payload's bytes, domain-separated. */
+export function payloadHash(payload: string | Uint8Array): Uint8Array {
+  return taggedHash("oxagen/payload/v1", typeof payload === "string" ? utf8(payload) : payload);
+}
+
+/** The header bytes a frame hash covers, given the payload hash. */
+export function frameHeader(chainId: string, seq: number, prev: Uint8Array, t: number, kind: string, payloadDigest: Uint8Array): Uint8Array {
+  const id = utf8(chainId);
+  const k = utf8(kind);
+  if (k.length > 255) throw new RangeError("kind too long");
+  return concatBytes(u16(id.length), id, u64(seq), prev, u64(t), Uint8Array.of(k.length), k, payloadDigest);
+}
+
+/** The hash of one frame, given the hash of the frame before it (or the genesis hash). */
+export function frameHash(chainId: string, frame: Frame, prev: Uint8Array): Uint8Array {
+  const header = frameHeader(chainId, frame.seq, prev, frame.t, frame.kind, payloadHash(frame.payload));
+  return taggedHash("oxagen/frame/v1", header);
+}
+
+/** A payload as parsed (Record JSON object). */
+export type ParsedPayload = Record<string, unknown>;
+
+/**
+ * Checks a frame's kind, size and payload form, parsing the payload once. Returns the problem
+ * (null when the frame may enter a chain) and the parsed payload (null when it is not an object).
+ */
+export function checkFrame(frame: Frame): { problem: string | null; payload: ParsedPayload | null } {
+  if (frame.payload.length > MAX_PAYLOAD_BYTES) return { problem: "payload over 64 KiB", payload: null };
+  let value: RecordJsonValue;
+  try {
+    value = parseRecordJson(frame.payload);
+  } catch (err) {
+    return { problem: `payload ${(err as Error).message}`, payload: null };
+  }
+  const payload = value !== null && typeof value === "object" && !Array.isArray(value) ? value : null;
+  if (!payload) return { problem: "payload is not a JSON object", payload: null };
+  if (!isFrameKind(frame.kind)) return { problem: `unknown frame kind "${frame.kind}"`, payload };
+  return { problem: null, payload };
+}
+
+/** Why a frame may not enter a chain (kind, payload form, size), or null when it may. */
+export function frameProblem(frame: Frame): string | null {
+  return checkFrame(frame).problem;
+}
+
+/** Checks a frame fully, including its payload against its kind's schema; returns the problem or null. */
+export function frameSchemaProblem(frame: Frame): string | null {
+  const { problem, payload } = checkFrame(frame);
+  if (problem) return problem;
+  const result = PAYLOADS[frame.kind as FrameKind].safeParse(payload);
+  if (result.success) return null;
+  const issue = result.error.issues[0];
+  return `payload of ${frame.kind}: ${issue ? `${issue.path.join(".") || "(root)"}: ${issue.message}` : "invalid"}`;
+}
+
+/** A chain head: how many frames it holds and the hash of the last (genesis when empty). */
+export interface ChainHead {
+  chainId: string;
+  count: number;
+  head: Uint8Array;
+}
+
+/** An empty chain's head. */
+export function emptyHead(chainId: string): ChainHead {
+  ChainId.parse(chainId);
+  return { chainId, count: 0, head: genesisHash(chainId) };
+}
+
+/**
+ * Appends one frame to a head: checks its seq is next and returns the new head and the frame's
+ * hash. Throws when the seq is not the next one.
+ */
+export function appendFrame(head: ChainHead, frame: Frame): { head: ChainHead; hash: Uint8Array } {
+  if (frame.seq !== head.count) throw new Error(`expected seq ${head.count}, got ${frame.seq}`);
+  const hash = frameHash(head.chainId, frame, head.head);
+  return { head: { chainId: head.chainId, count: head.count + 1, head: hash }, hash };
+}
+
+/** A frame with the hash its holder says it has (as an export bundle carries it). */
+export interface HashedFrame extends Frame {
+  hash?: string;
+}
+
+/** One problem found by {@link verifyChain}. */
+export interface ChainProblem {
+  seq: number;
+  code: "SEQ_GAP" | "SEQ_DUPLICATE" | "SEQ_ORDER" | "FRAME_INVALID" | "FRAME_HASH_MISMATCH" | "TIME_REGRESSION";
+  message: string;
+}
+
+/**
+ * Recomputes the hash of every frame of a chain that starts at seq 0 and reports what does not
+ * fit. Where a frame carries the hash its holder claims, a mismatch is reported at that frame and
+ * the claimed hash links the next one, so one edited frame yields one finding at its own seq.
+ * Returns each frame's recomputed hash (index = position) and the problems. Time going backwards
+ * is reported but is not a break: clocks move.
+ */
+export function verifyChain(
+  chainId: string,
+  frames: readonly HashedFrame[],
+  progress?: (index: number) => void,
+): { hashes: Uint8Array[]; payloads: (ParsedPayload | null)[]; problems: ChainProblem[] } {
+  const problems: ChainProblem[] = [];
+  const hashes: Uint8Array[] = [];
+  const payloads: (ParsedPayload | null)[] = [];
+  let prev = genesisHash(chainId);
+  let lastT = 0;
+  for (let index = 0; index < frames.length; index++) {
+    const frame = frames[index]!;
+    if (progress && (index & 8191) === 0) progress(index);
+    if (frame.seq !== index) {
+      const code = frame.seq < index ? (frames[index - 1]?.seq === frame.seq ? "SEQ_DUPLICATE" : "SEQ_ORDER") : "SEQ_GAP";
+      problems.push({ seq: frame.seq, code, message: `frame at position ${index} has seq ${frame.seq}` });
+    }
+    const { problem, payload } = checkFrame(frame);
+    payloads.push(payload);
+    if (problem) problems.push({ seq: frame.seq, code: "FRAME_INVALID", message: problem });
+    if (frame.t < lastT) problems.push({ seq: frame.seq, code: "TIME_REGRESSION", message: `time goes back ${lastT - frame.t} ms` });
+    lastT = Math.max(lastT, frame.t);
+    let hash: Uint8Array;
+    try {
+      hash = frameHash(chainId, frame, prev);
+    } catch {
+      hash = new Uint8Array(32);
+    }
+    hashes.push(hash);
+    prev = hash;
+    if (frame.hash !== undefined && !hashEquals(hash, frame.hash)) {
+      problems.push({ seq: frame.seq, code: "FRAME_HASH_MISMATCH", message: "content does not match the frame's recorded hash" });
+      if (isHex(frame.hash, 32)) prev = fromHex(frame.hash, 32);
+    }
+  }
+  return { hashes, payloads, problems };
+}
+
+/** Lowercase hex of a hash. */
+export const hex = bytesToHex;
+
+/** True when `hash` equals the hex `expected`. */
+export function hashEquals(hash: Uint8Array, expected: string): boolean {
+  try {
+    return equalBytes(hash, fromHex(expected, 32));
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,128 @@
+/**
+ * Gaps: what a run's record knows it missed. Some gaps show in the chain itself (a computer's
+ * `telemetry_gap` frame, a body the frame says was not kept, a run with no clean end); the rest
+ * only the server can see (a hole in the seqs, a lock that does not match, a refused body,
+ * frames after a seal, equivocation). The computer can add a gap; nothing removes one.
+ * @module
+ */
+import { z } from "zod";
+import type { ParsedPayload } from "./chain.ts";
+import { Sha256Hex } from "./ids.ts";
+
+/** Gap kinds the server derives. */
+export const SERVER_GAP_KINDS = [
+  "broken_chain",
+  "missing_frames",
+  "unobserved_tail",
+  "missing_bodies",
+  "digest_only",
+  "body_refused",
+  "frames_after_seal",
+  "equivocation",
+] as const;
+
+/** Causes a computer reports in a `telemetry_gap` frame. */
+export const COMPUTER_GAP_CAUSES = [
+  "daemon_down",
+  "spool_overflow",
+  "unobserved_tail",
+  "rebuilt",
+  "hooks_missing",
+  "log_unreadable",
+  "clock_skew",
+  "other",
+] as const;
+
+/** Every gap kind. */
+export const GapKind = z.enum([...new Set([...SERVER_GAP_KINDS, ...COMPUTER_GAP_CAUSES])] as [string, ...string[]]);
+
+/**
+ * A gap. `source` says who saw it: `chain` (derivable from the frames, so a verifier re-derives
+ * it), `computer` (a `telemetry_gap` frame at `seq`), or `server` (only the server could see it;
+ * the server's signature vouches for it).
+ */
+export const Gap = z.strictObject({
+  kind: GapKind,
+  source: z.enum(["chain", "computer", "server"]),
+  seq: z.number().int().nonnegative().optional(),
+  from_seq: z.number().int().nonnegative().optional(),
+  to_seq: z.number().int().nonnegative().optional(),
+  count: z.number().int().nonnegative().optional(),
+  bodies: z.array(Sha256Hex).optional(),
+  detail: z.string().max(2048),
+});
+/** One of {@link Gap}. */
+export type Gap = z.infer<typeof Gap>;
+
+/** A body named by a frame. */
+export interface BodyMention {
+  seq: number;
+  role: string;
+  sha256: string;
+  size: number;
+  kept: boolean;
+  why?: string;
+}
+
+/** Every body reference in a chain's payloads, in order. */
+export function bodyMentions(payloads: readonly (ParsedPayload | null)[]): BodyMention[] {
+  const out: BodyMention[] = [];
+  payloads.forEach((payload, seq) => {
+    const bodies = payload?.bodies;
+    if (!Array.isArray(bodies)) return;
+    for (const b of bodies) {
+      if (!b || typeof b !== "object") continue;
+      const ref = b as Record<string, unknown>;
+      out.push({
+        seq,
+        role: String(ref.role),
+        sha256: String(ref.sha256),
+        size: Number(ref.size),
+        kept: ref.kept === true,
+        ...(typeof ref.why === "string" ? { why: ref.why } : {}),
+      });
+    }
+  });
+  return out;
+}
+
+/**
+ * The gaps a chain shows by itself, in a fixed order: each `telemetry_gap` frame (source
+ * `computer`), then `unobserved_tail` when the chain has no `agent_stop` or ends as crashed,
+ * `digest_only` when any body was not kept for that reason, and `missing_bodies` naming every
+ * body not kept because it was over the limit.
+ */
+export function chainGaps(kinds: readonly string[], payloads: readonly (ParsedPayload | null)[]): Gap[] {
+  const gaps: Gap[] = [];
+  let stop: ParsedPayload | null = null;
+  kinds.forEach((kind, seq) => {
+    const p = payloads[seq];
+    if (!p) return;
+    if (kind === "telemetry_gap" && typeof p.cause === "string") {
+      gaps.push({ kind: p.cause, source: "computer", seq, detail: `the computer reported ${p.cause.replaceAll("_", " ")}` });
+    }
+    if (kind === "agent_stop") stop = p;
+  });
+  const outcome = (stop as ParsedPayload | null)?.outcome;
+  if (!stop || outcome === "crashed") {
+    gaps.push({
+      kind: "unobserved_tail",
+      source: "chain",
+      detail: stop ? "the session crashed; what happened after its last frame was not observed" : "the record has no agent_stop; what came after its last frame was not observed",
+    });
+  }
+  const mentions = bodyMentions(payloads);
+  if (mentions.some((m) => m.why === "digest_only")) {
+    gaps.push({ kind: "digest_only", source: "chain", detail: "the workspace keeps digests only: no body was kept" });
+  }
+  const over = [...new Set(mentions.filter((m) => m.why === "over_limit").map((m) => m.sha256))];
+  if (over.length > 0) {
+    gaps.push({ kind: "missing_bodies", source: "chain", bodies: over, detail: `${over.length} bodies over 1 MiB were not kept` });
+  }
+  return gaps;
+}
+
+/** A stable key for matching a listed gap against a derived one. */
+export function gapKey(gap: Pick<Gap, "kind" | "source" | "seq">): string {
+  return `${gap.source}:${gap.kind}:${gap.seq ?? ""}`;
+}

@@ -1,0 +1,21 @@
+/**
+ * The Oxagen record format, shared by the Worker, the collector and `oxagen verify`.
+ * Pure TypeScript: no `node:*` or `cloudflare:*` imports, so it runs in Node and in workerd.
+ * @module
+ */
+export * from "./assess.ts";
+export * from "./bundle.ts";
+export * from "./bytes.ts";
+export * from "./chain.ts";
+export * from "./ed25519.ts";
+export * from "./frames.ts";
+export * from "./gaps.ts";
+export * from "./hash.ts";
+export * from "./ids.ts";
+export * from "./json.ts";
+export * from "./lock.ts";
+export * from "./verify.ts";
+
+/** The record format's version. */
+export const PROTOCOL_VERSION = 1;
+export * from "./writer.ts";

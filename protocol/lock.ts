@@ -1,0 +1,190 @@
+/**
+ * Locks: signed chain heads.
+ *
+ * A lock's payload is Record JSON (see `json.ts`) with exactly the fields of {@link LockPayload}.
+ * Its signature is Ed25519 over the DSSE pre-authentication encoding
+ * `PAE(type, payload) = "DSSEv1" SP len(type) SP type SP len(payload) SP payload` with
+ * type {@link LOCK_PAYLOAD_TYPE} and lengths in ASCII decimal. A lock's own hash, which the next
+ * lock names in `prev_lock`, is SHA-256 of those PAE bytes (no domain tag: PAE is one already).
+ * @module
+ */
+import { z } from "zod";
+import { bytesToHex, concatBytes, fromHex, utf8 } from "./bytes.ts";
+import { sha256 } from "./hash.ts";
+import { publicKeyOf, sign, verifyStrict } from "./ed25519.ts";
+import { ChainId, HostId, Sha256Hex } from "./ids.ts";
+import { parseRecordJson, toRecordJson } from "./json.ts";
+import { keyIdFor } from "./ids.ts";
+
+/** The DSSE payload type of a lock. */
+export const LOCK_PAYLOAD_TYPE = "application/vnd.oxagen.lock.v1+json";
+
+/** The fields of a lock, all required. */
+export const LockPayload = z.strictObject({
+  v: z.literal(1),
+  chain: ChainId,
+  lock_seq: z.number().int().nonnegative(),
+  count: z.number().int().nonnegative(),
+  head: Sha256Hex,
+  prev_lock: Sha256Hex.nullable(),
+  t: z.number().int().nonnegative(),
+  final: z.boolean(),
+  signer: z.enum(["host", "server"]),
+  host: HostId,
+  key_id: z.string().regex(/^[0-9a-f]{16}$/),
+});
+/** A parsed lock payload. */
+export type LockPayload = z.infer<typeof LockPayload>;
+
+/** A lock as it travels: the payload's exact Record JSON text and the hex signature. */
+export const SignedLock = z.strictObject({
+  payload: z.string().min(2).max(2048),
+  sig: z.string().regex(/^[0-9a-f]{128}$/),
+});
+/** One of {@link SignedLock}. */
+export type SignedLock = z.infer<typeof SignedLock>;
+
+/** DSSE pre-authentication encoding. */
+export function pae(type: string, body: Uint8Array): Uint8Array {
+  const t = utf8(type);
+  return concatBytes(utf8(`DSSEv1 ${t.length} `), t, utf8(` ${body.length} `), body);
+}
+
+/** The hash of a lock, which the next lock names as `prev_lock`. */
+export function lockHash(lock: SignedLock): string {
+  return bytesToHex(sha256(pae(LOCK_PAYLOAD_TYPE, utf8(lock.payload))));
+}
+
+/** Writes and signs a lock. `key_id` is filled in from the secret key. */
+export function signLock(fields: Omit<LockPayload, "v" | "key_id">, secretKey: Uint8Array): SignedLock {
+  const payload = toRecordJson({ v: 1, ...fields, key_id: keyIdFor(publicKeyOf(secretKey)) } as LockPayload);
+  LockPayload.parse(JSON.parse(payload));
+  const sig = sign(secretKey, pae(LOCK_PAYLOAD_TYPE, utf8(payload)));
+  return { payload, sig: bytesToHex(sig) };
+}
+
+/** Parses a lock's payload, checking its form; throws with the reason when it is not a lock. */
+export function parseLock(lock: SignedLock): LockPayload {
+  return LockPayload.parse(parseRecordJson(lock.payload));
+}
+
+/** True when the lock's signature verifies under `publicKey` (strict Ed25519). */
+export function lockSignatureValid(lock: SignedLock, publicKey: Uint8Array): boolean {
+  let sig: Uint8Array;
+  try {
+    sig = fromHex(lock.sig, 64);
+  } catch {
+    return false;
+  }
+  return verifyStrict(publicKey, pae(LOCK_PAYLOAD_TYPE, utf8(lock.payload)), sig);
+}
+
+/** One problem found by {@link verifyLocks}. */
+export interface LockProblem {
+  lockSeq: number;
+  code:
+    | "LOCK_FORMAT_INVALID"
+    | "LOCK_CHAIN_MISMATCH"
+    | "LOCK_SIG_INVALID"
+    | "LOCK_SEQ_GAP"
+    | "LOCK_SEQ_DUPLICATE"
+    | "LOCK_CHAIN_BREAK"
+    | "LOCK_REGRESSION"
+    | "LOCK_HEAD_MISMATCH"
+    | "LOCK_AFTER_FINAL"
+    | "LOCK_TIME_REGRESSION";
+  message: string;
+}
+
+/** What {@link verifyLocks} needs to know of the chain and the keys. */
+export interface LockContext {
+  chainId: string;
+  /** Recomputed hash of every frame, by seq. */
+  frameHashes: readonly Uint8Array[];
+  /** The chain's genesis hash (the head of a lock with count 0). */
+  genesis: Uint8Array;
+  hostKey: Uint8Array;
+  serverKey: Uint8Array | null;
+}
+
+/** Summary of a run of locks. */
+export interface LockSummary {
+  problems: LockProblem[];
+  /** Frames covered by the last valid lock. */
+  lockedCount: number;
+  /** True when the last lock is final and covers every frame. */
+  finalLocked: boolean;
+  parsed: (LockPayload | null)[];
+}
+
+/**
+ * Checks a run's locks in order: form, chain id, signature (host locks with the host key, a seal
+ * with the server key), lock_seq contiguity, the `prev_lock` link, counts never going back, each
+ * head equal to the frame at its count, and nothing after a final lock.
+ */
+export function verifyLocks(locks: readonly SignedLock[], ctx: LockContext): LockSummary {
+  const problems: LockProblem[] = [];
+  const parsed: (LockPayload | null)[] = [];
+  let prevHash: string | null = null;
+  let prevCount = 0;
+  let prevT = 0;
+  let expectedSeq = 0;
+  let finalSeen = false;
+  let lockedCount = 0;
+  let finalLocked = false;
+  locks.forEach((lock, index) => {
+    let p: LockPayload;
+    try {
+      p = parseLock(lock);
+    } catch (err) {
+      problems.push({ lockSeq: index, code: "LOCK_FORMAT_INVALID", message: `lock at position ${index} is not a valid lock: ${short(err)}` });
+      parsed.push(null);
+      prevHash = safeLockHash(lock);
+      expectedSeq = index + 1;
+      return;
+    }
+    parsed.push(p);
+    const at = p.lock_seq;
+    if (p.chain !== ctx.chainId) problems.push({ lockSeq: at, code: "LOCK_CHAIN_MISMATCH", message: `lock names chain ${p.chain}, not ${ctx.chainId}` });
+    const key = p.signer === "host" ? ctx.hostKey : ctx.serverKey;
+    if (!key || !lockSignatureValid(lock, key)) {
+      problems.push({ lockSeq: at, code: "LOCK_SIG_INVALID", message: `signature does not verify under the ${p.signer} key` });
+    }
+    if (at !== expectedSeq) {
+      const code = at < expectedSeq ? "LOCK_SEQ_DUPLICATE" : "LOCK_SEQ_GAP";
+      problems.push({ lockSeq: at, code, message: `expected lock_seq ${expectedSeq}, found ${at}` });
+    }
+    if (p.prev_lock !== prevHash) problems.push({ lockSeq: at, code: "LOCK_CHAIN_BREAK", message: "prev_lock does not name the lock before it" });
+    if (finalSeen) problems.push({ lockSeq: at, code: "LOCK_AFTER_FINAL", message: "a lock follows a final lock" });
+    if (p.count < prevCount) problems.push({ lockSeq: at, code: "LOCK_REGRESSION", message: `count ${p.count} is below the previous lock's ${prevCount}` });
+    if (p.t < prevT) problems.push({ lockSeq: at, code: "LOCK_TIME_REGRESSION", message: `time goes back ${prevT - p.t} ms` });
+    const expectedHead = p.count === 0 ? ctx.genesis : ctx.frameHashes[p.count - 1];
+    if (!expectedHead) {
+      problems.push({ lockSeq: at, code: "LOCK_HEAD_MISMATCH", message: `lock covers ${p.count} frames but the chain holds ${ctx.frameHashes.length}` });
+    } else if (bytesToHex(expectedHead) !== p.head) {
+      problems.push({ lockSeq: at, code: "LOCK_HEAD_MISMATCH", message: `head does not match frame ${p.count - 1}` });
+    }
+    prevHash = lockHash(lock);
+    prevCount = Math.max(prevCount, p.count);
+    prevT = Math.max(prevT, p.t);
+    expectedSeq = Math.max(expectedSeq, at + 1);
+    lockedCount = Math.max(lockedCount, p.count);
+    if (p.final) finalSeen = true;
+  });
+  const last = parsed.at(-1);
+  finalLocked = !!last && last.final && last.count === ctx.frameHashes.length;
+  return { problems, lockedCount, finalLocked, parsed };
+}
+
+function safeLockHash(lock: SignedLock): string | null {
+  try {
+    return lockHash(lock);
+  } catch {
+    return null;
+  }
+}
+
+function short(err: unknown): string {
+  const text = err instanceof Error ? err.message : String(err);
+  return text.length > 200 ? `${text.slice(0, 200)}…` : text;
+}

@@ -1,0 +1,30 @@
+import path from "node:path";
+import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
+import { defineConfig } from "vitest/config";
+
+const root = path.join(import.meta.dirname, "../..");
+
+export default defineConfig(async () => ({
+  root,
+  plugins: [
+    cloudflareTest({
+      wrangler: { configPath: path.join(root, "wrangler.toml") },
+      remoteBindings: false,
+      miniflare: {
+        bindings: {
+          TEST_MIGRATIONS: await readD1Migrations(path.join(root, "migrations")),
+          OXAGEN_SIGNING_KEY: "4ccd089b28ff96da9db6c346ec114e0f5b8a319f35aba624da8cf6ed4fb8a6fb",
+        },
+      },
+    }),
+  ],
+  test: {
+    name: "workers",
+    dir: root,
+    include: ["test/protocol/**/*.test.ts", "test/workers/**/*.test.ts"],
+    setupFiles: [path.join(root, "test/workers/apply-migrations.ts")],
+    testTimeout: 60_000,
+    hookTimeout: 120_000,
+    teardownTimeout: 60_000,
+  },
+}));
