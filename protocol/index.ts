@@ -19,3 +19,6 @@ export * from "./verify.ts";
 /** The record format's version. */
 export const PROTOCOL_VERSION = 1;
 export * from "./writer.ts";
+export * from "./api.ts";
+export * from "./auth.ts";
+export * from "./policy.ts";

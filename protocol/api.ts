@@ -1,0 +1,90 @@
+/**
+ * The collector ↔ server wire contract: paths, request and answer schemas. Operator routes are
+ * the server's own and are described in docs/api.md.
+ * @module
+ */
+import { z } from "zod";
+import { FrameWire } from "./chain.ts";
+import { AgentName, ChainId, HostId, Sha256Hex } from "./ids.ts";
+import { SignedLock } from "./lock.ts";
+
+/** Route paths the collector calls. */
+export const ROUTES = {
+  health: "/healthz",
+  keys: "/v1/keys",
+  enroll: "/v1/enroll",
+  ingest: "/v1/ingest",
+  body: (sha256: string) => `/v1/bodies/${sha256}`,
+  policy: "/v1/policy",
+  hostStatus: "/v1/host",
+} as const;
+
+/** Every error answer: a stable code and a sentence. */
+export const ErrorAnswer = z.strictObject({ error: z.string(), message: z.string(), issues: z.unknown().optional() });
+
+/** The most frames one ingest batch may carry. */
+export const MAX_BATCH_FRAMES = 5000;
+/** The largest ingest body, in bytes. */
+export const MAX_INGEST_BYTES = 8 * 1024 * 1024;
+
+/** `POST /v1/enroll`: a one-time token and the host's public key. */
+export const EnrollRequest = z.strictObject({
+  token: z.string().min(16).max(256),
+  public_key: Sha256Hex,
+  hostname: z.string().min(1).max(255),
+  harnesses: z.array(z.string().min(1).max(64)).max(32),
+});
+
+/** The answer to an enrollment. */
+export const EnrollAnswer = z.strictObject({
+  host_id: HostId,
+  workspace: z.string(),
+  server_key: z.strictObject({ pub: Sha256Hex, key_id: z.string().regex(/^[0-9a-f]{16}$/) }),
+});
+
+/** What a chain part says about its run, checked against the run id (which hashes host, harness and session). */
+export const RunMeta = z.strictObject({
+  harness: AgentName,
+  agent: AgentName.nullable(),
+  session_id: z.string().min(1).max(256),
+});
+
+/** One chain's part of an ingest batch. A host chain (`host_<id>`) carries no run meta. */
+export const ChainPart = z.strictObject({
+  chain: ChainId,
+  run: RunMeta.optional(),
+  frames: z.array(FrameWire).max(MAX_BATCH_FRAMES),
+  locks: z.array(SignedLock).max(1000),
+});
+
+/** `POST /v1/ingest`. */
+export const IngestRequest = z.strictObject({ chains: z.array(ChainPart).min(1).max(100) });
+/** One of {@link IngestRequest}. */
+export type IngestRequest = z.infer<typeof IngestRequest>;
+
+/**
+ * What the server did with one chain's part, so the collector can resend exactly what is needed:
+ * `stored` frames are durable from seq 0 up to `stored - 1`; `missing` are seq ranges [from, to]
+ * it still lacks below the highest seq it holds; `held` counts frames kept beyond a hole;
+ * `conflicts` are seqs where a different frame was already stored (kept as evidence).
+ */
+export const ChainAck = z.strictObject({
+  chain: ChainId,
+  status: z.enum(["accepted", "retryable", "refused"]),
+  stored: z.number().int().nonnegative(),
+  duplicates: z.array(z.number().int().nonnegative()),
+  missing: z.array(z.tuple([z.number().int().nonnegative(), z.number().int().nonnegative()])),
+  held: z.number().int().nonnegative(),
+  conflicts: z.array(z.number().int().nonnegative()),
+  locks_stored: z.number().int().nonnegative(),
+  locks_refused: z.array(z.strictObject({ lock_seq: z.number().int().nonnegative(), reason: z.string() })),
+  message: z.string().optional(),
+});
+/** One of {@link ChainAck}. */
+export type ChainAck = z.infer<typeof ChainAck>;
+
+/** The answer to an ingest batch. */
+export const IngestAnswer = z.strictObject({ chains: z.array(ChainAck) });
+
+/** Headers of `PUT /v1/bodies/:sha256` besides the host signature: the run and the body's role. */
+export const BODY_HEADERS = { run: "x-oxagen-run", role: "x-oxagen-role" } as const;

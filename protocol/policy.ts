@@ -1,0 +1,147 @@
+/**
+ * Policy bundles: what a workspace allows, signed by the server so a collector can decide from
+ * its cached copy while the server is out of reach.
+ *
+ * A signed policy is `{ "payload_type", "payload", "key_id", "sig" }` where `payload` is the
+ * policy's Record JSON text and `sig` is Ed25519 (server key) over PAE(payload_type, payload).
+ * The policy's ETag is the first 16 hex of SHA-256 of the payload bytes.
+ * @module
+ */
+import { z } from "zod";
+import { bytesToHex, fromHex, utf8 } from "./bytes.ts";
+import { sign, verifyStrict } from "./ed25519.ts";
+import { BodyRole } from "./frames.ts";
+import { sha256Hex } from "./hash.ts";
+import { HostId, RunId } from "./ids.ts";
+import { parseRecordJson, toRecordJson, type RecordJsonValue } from "./json.ts";
+import { pae } from "./lock.ts";
+
+/** The DSSE payload type of a policy. */
+export const POLICY_PAYLOAD_TYPE = "application/vnd.oxagen.policy.v1+json";
+
+const decision = z.enum(["allow", "deny", "ask"]);
+const glob = z.string().min(1).max(256);
+
+/** One access clause for tools: the first clause that matches decides. */
+export const ToolClause = z.strictObject({
+  id: z.string().min(1).max(64),
+  /** Glob over the tool name (`*` any run of characters, `?` one), e.g. `Bash`, `mcp__github__*`. */
+  tool: glob,
+  /** Optional glob over the tool input's `command` (shell tools). */
+  command: glob.optional(),
+  decision,
+  reason: z.string().max(512),
+});
+/** One of {@link ToolClause}. */
+export type ToolClause = z.infer<typeof ToolClause>;
+
+/** A spend limit, in millionths of a US dollar. */
+export const BudgetClause = z.strictObject({
+  id: z.string().min(1).max(64),
+  scope: z.enum(["run", "host", "workspace"]),
+  window: z.enum(["run", "day", "month"]),
+  limit_microusd: z.number().int().nonnegative(),
+});
+
+/** The policy a workspace hands its collectors. */
+export const Policy = z.strictObject({
+  v: z.literal(1),
+  workspace: z.string().min(1).max(128),
+  issued_ms: z.number().int().nonnegative(),
+  mode: z.enum(["enforce", "observe"]),
+  tools: z.array(ToolClause).max(500),
+  default_tool_decision: decision,
+  /** Model name globs the gateway may forward; null allows every model. */
+  models: z.array(glob).max(200).nullable(),
+  budgets: z.array(BudgetClause).max(50),
+  paused_runs: z.array(RunId).max(10_000),
+  suspended_hosts: z.array(HostId).max(10_000),
+  retention: z.strictObject({ mode: z.enum(["keep", "digest_only"]), keep: z.array(BodyRole) }),
+});
+/** One of {@link Policy}. */
+export type Policy = z.infer<typeof Policy>;
+
+/** A signed policy as served and cached. */
+export const SignedPolicy = z.strictObject({
+  payload_type: z.literal(POLICY_PAYLOAD_TYPE),
+  payload: z.string().min(2).max(1_000_000),
+  key_id: z.string().regex(/^[0-9a-f]{16}$/),
+  sig: z.string().regex(/^[0-9a-f]{128}$/),
+});
+/** One of {@link SignedPolicy}. */
+export type SignedPolicy = z.infer<typeof SignedPolicy>;
+
+/** Signs a policy with the server's key. */
+export function signPolicy(policy: Policy, serverSecretKey: Uint8Array, serverKeyId: string): SignedPolicy {
+  const payload = toRecordJson(Policy.parse(policy) as RecordJsonValue);
+  const sig = bytesToHex(sign(serverSecretKey, pae(POLICY_PAYLOAD_TYPE, utf8(payload))));
+  return { payload_type: POLICY_PAYLOAD_TYPE, payload, key_id: serverKeyId, sig };
+}
+
+/** The ETag of a signed policy. */
+export function policyEtag(signed: Pick<SignedPolicy, "payload">): string {
+  return sha256Hex(signed.payload).slice(0, 16);
+}
+
+/** Checks a signed policy against the pinned server key and returns the policy; throws with the reason. */
+export function openPolicy(signed: SignedPolicy, serverKey: Uint8Array): Policy {
+  const ok = verifyStrict(serverKey, pae(POLICY_PAYLOAD_TYPE, utf8(signed.payload)), fromHex(signed.sig, 64));
+  if (!ok) throw new Error("policy signature does not verify under the pinned server key");
+  return Policy.parse(parseRecordJson(signed.payload));
+}
+
+/** A decision with its reason and the clause that made it. */
+export interface PolicyDecision {
+  decision: "allow" | "deny" | "ask";
+  reason: string;
+  rule: string;
+}
+
+/** Matches a glob (`*`, `?`) against a whole string. */
+export function globMatch(pattern: string, text: string): boolean {
+  const re = new RegExp(`^${pattern.replace(/[.+^${}()|[\]\\]/g, "\\$&").replaceAll("*", ".*").replaceAll("?", ".")}$`, "s");
+  return re.test(text);
+}
+
+/**
+ * Decides a tool call: a suspended host or a paused run is denied first, then the first tool
+ * clause that matches, then the default. In observe mode the decision is still computed (and
+ * recorded) but the caller lets the call through.
+ */
+export function decideTool(policy: Policy, call: { hostId: string; runId: string; toolName: string; command?: string }): PolicyDecision {
+  if (policy.suspended_hosts.includes(call.hostId)) return { decision: "deny", reason: "this computer is suspended by an operator", rule: "suspended_host" };
+  if (policy.paused_runs.includes(call.runId)) return { decision: "deny", reason: "this run is paused by an operator", rule: "paused_run" };
+  for (const clause of policy.tools) {
+    if (!globMatch(clause.tool, call.toolName)) continue;
+    if (clause.command !== undefined && (call.command === undefined || !globMatch(clause.command, call.command))) continue;
+    return { decision: clause.decision, reason: clause.reason, rule: clause.id };
+  }
+  return { decision: policy.default_tool_decision, reason: `default decision for ${call.toolName}`, rule: "default" };
+}
+
+/** Decides a model call: suspended host, paused run, then the model allow-list. Budgets are the gateway's to meter. */
+export function decideModel(policy: Policy, call: { hostId: string; runId: string | null; model: string }): PolicyDecision {
+  if (policy.suspended_hosts.includes(call.hostId)) return { decision: "deny", reason: "this computer is suspended by an operator", rule: "suspended_host" };
+  if (call.runId && policy.paused_runs.includes(call.runId)) return { decision: "deny", reason: "this run is paused by an operator", rule: "paused_run" };
+  if (policy.models && !policy.models.some((g) => globMatch(g, call.model))) {
+    return { decision: "deny", reason: `model ${call.model} is not on the workspace's allow-list`, rule: "models" };
+  }
+  return { decision: "allow", reason: "model allowed", rule: "models" };
+}
+
+/** The policy a new workspace starts with: enforce mode, every tool allowed, every body kept. */
+export function defaultPolicy(workspace: string, now: number): Policy {
+  return {
+    v: 1,
+    workspace,
+    issued_ms: now,
+    mode: "enforce",
+    tools: [],
+    default_tool_decision: "allow",
+    models: null,
+    budgets: [],
+    paused_runs: [],
+    suspended_hosts: [],
+    retention: { mode: "keep", keep: ["prompt", "tool_input", "tool_output", "message", "llm_request", "llm_response", "error"] },
+  };
+}
