@@ -1,0 +1,68 @@
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { homedir } from "node:os";
+import { dirname, join } from "node:path";
+import { z } from "zod";
+import { HostId, Sha256Hex } from "../../protocol/index.ts";
+import { ExitError } from "./errors.ts";
+
+/** The collector's state directory (see docs/collector.md). */
+export function stateDir(): string {
+  return process.env.OXAGEN_HOME || join(homedir(), ".config", "oxagen", "tacho");
+}
+
+/** A path inside the state directory. */
+export function statePath(...parts: string[]): string {
+  return join(stateDir(), ...parts);
+}
+
+/** The enrollment, as host.json holds it. */
+export const HostConfig = z.strictObject({
+  v: z.literal(1),
+  host_id: HostId,
+  workspace: z.string().min(1),
+  server: z.string().url(),
+  server_key: z.strictObject({ pub: Sha256Hex, key_id: z.string().regex(/^[0-9a-f]{16}$/) }),
+  secret_key: Sha256Hex,
+  public_key: Sha256Hex,
+  harnesses: z.array(z.string()),
+  ports: z.strictObject({ hooks: z.number().int().min(1).max(65535), gateway: z.number().int().min(1).max(65535) }),
+  enrolled_ms: z.number().int().nonnegative(),
+});
+/** One of {@link HostConfig}. */
+export type HostConfig = z.infer<typeof HostConfig>;
+
+/** Reads host.json; null when the computer is not enrolled. Throws ExitError when it is unreadable. */
+export function readHost(): HostConfig | null {
+  let text: string;
+  try {
+    text = readFileSync(statePath("host.json"), "utf8");
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return null;
+    throw new ExitError(1, `cannot read ${statePath("host.json")}: ${(err as Error).message}`);
+  }
+  const parsed = HostConfig.safeParse(safeJson(text));
+  if (!parsed.success) throw new ExitError(1, `${statePath("host.json")} is damaged; run tacho enroll again`);
+  return parsed.data;
+}
+
+/** Writes a file in the state directory atomically (temp file, fsync'd by writeFileSync's flush, then rename), mode 0600. */
+export function writeStateFile(name: string, content: string): void {
+  const path = statePath(name);
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  const tmp = `${path}.${process.pid}.tmp`;
+  writeFileSync(tmp, content, { mode: 0o600, flush: true });
+  renameSync(tmp, path);
+}
+
+/** Writes host.json (mode 0600). */
+export function writeHost(host: HostConfig): void {
+  writeStateFile("host.json", `${JSON.stringify(HostConfig.parse(host), null, 2)}\n`);
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
+  }
+}
