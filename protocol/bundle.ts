@@ -14,7 +14,7 @@
 import { z } from "zod";
 import { bytesToHex, fromHex, utf8 } from "./bytes.ts";
 import { coverageFacts, CoverageFacts, enforcementTier, Environment, GRADES, replayGrade, TIERS } from "./assess.ts";
-import { checkFrame, FrameWire } from "./chain.ts";
+import { checkFrame, FrameWire, MAX_PAYLOAD_BYTES } from "./chain.ts";
 import { sign, verifyStrict } from "./ed25519.ts";
 import { chainGaps, Gap } from "./gaps.ts";
 import { domainPrefix, sha256 } from "./hash.ts";
@@ -29,6 +29,11 @@ const SUFFIX_RE = /,"signature":\{"key_id":"([0-9a-f]{16})","sig":"([0-9a-f]{128
 export const MAX_BUNDLE_BYTES = 256 * 1024 * 1024;
 
 const keyId = z.string().regex(/^[0-9a-f]{16}$/);
+
+/** A frame as a bundle holds it: the wire frame plus the hash the server recorded for it. */
+export const BundleFrame = FrameWire.extend({ hash: Sha256Hex });
+/** A lock as a bundle holds it, with the time the server received it. */
+export const BundleLock = SignedLock.extend({ received_ms: z.number().int().nonnegative() });
 const ms = z.number().int().nonnegative();
 
 /** The manifest: everything a bundle says about a run. */
@@ -51,8 +56,8 @@ export const Manifest = z.strictObject({
   exported_ms: ms,
   server_key_id: keyId,
   host_key: z.strictObject({ pub: Sha256Hex, key_id: keyId }),
-  frames: z.array(FrameWire.extend({ hash: Sha256Hex })),
-  locks: z.array(SignedLock.extend({ received_ms: ms })),
+  frames: z.array(BundleFrame),
+  locks: z.array(BundleLock),
   equivocations: z.array(
     z.strictObject({ what: z.enum(["frame", "lock"]), seq: z.number().int().nonnegative(), evidence: z.string().max(70_000), received_ms: ms }),
   ),
@@ -64,9 +69,9 @@ export const Manifest = z.strictObject({
 /** One of {@link Manifest}. */
 export type Manifest = z.infer<typeof Manifest>;
 
-/** The exact bytes a bundle signature covers. */
-export function bundleSigningInput(manifestText: string): Uint8Array {
-  const digest = sha256(utf8(manifestText));
+/** The exact bytes a bundle signature covers, given the manifest's text or its UTF-8 bytes. */
+export function bundleSigningInput(manifest: string | Uint8Array): Uint8Array {
+  const digest = sha256(typeof manifest === "string" ? utf8(manifest) : manifest);
   const prefix = domainPrefix("oxagen/bundle/v1");
   const out = new Uint8Array(prefix.length + digest.length);
   out.set(prefix);
@@ -87,7 +92,7 @@ export function writeBundleText(manifestText: string, serverSecretKey: Uint8Arra
 
 /** A bundle file split into its parts, or why it cannot be. */
 export type SplitBundle =
-  | { ok: true; manifestText: string; keyId: string; sig: string }
+  | { ok: true; manifestText: string; keyId: string; sig: string; start: number; suffixLength: number }
   | { ok: false; code: "BUNDLE_LAYOUT" | "UNSUPPORTED_VERSION"; message: string };
 
 /** Splits a bundle file into the manifest text and the signature, checking the exact layout. */
@@ -106,13 +111,13 @@ export function splitBundle(text: string): SplitBundle {
   const match = SUFFIX_RE.exec(tail);
   if (!match) return { ok: false, code: "BUNDLE_LAYOUT", message: "the file does not end with a bundle signature in the exported layout" };
   const manifestText = text.slice(PREFIX.length, text.length - match[0].length);
-  return { ok: true, manifestText, keyId: match[1]!, sig: match[2]! };
+  return { ok: true, manifestText, keyId: match[1]!, sig: match[2]!, start: PREFIX.length, suffixLength: match[0].length };
 }
 
-/** True when `sig` (hex) is the server's signature over `manifestText`. */
-export function bundleSignatureValid(manifestText: string, sig: string, serverKey: Uint8Array): boolean {
+/** True when `sig` (hex) is the server's signature over the manifest (its text or its UTF-8 bytes). */
+export function bundleSignatureValid(manifest: string | Uint8Array, sig: string, serverKey: Uint8Array): boolean {
   try {
-    return verifyStrict(serverKey, bundleSigningInput(manifestText), fromHex(sig, 64));
+    return verifyStrict(serverKey, bundleSigningInput(manifest), fromHex(sig, 64));
   } catch {
     return false;
   }
@@ -155,4 +160,29 @@ export function assembleManifest(input: ManifestInput): Manifest {
     grade: replayGrade(assessed),
     coverage,
   };
+}
+
+/**
+ * The manifest schema without its two long arrays, for verifiers that check frames and locks
+ * with {@link bundleFrameProblem} (zod per frame costs more than the rest of verification).
+ */
+export const ManifestHead = Manifest.extend({ frames: z.array(z.unknown()), locks: z.array(BundleLock) });
+
+const HEX64 = /^[0-9a-f]{64}$/;
+/** Why a value is not a {@link BundleFrame}, or null; the same rules as the zod schema, checked by hand. */
+export function bundleFrameProblem(value: unknown): string | null {
+  if (value === null || typeof value !== "object" || Array.isArray(value)) return "frame is not an object";
+  const f = value as Record<string, unknown>;
+  let keys = 0;
+  for (const key in f) {
+    keys++;
+    if (key !== "seq" && key !== "t" && key !== "kind" && key !== "payload" && key !== "hash") return `frame has an unknown field "${key}"`;
+  }
+  if (keys !== 5) return "frame lacks a field (seq, t, kind, payload, hash)";
+  if (!Number.isSafeInteger(f.seq) || (f.seq as number) < 0) return "seq is not a non-negative integer";
+  if (!Number.isSafeInteger(f.t) || (f.t as number) < 0) return "t is not a non-negative integer";
+  if (typeof f.kind !== "string" || f.kind.length < 1 || f.kind.length > 64) return "kind is not a string of 1 to 64 characters";
+  if (typeof f.payload !== "string" || f.payload.length < 2 || f.payload.length > MAX_PAYLOAD_BYTES) return "payload is not a string of 2 to 65536 characters";
+  if (typeof f.hash !== "string" || !HEX64.test(f.hash)) return "hash is not 64 lowercase hex characters";
+  return null;
 }

@@ -56,3 +56,19 @@ export function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
   for (let i = 0; i < a.length; i++) diff |= a[i]! ^ b[i]!;
   return diff === 0;
 }
+
+const HEX_VALUE = new Int8Array(128).fill(-1);
+for (let i = 0; i < 16; i++) HEX_VALUE["0123456789abcdef".charCodeAt(i)] = i;
+
+/** True when `bytes` equals the lowercase hex `hex`, without allocating. */
+export function equalsHex(bytes: Uint8Array, hex: string): boolean {
+  if (hex.length !== bytes.length * 2) return false;
+  let diff = 0;
+  for (let i = 0; i < bytes.length; i++) {
+    const hi = HEX_VALUE[hex.charCodeAt(2 * i)] ?? -1;
+    const lo = HEX_VALUE[hex.charCodeAt(2 * i + 1)] ?? -1;
+    if (hi < 0 || lo < 0) return false;
+    diff |= bytes[i]! ^ ((hi << 4) | lo);
+  }
+  return diff === 0;
+}

@@ -14,11 +14,11 @@
  * @module
  */
 import { z } from "zod";
-import { bytesToHex, concatBytes, equalBytes, fromHex, isHex, u16, u64, utf8 } from "./bytes.ts";
+import { bytesToHex, concatBytes, equalsHex, fromHex, isHex, u16, u64, utf8 } from "./bytes.ts";
 import { type FrameKind, isFrameKind, PAYLOADS } from "./frames.ts";
-import { taggedHash } from "./hash.ts";
+import { domainPrefix, sha256, taggedHash } from "./hash.ts";
 import { ChainId } from "./ids.ts";
-import { parseRecordJson, type RecordJsonValue } from "./json.ts";
+import { readRecordJson } from "./json.ts";
 
 /** The largest frame payload, in bytes of UTF-8. */
 export const MAX_PAYLOAD_BYTES = 64 * 1024;
@@ -49,9 +49,32 @@ export function genesisHash(chainId: string): Uint8Array {
   return taggedHash("oxagen/genesis/v1", u16(id.length), id);
 }
 
+// Hashing runs once or twice per frame, so inputs are laid out in one reused buffer instead of
+// concatenated copies. Safe: everything here is synchronous and the hash keeps no reference.
+const encoder = new TextEncoder();
+let scratch = new Uint8Array(1 << 16);
+let view = new DataView(scratch.buffer);
+
+function room(bytes: number): void {
+  if (scratch.length >= bytes) return;
+  scratch = new Uint8Array(Math.max(bytes, scratch.length * 2));
+  view = new DataView(scratch.buffer);
+}
+
+function putText(text: string, at: number): number {
+  if (!text.isWellFormed()) throw new Error("string holds a lone surrogate");
+  room(at + text.length * 3);
+  return encoder.encodeInto(text, scratch.subarray(at)).written;
+}
+
 /** SHA-256 of a payload's bytes, domain-separated. */
 export function payloadHash(payload: string | Uint8Array): Uint8Array {
-  return taggedHash("oxagen/payload/v1", typeof payload === "string" ? utf8(payload) : payload);
+  const prefix = domainPrefix("oxagen/payload/v1");
+  if (typeof payload !== "string") return taggedHash("oxagen/payload/v1", payload);
+  room(prefix.length);
+  scratch.set(prefix, 0);
+  const written = putText(payload, prefix.length);
+  return sha256(scratch.subarray(0, prefix.length + written));
 }
 
 /** The header bytes a frame hash covers, given the payload hash. */
@@ -64,8 +87,31 @@ export function frameHeader(chainId: string, seq: number, prev: Uint8Array, t: n
 
 /** The hash of one frame, given the hash of the frame before it (or the genesis hash). */
 export function frameHash(chainId: string, frame: Frame, prev: Uint8Array): Uint8Array {
-  const header = frameHeader(chainId, frame.seq, prev, frame.t, frame.kind, payloadHash(frame.payload));
-  return taggedHash("oxagen/frame/v1", header);
+  const digest = payloadHash(frame.payload);
+  if (!Number.isSafeInteger(frame.seq) || frame.seq < 0 || !Number.isSafeInteger(frame.t) || frame.t < 0) {
+    throw new RangeError("seq and t must be non-negative safe integers");
+  }
+  const prefix = domainPrefix("oxagen/frame/v1");
+  let at = prefix.length + 2;
+  room(at + chainId.length * 3 + 8 + 32 + 8 + 1 + frame.kind.length * 3 + 32);
+  scratch.set(prefix, 0);
+  const idLen = putText(chainId, at);
+  if (idLen > 0xffff) throw new RangeError("chain id too long");
+  view.setUint16(prefix.length, idLen);
+  at += idLen;
+  view.setUint32(at, Math.floor(frame.seq / 2 ** 32));
+  view.setUint32(at + 4, frame.seq >>> 0);
+  scratch.set(prev, at + 8);
+  at += 40;
+  view.setUint32(at, Math.floor(frame.t / 2 ** 32));
+  view.setUint32(at + 4, frame.t >>> 0);
+  at += 8;
+  const kindLen = putText(frame.kind, at + 1);
+  if (kindLen > 255) throw new RangeError("kind too long");
+  scratch[at] = kindLen;
+  at += 1 + kindLen;
+  scratch.set(digest, at);
+  return sha256(scratch.subarray(0, at + 32));
 }
 
 /** A payload as parsed (Record JSON object). */
@@ -77,12 +123,9 @@ export type ParsedPayload = Record<string, unknown>;
  */
 export function checkFrame(frame: Frame): { problem: string | null; payload: ParsedPayload | null } {
   if (frame.payload.length > MAX_PAYLOAD_BYTES) return { problem: "payload over 64 KiB", payload: null };
-  let value: RecordJsonValue;
-  try {
-    value = parseRecordJson(frame.payload);
-  } catch (err) {
-    return { problem: `payload ${(err as Error).message}`, payload: null };
-  }
+  const read = readRecordJson(frame.payload);
+  if (read.problem !== null) return { problem: `payload ${read.problem}`, payload: null };
+  const value = read.value;
   const payload = value !== null && typeof value === "object" && !Array.isArray(value) ? value : null;
   if (!payload) return { problem: "payload is not a JSON object", payload: null };
   if (!isFrameKind(frame.kind)) return { problem: `unknown frame kind "${frame.kind}"`, payload };
@@ -189,9 +232,5 @@ export const hex = bytesToHex;
 
 /** True when `hash` equals the hex `expected`. */
 export function hashEquals(hash: Uint8Array, expected: string): boolean {
-  try {
-    return equalBytes(hash, fromHex(expected, 32));
-  } catch {
-    return false;
-  }
+  return equalsHex(hash, expected);
 }

@@ -16,25 +16,30 @@
 /** A value Record JSON can hold. */
 export type RecordJsonValue = string | number | boolean | null | RecordJsonValue[] | { [key: string]: RecordJsonValue };
 
-/** Why a text is not Record JSON, or null when it is. */
-export function recordJsonProblem(text: string): string | null {
+/** Parses a text as Record JSON once: the value, or the reason it is not Record JSON. */
+export function readRecordJson(text: string): { value: RecordJsonValue; problem: null } | { value: null; problem: string } {
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch {
-    return "not JSON";
+    return { value: null, problem: "not JSON" };
   }
   const problem = valueProblem(value, 0);
-  if (problem) return problem;
-  if (JSON.stringify(value) !== text) return "not in Record JSON form (white space, duplicate member, or escaping)";
-  return null;
+  if (problem) return { value: null, problem };
+  if (JSON.stringify(value) !== text) return { value: null, problem: "not in Record JSON form (white space, duplicate member, or escaping)" };
+  return { value: value as RecordJsonValue, problem: null };
+}
+
+/** Why a text is not Record JSON, or null when it is. */
+export function recordJsonProblem(text: string): string | null {
+  return readRecordJson(text).problem;
 }
 
 /** Parses Record JSON, throwing with the reason when the text is not in that form. */
 export function parseRecordJson(text: string): RecordJsonValue {
-  const problem = recordJsonProblem(text);
-  if (problem) throw new Error(problem);
-  return JSON.parse(text) as RecordJsonValue;
+  const read = readRecordJson(text);
+  if (read.problem !== null) throw new Error(read.problem);
+  return read.value;
 }
 
 /** Serializes a value as Record JSON, throwing if it holds anything Record JSON cannot. */

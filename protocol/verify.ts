@@ -5,7 +5,7 @@
  */
 import { bytesToHex, fromHex, fromUtf8 } from "./bytes.ts";
 import { coverageFacts, enforcementTier, replayGrade } from "./assess.ts";
-import { bundleSignatureValid, Manifest, MAX_BUNDLE_BYTES, splitBundle } from "./bundle.ts";
+import { bundleFrameProblem, bundleSignatureValid, type Manifest, ManifestHead, MAX_BUNDLE_BYTES, splitBundle, type SplitBundle } from "./bundle.ts";
 import { genesisHash, verifyChain } from "./chain.ts";
 import { publicKeyProblem } from "./ed25519.ts";
 import { bodyMentions, chainGaps, gapKey } from "./gaps.ts";
@@ -125,7 +125,7 @@ export function verifyBundle(file: Uint8Array | string, options: VerifyOptions):
   const pinnedId = keyIdFor(options.serverKey);
   if (split.keyId !== pinnedId) {
     add("SERVER_KEY_MISMATCH", "tamper", "bundle", `The bundle is signed by key ${split.keyId}, not by the pinned server key ${pinnedId}.`);
-  } else if (!bundleSignatureValid(split.manifestText, split.sig, options.serverKey)) {
+  } else if (!bundleSignatureValid(manifestBytes(file, split), split.sig, options.serverKey)) {
     add("SERVER_SIG_INVALID", "tamper", "bundle", "The server's signature does not match the bundle's contents.");
   }
   let raw: unknown;
@@ -143,13 +143,20 @@ export function verifyBundle(file: Uint8Array | string, options: VerifyOptions):
     add("MANIFEST_INVALID", "unverifiable", "manifest", "The manifest is not in its exported form (duplicate member, white space or escaping changed).");
     return done(null);
   }
-  const parsed = Manifest.safeParse(raw);
+  const parsed = ManifestHead.safeParse(raw);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     add("MANIFEST_INVALID", "unverifiable", "manifest", `The manifest does not have the bundle's shape (${issue ? `${issue.path.join(".")}: ${issue.message}` : "invalid"}).`);
     return done(null);
   }
-  const m = parsed.data;
+  for (let i = 0; i < parsed.data.frames.length; i++) {
+    const problem = bundleFrameProblem(parsed.data.frames[i]);
+    if (problem) {
+      add("MANIFEST_INVALID", "unverifiable", `frame ${i}`, `The manifest's frame at position ${i} is malformed: ${problem}.`);
+      return done(null);
+    }
+  }
+  const m = parsed.data as Manifest;
   const chainId = m.run.id;
   const summary = emptySummary();
   summary.run = chainId;
@@ -272,6 +279,13 @@ export function verifyBundle(file: Uint8Array | string, options: VerifyOptions):
   }
   options.onProgress?.(1);
   return done(firstBroken, summary);
+}
+
+// The manifest's bytes are a slice of the file (the layout around it is ASCII), so its signature
+// is checked without re-encoding a string that may be hundreds of megabytes.
+function manifestBytes(file: Uint8Array | string, split: Extract<SplitBundle, { ok: true }>): Uint8Array | string {
+  if (typeof file === "string") return split.manifestText;
+  return file.subarray(split.start, file.length - split.suffixLength);
 }
 
 function sameText(value: unknown, text: string): boolean {
