@@ -183,21 +183,44 @@ export interface ChainProblem {
 }
 
 /**
- * Recomputes the hash of every frame of a chain that starts at seq 0 and reports what does not
- * fit. Where a frame carries the hash its holder claims, a mismatch is reported at that frame and
- * the claimed hash links the next one, so one edited frame yields one finding at its own seq.
- * Returns each frame's recomputed hash (index = position) and the problems. Time going backwards
- * is reported but is not a break: clocks move.
+ * Recomputes the hash of frames `from` … `to − 1`. Where a frame carries the hash its holder
+ * claims, that claimed hash (when it is well-formed hex) links the next frame, so one edited frame
+ * breaks only its own hash, and any slice can be hashed on its own (in parallel with others).
+ */
+export function hashFrames(chainId: string, frames: readonly HashedFrame[], from = 0, to = frames.length): Uint8Array[] {
+  const hashes: Uint8Array[] = [];
+  const before = from > 0 ? frames[from - 1]!.hash : undefined;
+  let prev = from === 0 ? genesisHash(chainId) : before !== undefined && isHex(before, 32) ? fromHex(before, 32) : null;
+  if (!prev) prev = hashFrames(chainId, frames, 0, from).at(-1)!;
+  for (let index = from; index < to; index++) {
+    const frame = frames[index]!;
+    let hash: Uint8Array;
+    try {
+      hash = frameHash(chainId, frame, prev);
+    } catch {
+      hash = new Uint8Array(32);
+    }
+    hashes.push(hash);
+    prev = frame.hash !== undefined && isHex(frame.hash, 32) && !hashEquals(hash, frame.hash) ? fromHex(frame.hash, 32) : hash;
+  }
+  return hashes;
+}
+
+/**
+ * Checks every frame of a chain that starts at seq 0 — seq continuity, kind and payload form, its
+ * recomputed hash against the one it carries (see {@link hashFrames}), time order — and reports
+ * what does not fit. Returns each frame's recomputed hash and parsed payload (index = position)
+ * and the problems. `hashes` may be given when they were computed elsewhere (e.g. another thread).
+ * Time going backwards is reported but is not a break: clocks move.
  */
 export function verifyChain(
   chainId: string,
   frames: readonly HashedFrame[],
   progress?: (index: number) => void,
+  hashes: Uint8Array[] = hashFrames(chainId, frames),
 ): { hashes: Uint8Array[]; payloads: (ParsedPayload | null)[]; problems: ChainProblem[] } {
   const problems: ChainProblem[] = [];
-  const hashes: Uint8Array[] = [];
   const payloads: (ParsedPayload | null)[] = [];
-  let prev = genesisHash(chainId);
   let lastT = 0;
   for (let index = 0; index < frames.length; index++) {
     const frame = frames[index]!;
@@ -211,17 +234,8 @@ export function verifyChain(
     if (problem) problems.push({ seq: frame.seq, code: "FRAME_INVALID", message: problem });
     if (frame.t < lastT) problems.push({ seq: frame.seq, code: "TIME_REGRESSION", message: `time goes back ${lastT - frame.t} ms` });
     lastT = Math.max(lastT, frame.t);
-    let hash: Uint8Array;
-    try {
-      hash = frameHash(chainId, frame, prev);
-    } catch {
-      hash = new Uint8Array(32);
-    }
-    hashes.push(hash);
-    prev = hash;
-    if (frame.hash !== undefined && !hashEquals(hash, frame.hash)) {
+    if (frame.hash !== undefined && !hashEquals(hashes[index]!, frame.hash)) {
       problems.push({ seq: frame.seq, code: "FRAME_HASH_MISMATCH", message: "content does not match the frame's recorded hash" });
-      if (isHex(frame.hash, 32)) prev = fromHex(frame.hash, 32);
     }
   }
   return { hashes, payloads, problems };

@@ -6,7 +6,7 @@
 import { bytesToHex, fromHex, fromUtf8 } from "./bytes.ts";
 import { coverageFacts, enforcementTier, replayGrade } from "./assess.ts";
 import { bundleFrameProblem, bundleSignatureValid, type Manifest, ManifestHead, MAX_BUNDLE_BYTES, splitBundle, type SplitBundle } from "./bundle.ts";
-import { genesisHash, verifyChain } from "./chain.ts";
+import { genesisHash, hashFrames, type HashedFrame, verifyChain } from "./chain.ts";
 import { publicKeyProblem } from "./ed25519.ts";
 import { bodyMentions, chainGaps, gapKey } from "./gaps.ts";
 import { sha256 } from "./hash.ts";
@@ -38,6 +38,11 @@ export interface VerifyOptions {
   body?: (sha256: string) => Uint8Array | null;
   /** Called now and then with the fraction done, for a progress bar. */
   onProgress?: (done: number) => void;
+  /**
+   * Supplies the frames' recomputed hashes (as `hashFrames` computes them), e.g. from another
+   * thread; returns null to have them computed here. Its answer must equal `hashFrames`'s.
+   */
+  frameHashes?: (chainId: string, frames: readonly HashedFrame[]) => Uint8Array[] | null;
 }
 
 /** The result of verifying a bundle. */
@@ -177,7 +182,9 @@ export function verifyBundle(file: Uint8Array | string, options: VerifyOptions):
   };
 
   options.onProgress?.(0);
-  const chain = verifyChain(chainId, m.frames, (i) => options.onProgress?.((0.6 * i) / Math.max(1, m.frames.length)));
+  const given = options.frameHashes?.(chainId, m.frames);
+  const hashes = given && given.length === m.frames.length ? given : hashFrames(chainId, m.frames);
+  const chain = verifyChain(chainId, m.frames, (i) => options.onProgress?.(0.2 + (0.4 * i) / Math.max(1, m.frames.length)), hashes);
   options.onProgress?.(0.6);
   for (const p of chain.problems) {
     if (p.code === "TIME_REGRESSION") {

@@ -4,6 +4,7 @@ import { fromHex, isHex, MAX_BUNDLE_BYTES, STATEMENT, verifyBundle, type Finding
 import { parse } from "../../lib/args.ts";
 import { ExitError, UsageError } from "../../lib/errors.ts";
 import { useNodeCrypto } from "../../lib/node-crypto.ts";
+import { startFrameHashing } from "./parallel.ts";
 import { progressBar } from "./progress.ts";
 
 const USAGE = "usage: oxagen verify BUNDLE --server-key KEY [--bodies DIR] [--expect-head HEX] [--json]";
@@ -27,12 +28,15 @@ export async function verify(args: string[]): Promise<number> {
 
   useNodeCrypto();
   const bar = values.json ? null : progressBar(process.stderr);
-  const result = verifyBundle(bundle, {
+  const hashing = startFrameHashing(bundle);
+  const result = verifyBundle(hashing.file, {
     serverKey,
+    ...(hashing.frameHashes ? { frameHashes: hashing.frameHashes } : {}),
     ...(expectHead !== undefined ? { expectHead } : {}),
     ...(bodiesDir !== undefined ? { body: (sha: string) => readBody(bodiesDir, sha) } : {}),
     ...(bar ? { onProgress: bar.update } : {}),
   });
+  hashing.stop();
   bar?.done();
   process.stdout.write(values.json ? `${JSON.stringify(toJson(result), null, 2)}\n` : render(result));
   return result.exit;
