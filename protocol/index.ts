@@ -22,3 +22,4 @@ export * from "./writer.ts";
 export * from "./api.ts";
 export * from "./auth.ts";
 export * from "./policy.ts";
+export * from "./redact.ts";
