@@ -5,8 +5,15 @@ type Command = (args: string[]) => Promise<number>;
 const COMMANDS: Record<string, Record<string, () => Promise<Command>>> = {
   oxagen: {
     verify: async () => (await import("./commands/verify/index.ts")).verify,
+    agent: async () => (await import("./commands/agent/index.ts")).agent,
   },
-  tacho: {},
+  tacho: {
+    daemon: async () => (await import("./commands/daemon/index.ts")).daemon,
+    hook: async () => (await import("./commands/hook/index.ts")).hook,
+    enroll: async () => (await import("./commands/enroll/index.ts")).enroll,
+    reassign: async () => (await import("./commands/reassign/index.ts")).reassign,
+    status: async () => (await import("./commands/status/index.ts")).status,
+  },
 };
 
 function usage(program: string): string {

@@ -61,9 +61,10 @@ function room(bytes: number): void {
   view = new DataView(scratch.buffer);
 }
 
+// The caller has made room for `at + text.length * 3` bytes: growing here would drop what it wrote.
 function putText(text: string, at: number): number {
   if (!text.isWellFormed()) throw new Error("string holds a lone surrogate");
-  room(at + text.length * 3);
+  if (scratch.length < at + text.length * 3) throw new RangeError("hash buffer too small");
   return encoder.encodeInto(text, scratch.subarray(at)).written;
 }
 
@@ -71,7 +72,7 @@ function putText(text: string, at: number): number {
 export function payloadHash(payload: string | Uint8Array): Uint8Array {
   const prefix = domainPrefix("oxagen/payload/v1");
   if (typeof payload !== "string") return taggedHash("oxagen/payload/v1", payload);
-  room(prefix.length);
+  room(prefix.length + payload.length * 3);
   scratch.set(prefix, 0);
   const written = putText(payload, prefix.length);
   return sha256(scratch.subarray(0, prefix.length + written));

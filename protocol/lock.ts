@@ -57,15 +57,20 @@ export function lockHash(lock: SignedLock): string {
 
 /** Writes and signs a lock. `key_id` is filled in from the secret key. */
 export function signLock(fields: Omit<LockPayload, "v" | "key_id">, secretKey: Uint8Array): SignedLock {
-  const payload = toRecordJson({ v: 1, ...fields, key_id: keyIdFor(publicKeyOf(secretKey)) } as LockPayload);
-  LockPayload.parse(JSON.parse(payload));
+  const ordered = LockPayload.parse({ v: 1, ...fields, key_id: keyIdFor(publicKeyOf(secretKey)) });
+  const payload = toRecordJson(ordered);
   const sig = sign(secretKey, pae(LOCK_PAYLOAD_TYPE, utf8(payload)));
   return { payload, sig: bytesToHex(sig) };
 }
 
-/** Parses a lock's payload, checking its form; throws with the reason when it is not a lock. */
+const LOCK_MEMBERS = Object.keys(LockPayload.shape).join(",");
+
+/** Parses a lock's payload, checking its form and member order; throws with the reason when it is not a lock. */
 export function parseLock(lock: SignedLock): LockPayload {
-  return LockPayload.parse(parseRecordJson(lock.payload));
+  const value = parseRecordJson(lock.payload);
+  const parsed = LockPayload.parse(value);
+  if (Object.keys(value as object).join(",") !== LOCK_MEMBERS) throw new Error(`lock members are not in the order ${LOCK_MEMBERS}`);
+  return parsed;
 }
 
 /** True when the lock's signature verifies under `publicKey` (strict Ed25519). */
@@ -85,6 +90,7 @@ export interface LockProblem {
   code:
     | "LOCK_FORMAT_INVALID"
     | "LOCK_CHAIN_MISMATCH"
+    | "LOCK_HOST_MISMATCH"
     | "LOCK_SIG_INVALID"
     | "LOCK_SEQ_GAP"
     | "LOCK_SEQ_DUPLICATE"
@@ -105,6 +111,8 @@ export interface LockContext {
   genesis: Uint8Array;
   hostKey: Uint8Array;
   serverKey: Uint8Array | null;
+  /** When given, every lock must name this host. */
+  hostId?: string;
 }
 
 /** Summary of a run of locks. */
@@ -146,6 +154,7 @@ export function verifyLocks(locks: readonly SignedLock[], ctx: LockContext): Loc
     parsed.push(p);
     const at = p.lock_seq;
     if (p.chain !== ctx.chainId) problems.push({ lockSeq: at, code: "LOCK_CHAIN_MISMATCH", message: `lock names chain ${p.chain}, not ${ctx.chainId}` });
+    if (ctx.hostId !== undefined && p.host !== ctx.hostId) problems.push({ lockSeq: at, code: "LOCK_HOST_MISMATCH", message: `lock names host ${p.host}, not ${ctx.hostId}` });
     const key = p.signer === "host" ? ctx.hostKey : ctx.serverKey;
     if (!key || !lockSignatureValid(lock, key)) {
       problems.push({ lockSeq: at, code: "LOCK_SIG_INVALID", message: `signature does not verify under the ${p.signer} key` });

@@ -10,7 +10,7 @@ import { genesisHash, hashFrames, type HashedFrame, verifyChain } from "./chain.
 import { publicKeyProblem } from "./ed25519.ts";
 import { bodyMentions, chainGaps, gapKey } from "./gaps.ts";
 import { sha256 } from "./hash.ts";
-import { keyIdFor } from "./ids.ts";
+import { keyIdFor, runIdFor } from "./ids.ts";
 import { verifyLocks } from "./lock.ts";
 
 /** How bad a finding is: `tamper` → exit 1, `unverifiable` → exit 2, `incomplete` → exit 3, `note` → no effect. */
@@ -170,6 +170,9 @@ export function verifyBundle(file: Uint8Array | string, options: VerifyOptions):
   summary.gaps = m.gaps.length;
   summary.tier = m.tier.value;
   summary.grade = m.grade.value;
+  if (runIdFor(m.run.host, m.run.harness, m.run.session_id) !== chainId) {
+    add("RUN_ID_MISMATCH", "tamper", "manifest", "The run id is not the one its host, harness and session id give.");
+  }
   if (m.server_key_id !== split.keyId) add("SERVER_KEY_MISMATCH", "tamper", "manifest", "The manifest names a different server key than its signature.");
   const hostKey = fromHex(m.host_key.pub, 32);
   const hostKeyProblem = publicKeyProblem(hostKey);
@@ -203,6 +206,7 @@ export function verifyBundle(file: Uint8Array | string, options: VerifyOptions):
     genesis: genesisHash(chainId),
     hostKey,
     serverKey: options.serverKey,
+    hostId: m.run.host,
   });
   options.onProgress?.(0.8);
   for (const p of locks.problems) {

@@ -91,3 +91,19 @@ describe("frame kinds", () => {
     expect(JSON.parse(frame.payload)).toMatchObject({ path: "backfill", backfilled: true });
   });
 });
+
+describe("hashing long and non-ASCII payloads", () => {
+  it.each([21_839, 21_840, 40_000, 65_536])("hashes a %i-character payload as the plain definition does", async (n) => {
+    const { concatBytes, sha256, utf8, u16, u64 } = await import("../../protocol/index.ts");
+    const payload = JSON.stringify({ path: "hook", x: "é".repeat(Math.max(0, n - 22)) }).slice(0, n);
+    const chain = chainVectors.chain;
+    const prev = genesisHash(chain);
+    const tag = (t: string) => concatBytes(utf8(t), Uint8Array.of(0));
+    const ph = sha256(concatBytes(tag("oxagen/payload/v1"), utf8(payload)));
+    const id = utf8(chain);
+    const kind = utf8("agent_start");
+    const expected = sha256(concatBytes(tag("oxagen/frame/v1"), u16(id.length), id, u64(0), prev, u64(5), Uint8Array.of(kind.length), kind, ph));
+    expect(bytesToHex(payloadHash(payload))).toBe(bytesToHex(ph));
+    expect(bytesToHex(frameHash(chain, { seq: 0, t: 5, kind: "agent_start", payload }, prev))).toBe(bytesToHex(expected));
+  });
+});

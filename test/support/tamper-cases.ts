@@ -174,6 +174,10 @@ export const TAMPER_CASES: TamperCase[] = [
     bundle: edit((m) => { m.frames[0]!.payload = m.frames[0]!.payload.replace('"/work"', '"/work\\ud800"'); }) },
   { name: "run id differs from the chain the locks name", ref: 41, exit: 1, code: "LOCK_CHAIN_MISMATCH",
     bundle: edit((m) => { m.run.id = "run_00000000000000000000000000000000"; }) },
+  { name: "session id changed, so the run id no longer derives from it", ref: 41, exit: 1, code: "RUN_ID_MISMATCH",
+    bundle: edit((m) => { m.run.session_id = "another-session"; }) },
+  { name: "lock names another host", exit: 1, code: "LOCK_HOST_MISMATCH",
+    bundle: edit((m) => { m.locks[1] = hostLock({ host: "h-other" }, 1); }) },
   { name: "gap removed from the list", exit: 1, code: "GAP_LIST_MISMATCH",
     bundle: () => {
       const w = new ChainWriter(base.chain);

@@ -1,0 +1,129 @@
+import { spawn } from "node:child_process";
+import { mkdirSync, openSync, readFileSync, rmSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { parse } from "../../lib/args.ts";
+import { ExitError, UsageError } from "../../lib/errors.ts";
+import { readHost, stateDir, statePath, type HostConfig } from "../../lib/state.ts";
+
+const USAGE = "usage: tacho daemon start|stop|status|run [--json]";
+const TACHO = fileURLToPath(new URL("../../bin/tacho.js", import.meta.url));
+
+function enrolled(): HostConfig {
+  const host = readHost();
+  if (!host) throw new ExitError(1, `tacho daemon: this computer is not enrolled (no ${statePath("host.json")}); run tacho enroll first`);
+  return host;
+}
+
+function readPid(): number | null {
+  try {
+    const pid = Number.parseInt(readFileSync(statePath("recorder.pid"), "utf8").trim(), 10);
+    return Number.isInteger(pid) && pid > 0 ? pid : null;
+  } catch {
+    return null;
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+async function answers(port: number): Promise<{ pid: number } | null> {
+  try {
+    const res = await fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(1000) });
+    return res.ok ? ((await res.json()) as { pid: number }) : null;
+  } catch {
+    return null;
+  }
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function print(json: boolean, value: Record<string, unknown>, text: string): void {
+  process.stdout.write(json ? `${JSON.stringify(value)}\n` : `${text}\n`);
+}
+
+async function run(): Promise<number> {
+  const host = enrolled();
+  const { startDaemon } = await import("../../recorder/daemon.ts");
+  const log = (msg: string) => process.stderr.write(`${new Date().toISOString()} ${msg}\n`);
+  let daemon;
+  try {
+    daemon = await startDaemon(host, log);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "EADDRINUSE") throw new ExitError(1, `tacho daemon: port ${host.ports.hooks} is in use (is a recorder already running?)`);
+    throw err;
+  }
+  await new Promise<void>((resolve) => {
+    const onSignal = () => resolve();
+    process.once("SIGTERM", onSignal);
+    process.once("SIGINT", onSignal);
+  });
+  await daemon.stop();
+  return 0;
+}
+
+async function start(json: boolean): Promise<number> {
+  const host = enrolled();
+  const pid = readPid();
+  if (pid && alive(pid) && (await answers(host.ports.hooks))) {
+    print(json, { running: true, pid, port: host.ports.hooks, started: false }, `recorder already running (pid ${pid})`);
+    return 0;
+  }
+  mkdirSync(stateDir(), { recursive: true, mode: 0o700 });
+  const log = openSync(statePath("recorder.log"), "a", 0o600);
+  const child = spawn(process.execPath, [TACHO, "daemon", "run"], { detached: true, stdio: ["ignore", log, log], env: process.env });
+  child.unref();
+  for (let i = 0; i < 100; i++) {
+    const health = await answers(host.ports.hooks);
+    if (health?.pid === child.pid) {
+      print(json, { running: true, pid: child.pid, port: host.ports.hooks, started: true }, `recorder started (pid ${child.pid}, 127.0.0.1:${host.ports.hooks})`);
+      return 0;
+    }
+    if (child.exitCode !== null || !alive(child.pid!)) break;
+    await sleep(100);
+  }
+  throw new ExitError(1, `tacho daemon: the recorder did not come up; see ${statePath("recorder.log")}`);
+}
+
+async function stop(json: boolean): Promise<number> {
+  const pid = readPid();
+  if (!pid || !alive(pid)) {
+    rmSync(statePath("recorder.pid"), { force: true });
+    print(json, { running: false, stopped: false }, "recorder is not running");
+    return 0;
+  }
+  process.kill(pid, "SIGTERM");
+  for (let i = 0; i < 150 && alive(pid); i++) await sleep(100);
+  if (alive(pid)) throw new ExitError(1, `tacho daemon: recorder ${pid} did not stop within 15 s`);
+  print(json, { running: false, stopped: true, pid }, `recorder ${pid} stopped`);
+  return 0;
+}
+
+async function status(json: boolean): Promise<number> {
+  const host = enrolled();
+  const pid = readPid();
+  const running = pid !== null && alive(pid);
+  const health = await answers(host.ports.hooks);
+  const ok = running && health !== null;
+  print(json, { running, answering: health !== null, pid: running ? pid : null, port: host.ports.hooks },
+    ok ? `recorder running (pid ${pid}, 127.0.0.1:${host.ports.hooks})` : running ? `recorder pid ${pid} is alive but port ${host.ports.hooks} does not answer` : "recorder is not running");
+  return ok ? 0 : 3;
+}
+
+export async function daemon(args: string[]): Promise<number> {
+  const { values, positionals } = parse("tacho daemon", args, { json: { type: "boolean", default: false } });
+  const [sub, ...extra] = positionals;
+  if (extra.length) throw new UsageError(`tacho daemon: unexpected ${extra.join(" ")}\n${USAGE}`);
+  switch (sub) {
+    case "run": return run();
+    case "start": return start(values.json);
+    case "stop": return stop(values.json);
+    case "status": return status(values.json);
+    default: throw new UsageError(`tacho daemon: name a subcommand\n${USAGE}`);
+  }
+}

@@ -1,0 +1,80 @@
+import { readFileSync } from "node:fs";
+import { connect } from "node:net";
+import type { HostConfig } from "../../lib/state.ts";
+import { statePath } from "../../lib/state.ts";
+
+/** What recorder-status.json says (written by the recorder; see collector/recorder/status.ts). */
+export interface RecorderSummary {
+  heartbeat_ms: number | null;
+  pending: { frames: number; locks: number; bodies: number } | null;
+  sessions_open: number | null;
+  last_delivery_ms: number | null;
+  last_error: string | null;
+}
+
+/** The recorder as seen from outside: its pid file, whether that process lives, and whether the hook port answers. */
+export interface DaemonState {
+  state: "running" | "stopped" | "not answering" | "unknown process on port";
+  pid: number | null;
+  alive: boolean;
+  port: number;
+  answering: boolean;
+  recorder: RecorderSummary | null;
+}
+
+function readPid(): number | null {
+  try {
+    const pid = Number.parseInt(readFileSync(statePath("recorder.pid"), "utf8"), 10);
+    return Number.isInteger(pid) && pid > 0 ? pid : null;
+  } catch {
+    return null;
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+function answers(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host: "127.0.0.1", port });
+    const done = (ok: boolean) => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(ok);
+    };
+    const timer = setTimeout(() => done(false), 1000);
+    socket.on("connect", () => done(true));
+    socket.on("error", () => done(false));
+  });
+}
+
+function summary(): RecorderSummary | null {
+  try {
+    const raw = JSON.parse(readFileSync(statePath("recorder-status.json"), "utf8")) as Record<string, unknown>;
+    const num = (v: unknown) => (typeof v === "number" ? v : null);
+    const p = raw.pending as RecorderSummary["pending"] | undefined;
+    return {
+      heartbeat_ms: num(raw.heartbeat_ms),
+      pending: p && typeof p === "object" ? { frames: Number(p.frames) || 0, locks: Number(p.locks) || 0, bodies: Number(p.bodies) || 0 } : null,
+      sessions_open: num(raw.sessions_open),
+      last_delivery_ms: num(raw.last_delivery_ms),
+      last_error: typeof raw.last_error === "string" ? raw.last_error : null,
+    };
+  } catch {
+    return null;
+  }
+}
+
+export async function daemonState(host: HostConfig): Promise<DaemonState> {
+  const pid = readPid();
+  const isAlive = pid !== null && alive(pid);
+  const answering = await answers(host.ports.hooks);
+  const state = isAlive && answering ? "running" : isAlive ? "not answering" : answering ? "unknown process on port" : "stopped";
+  return { state, pid, alive: isAlive, port: host.ports.hooks, answering, recorder: summary() };
+}

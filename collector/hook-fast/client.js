@@ -1,0 +1,191 @@
+// `tacho hook`: the command a harness runs on every step, so it must start near `node -e 0`.
+// Plain JS with only node:fs, node:net, node:os, node:path and node:crypto; no protocol/, zod,
+// node:http or fetch. The slower offline path (TS) loads only when the recorder is unreachable.
+// Whatever happens it prints exactly one JSON document and leaves the exit code 0.
+import { randomBytes } from "node:crypto";
+import { readFileSync, readSync } from "node:fs";
+import { connect } from "node:net";
+import { homedir } from "node:os";
+import { join } from "node:path";
+import { AGENT_NAME, HARNESSES, MAX_PAYLOAD_BYTES, RESERVED_AGENT_NAMES, decisionAnswer, refusal } from "./answers.js";
+
+const HARD_CAP_BYTES = 64 * 1024 * 1024;
+const OVERSIZE_FIELD_BYTES = 8 * 1024;
+const DEFAULT_TIMEOUT_MS = 1500;
+
+export function stateDir() {
+  return process.env.OXAGEN_HOME || join(homedir(), ".config", "oxagen", "tacho");
+}
+
+function parseFlags(argv) {
+  const flags = { agent: null, harness: null, problem: null };
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    const eq = arg.indexOf("=");
+    const name = eq > 0 ? arg.slice(0, eq) : arg;
+    if (name !== "--agent" && name !== "--harness") {
+      flags.problem = `unknown argument ${JSON.stringify(arg)}; usage: tacho hook --agent NAME | --harness claude-code`;
+      continue;
+    }
+    const value = eq > 0 ? arg.slice(eq + 1) : argv[++i];
+    if (value === undefined) flags.problem = `${name} needs a value`;
+    else flags[name.slice(2)] = value;
+  }
+  if (!flags.problem && (flags.agent === null) === (flags.harness === null)) {
+    flags.problem = "name exactly one of --agent NAME or --harness HARNESS";
+  }
+  return flags;
+}
+
+function identityProblem(flags) {
+  if (flags.problem) return ["usage", flags.problem];
+  if (flags.agent !== null) {
+    if (!AGENT_NAME.test(flags.agent)) return ["bad_agent_name", `agent name ${JSON.stringify(flags.agent)} must match ^[a-z0-9][a-z0-9._-]{0,63}$`];
+    if (RESERVED_AGENT_NAMES.includes(flags.agent)) {
+      return ["reserved_agent_name", `agent name "${flags.agent}" is a built-in harness or runtime name; choose another name for a custom agent`];
+    }
+  } else if (!HARNESSES.includes(flags.harness)) {
+    return ["unknown_harness", `unknown harness ${JSON.stringify(flags.harness)}; expected one of ${HARNESSES.join(", ")}`];
+  }
+  return null;
+}
+
+async function readStdin() {
+  const chunks = [];
+  let total = 0;
+  const take = (chunk) => {
+    total += chunk.length;
+    if (total <= HARD_CAP_BYTES) chunks.push(chunk);
+  };
+  const buf = Buffer.allocUnsafe(64 * 1024);
+  for (;;) {
+    let n;
+    try {
+      n = readSync(0, buf, 0, buf.length, null);
+    } catch (err) {
+      if (err.code === "EOF") break;
+      // A non-blocking stdin (inherited from a Node parent) cannot be read synchronously.
+      if (err.code !== "EAGAIN") throw err;
+      for await (const chunk of process.stdin) take(chunk);
+      break;
+    }
+    if (n === 0) break;
+    take(Buffer.from(buf.subarray(0, n)));
+  }
+  return { bytes: Buffer.concat(chunks), total };
+}
+
+function readHostRaw() {
+  let text;
+  try {
+    text = readFileSync(join(stateDir(), "host.json"), "utf8");
+  } catch (err) {
+    if (err.code === "ENOENT") return { problem: ["not_enrolled", "this computer is not enrolled with Oxagen; run tacho enroll first"] };
+    return { problem: ["host_unreadable", `cannot read host.json: ${err.code ?? err.message}`] };
+  }
+  try {
+    const host = JSON.parse(text);
+    if (Number.isInteger(host?.ports?.hooks) && typeof host.host_id === "string") return { host };
+  } catch {}
+  return { problem: ["host_damaged", "host.json is damaged; run tacho enroll again"] };
+}
+
+// Keeps the small top-level fields of a payload over 1 MiB, so the step is still recorded.
+function shrink(event, total) {
+  const kept = {};
+  const dropped = [];
+  for (const [key, value] of Object.entries(event)) {
+    if (JSON.stringify(value ?? null).length <= OVERSIZE_FIELD_BYTES) kept[key] = value;
+    else dropped.push(key);
+  }
+  return { event: kept, oversize: { bytes: total, dropped_fields: dropped } };
+}
+
+function ask(port, line, timeoutMs) {
+  return new Promise((resolve) => {
+    let text = "";
+    let done = false;
+    const socket = connect({ host: "127.0.0.1", port });
+    const finish = (value) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(value);
+    };
+    const timer = setTimeout(() => finish(null), timeoutMs);
+    socket.setEncoding("utf8");
+    socket.setNoDelay(true);
+    socket.on("connect", () => socket.write(`${line}\n`));
+    socket.on("data", (chunk) => {
+      text += chunk;
+      const end = text.indexOf("\n");
+      if (end >= 0) finish(parseAnswer(text.slice(0, end)));
+    });
+    socket.on("error", () => finish(null));
+    socket.on("close", () => finish(parseAnswer(text)));
+  });
+}
+
+function parseAnswer(line) {
+  try {
+    const reply = JSON.parse(line);
+    if (reply?.v === 1 && reply.answer && typeof reply.answer === "object" && !Array.isArray(reply.answer)) return reply.answer;
+  } catch {}
+  return null;
+}
+
+async function decide(argv) {
+  const flags = parseFlags(argv);
+  const harness = flags.harness;
+  const identity = identityProblem(flags);
+  const { bytes, total } = await readStdin();
+
+  let event = null;
+  if (total <= HARD_CAP_BYTES) {
+    try {
+      event = JSON.parse(bytes.toString("utf8"));
+    } catch {}
+  }
+  if (event === null || typeof event !== "object" || Array.isArray(event)) {
+    const why = total > HARD_CAP_BYTES ? `the payload (${total} bytes) is too large to read` : "stdin is not a JSON object";
+    return refusal(null, total > HARD_CAP_BYTES ? "oversize" : "bad_payload", why, harness);
+  }
+  const eventName = typeof event.hook_event_name === "string" ? event.hook_event_name : null;
+  if (eventName === null) return refusal(null, "bad_payload", "the payload has no hook_event_name", harness);
+  if (identity) return refusal(eventName, identity[0], identity[1], harness);
+
+  const { host, problem } = readHostRaw();
+  if (problem) return refusal(eventName, problem[0], problem[1], harness);
+
+  let oversize = null;
+  if (total > MAX_PAYLOAD_BYTES) ({ event, oversize } = shrink(event, total));
+  const request = { v: 1, id: randomBytes(8).toString("hex"), t: Date.now(), source: "command", harness, agent: flags.agent, event };
+  if (oversize) request.oversize = oversize;
+  const line = JSON.stringify(request);
+
+  // A tool input over 1 MiB cannot be checked against the policy's command clauses: deny it.
+  const override =
+    oversize && eventName === "PreToolUse"
+      ? decisionAnswer(eventName, "deny", `the tool call's payload (${total} bytes) is over the 1 MiB Oxagen can check`)
+      : null;
+
+  const timeoutMs = Number(process.env.TACHO_HOOK_TIMEOUT_MS) || DEFAULT_TIMEOUT_MS;
+  const online = await ask(host.ports.hooks, line, timeoutMs);
+  if (online) return override ?? online;
+  const { offlineAnswer } = await import("../commands/hook/offline.ts");
+  const offline = await offlineAnswer({ host, request, line, eventName });
+  return override ? { ...override, enforcement_tier: "client_attested" } : offline;
+}
+
+/** Runs `tacho hook`; prints one JSON answer. Never throws. */
+export async function runHook(argv) {
+  let answer;
+  try {
+    answer = await decide(argv);
+  } catch (err) {
+    answer = refusal(null, "internal", `internal error: ${err?.message ?? String(err)}`, null);
+  }
+  process.stdout.write(`${JSON.stringify(answer)}\n`);
+  process.exitCode = 0;
+}

@@ -1,0 +1,58 @@
+import { readFileSync } from "node:fs";
+import { fromHex, openPolicy, policyEtag, ROUTES, signRequest, SignedPolicy } from "../../protocol/index.ts";
+import type { HostConfig } from "../lib/state.ts";
+import { statePath, writeStateFile } from "../lib/state.ts";
+import type { CachedPolicy } from "./mapper.ts";
+
+/** policy.json: the last signed policy that verified under the pinned server key, and its ETag. */
+export interface PolicyFile {
+  etag: string;
+  policy: SignedPolicy;
+  fetched_ms: number;
+}
+
+/** Opens a signed policy against the pinned key; null (with the reason) when it does not hold. */
+export function openCached(signed: unknown, host: HostConfig): { cached: CachedPolicy; signed: SignedPolicy } | { error: string } {
+  const parsed = SignedPolicy.safeParse(signed);
+  if (!parsed.success) return { error: "policy is not a signed policy bundle" };
+  if (parsed.data.key_id !== host.server_key.key_id) return { error: "policy is signed by a key other than the pinned server key" };
+  try {
+    const policy = openPolicy(parsed.data, fromHex(host.server_key.pub, 32));
+    return { cached: { policy, etag: policyEtag(parsed.data) }, signed: parsed.data };
+  } catch (err) {
+    return { error: (err as Error).message };
+  }
+}
+
+/** Reads policy.json; accepts the file shape above or a bare SignedPolicy. */
+export function readPolicyFile(host: HostConfig): CachedPolicy | null {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(statePath("policy.json"), "utf8"));
+  } catch {
+    return null;
+  }
+  const signed = raw !== null && typeof raw === "object" && "policy" in raw ? (raw as { policy: unknown }).policy : raw;
+  const opened = openCached(signed, host);
+  return "cached" in opened ? opened.cached : null;
+}
+
+/**
+ * Fetches the policy with If-None-Match. Returns the new policy, "unchanged" on 304, or throws
+ * with the reason (the caller keeps the cached one).
+ */
+export async function fetchPolicy(host: HostConfig, etag: string | null, now: number): Promise<CachedPolicy | "unchanged"> {
+  const path = ROUTES.policy;
+  const headers: Record<string, string> = { ...signRequest(fromHex(host.secret_key, 32), host.host_id, "GET", path, new Uint8Array(), now) };
+  if (etag) headers["if-none-match"] = `"${etag}"`;
+  const res = await fetch(new URL(path, host.server), { headers, signal: AbortSignal.timeout(15_000) });
+  if (res.status === 304) return "unchanged";
+  if (!res.ok) throw new Error(`policy fetch: HTTP ${res.status}`);
+  const body = (await res.json()) as unknown;
+  const signed = body !== null && typeof body === "object" && "policy" in body && !("payload" in body) ? (body as { policy: unknown }).policy : body;
+  const opened = openCached(signed, host);
+  if ("error" in opened) throw new Error(`policy refused: ${opened.error}`);
+  const file: PolicyFile = { etag: opened.cached.etag, policy: opened.signed, fetched_ms: now };
+  writeStateFile("policy.json", `${JSON.stringify(file, null, 2)}\n`);
+  return opened.cached;
+}

@@ -1,0 +1,260 @@
+import { ChainAck, fromHex, IngestAnswer, MAX_BATCH_FRAMES, ROUTES, BODY_HEADERS, signRequest, utf8, type IngestRequest, type SignedLock } from "../../protocol/index.ts";
+import type { HostConfig } from "../lib/state.ts";
+import { lockSeqOf, type ChainRecord, type Journal, type JournalFrame } from "./journal.ts";
+
+export interface ShipperOptions {
+  /** First retry delay (default 1 s); each next one ×1.5 ±20 %, up to `maxMs` (default 60 s). */
+  baseMs: number;
+  maxMs: number;
+  /** How long after new frames a batch leaves (so one batch carries a burst). */
+  delayMs: number;
+  log: (msg: string) => void;
+}
+
+const BATCH_BYTES = 6 * 1024 * 1024;
+const MAX_CHAINS = 100;
+const RETRYABLE = new Set([429, 502, 503, 504]);
+const BODY_FINAL = new Set([400, 409, 413, 422]);
+
+class Retry extends Error {
+  readonly afterMs: number | null;
+  constructor(message: string, afterMs: number | null) {
+    super(message);
+    this.afterMs = afterMs;
+  }
+}
+
+/** Seconds or an HTTP date, in ms from now; null when absent or unreadable. */
+export function retryAfterMs(value: string | null, now: number): number | null {
+  if (!value) return null;
+  if (/^\d+$/.test(value.trim())) return Number(value.trim()) * 1000;
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? null : Math.max(0, at - now);
+}
+
+interface Batch {
+  body: IngestRequest;
+  recs: Map<string, { rec: ChainRecord; hi: number; locks: SignedLock[] }>;
+}
+
+/** What was sent of a chain and not yet fully acknowledged: the highest seq sent and the holes the server named. */
+interface Sent {
+  hi: number;
+  missing: [number, number][];
+  locksHi: number;
+}
+
+/**
+ * Ships the journal to the server: frame/lock batches to /v1/ingest, then kept bodies to
+ * /v1/bodies/:sha. Retries network errors and 429/502/503/504 with jittered backoff and
+ * Retry-After; other failures are surfaced as `lastError` and retried at the longest delay, since
+ * nothing leaves the journal until the server acknowledged it.
+ */
+export class Shipper {
+  lastDeliveryMs: number | null = null;
+  lastError: string | null = null;
+  readonly #journal: Journal;
+  readonly #host: HostConfig;
+  readonly #opts: ShipperOptions;
+  readonly #sent = new Map<string, Sent>();
+  readonly #refusedUntil = new Map<string, number>();
+  #timer: NodeJS.Timeout | null = null;
+  #running: Promise<void> | null = null;
+  #backoff = 0;
+  #stopped = false;
+  #again = false;
+
+  constructor(journal: Journal, host: HostConfig, opts: ShipperOptions) {
+    this.#journal = journal;
+    this.#host = host;
+    this.#opts = opts;
+  }
+
+  /** Asks for a shipment soon (no-op while one is waiting on a backoff). */
+  kick(delayMs = this.#opts.delayMs): void {
+    if (this.#stopped || this.#timer) return;
+    if (this.#running) {
+      this.#again = true;
+      return;
+    }
+    this.#timer = setTimeout(() => {
+      this.#timer = null;
+      this.#running = this.#cycle().then((next) => {
+        this.#running = null;
+        const again = this.#again;
+        this.#again = false;
+        if (next !== null) this.kick(next);
+        else if (again) this.kick();
+      });
+    }, delayMs);
+    this.#timer.unref();
+  }
+
+  /** Stops; waits for a shipment in flight (whose acks are journaled) to finish. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = null;
+    await this.#running;
+  }
+
+  /** Frames, locks and bodies not yet acknowledged. */
+  pending(): { frames: number; locks: number; bodies: number } {
+    let frames = 0, locks = 0, bodies = 0;
+    for (const rec of this.#journal.chains.values()) {
+      frames += rec.frames.length;
+      locks += rec.locks.length;
+      bodies += rec.bodies.length;
+    }
+    return { frames, locks, bodies };
+  }
+
+  /** One shipment; returns when to try again (a backoff), or null when all that could go went. */
+  async #cycle(): Promise<number | null> {
+    try {
+      for (let rounds = 0; rounds < 1000 && !this.#stopped; rounds++) {
+        const batch = this.#batch();
+        if (!batch) break;
+        await this.#ship(batch);
+      }
+      if (!this.#stopped) await this.#shipBodies();
+      this.#backoff = 0;
+      return this.#refusedUntil.size ? this.#opts.maxMs : null;
+    } catch (err) {
+      const retry = err instanceof Retry ? err.afterMs : null;
+      this.lastError = (err as Error).message;
+      this.#backoff = this.#backoff === 0 ? this.#opts.baseMs : Math.min(this.#backoff * 1.5, this.#opts.maxMs);
+      const jittered = Math.min(this.#backoff * (0.8 + Math.random() * 0.4), this.#opts.maxMs);
+      const wait = retry !== null ? Math.min(Math.max(retry, 0), 10 * this.#opts.maxMs) : jittered;
+      this.#opts.log(`ship: ${this.lastError}; retrying in ${Math.round(wait)} ms`);
+      return wait;
+    }
+  }
+
+  #framesToSend(rec: ChainRecord): JournalFrame[] {
+    const sent = this.#sent.get(rec.chain);
+    if (!sent) return rec.frames;
+    return rec.frames.filter((f) => f.seq > sent.hi || sent.missing.some(([a, b]) => f.seq >= a && f.seq <= b));
+  }
+
+  #batch(): Batch | null {
+    const chains: IngestRequest["chains"] = [];
+    const recs = new Map<string, { rec: ChainRecord; hi: number; locks: SignedLock[] }>();
+    let bytes = 0;
+    const now = Date.now();
+    for (const rec of this.#journal.chains.values()) {
+      if (chains.length >= MAX_CHAINS || bytes >= BATCH_BYTES) break;
+      if ((this.#refusedUntil.get(rec.chain) ?? 0) > now) continue;
+      const frames: JournalFrame[] = [];
+      for (const f of this.#framesToSend(rec)) {
+        if (frames.length >= MAX_BATCH_FRAMES || bytes + f.payload.length + 200 > BATCH_BYTES) break;
+        frames.push(f);
+        bytes += f.payload.length + 200;
+      }
+      const locksHi = this.#sent.get(rec.chain)?.locksHi ?? -1;
+      const locks = frames.length || rec.locks.some((l) => lockSeqOf(l) > locksHi) ? rec.locks.slice(0, 1000) : [];
+      if (!frames.length && !locks.length) continue;
+      bytes += locks.length * 700;
+      const part: IngestRequest["chains"][number] = { chain: rec.chain, frames: frames.map(({ seq, t, kind, payload }) => ({ seq, t, kind, payload })), locks };
+      if (rec.run) part.run = rec.run;
+      chains.push(part);
+      const prev = this.#sent.get(rec.chain)?.hi ?? rec.stored - 1;
+      recs.set(rec.chain, { rec, hi: Math.max(prev, frames.at(-1)?.seq ?? -1), locks });
+    }
+    return chains.length ? { body: { chains }, recs } : null;
+  }
+
+  async #post(path: string, method: string, body: Uint8Array, extra: Record<string, string>): Promise<Response> {
+    const headers = { ...signRequest(fromHex(this.#host.secret_key, 32), this.#host.host_id, method, path, body, Date.now()), ...extra };
+    let res: Response;
+    try {
+      res = await fetch(new URL(path, this.#host.server), { method, headers, body: body as Uint8Array<ArrayBuffer>, signal: AbortSignal.timeout(60_000) });
+    } catch (err) {
+      throw new Retry(`${method} ${path}: ${(err as Error & { cause?: Error }).cause?.message ?? (err as Error).message}`, null);
+    }
+    if (RETRYABLE.has(res.status) || res.status >= 500) {
+      const after = RETRYABLE.has(res.status) ? retryAfterMs(res.headers.get("retry-after"), Date.now()) : null;
+      await res.body?.cancel();
+      throw new Retry(`${method} ${path}: HTTP ${res.status}`, after);
+    }
+    return res;
+  }
+
+  async #ship(batch: Batch): Promise<void> {
+    for (const chain of batch.recs.keys()) this.#sent.delete(chain);
+    const res = await this.#post(ROUTES.ingest, "POST", utf8(JSON.stringify(batch.body)), { "content-type": "application/json" });
+    const text = await res.text();
+    if (!res.ok) {
+      // Not retryable by its status: it will not succeed as it is. Keep everything, surface it, wait long.
+      for (const chain of batch.recs.keys()) this.#refusedUntil.set(chain, Date.now() + this.#opts.maxMs);
+      throw new Retry(`ingest refused: HTTP ${res.status} ${text.slice(0, 300)}`, this.#opts.maxMs);
+    }
+    const answer = IngestAnswer.safeParse(safeJson(text));
+    if (!answer.success) throw new Retry("ingest answer is not an IngestAnswer", null);
+    let retry = false;
+    for (const ack of answer.data.chains) retry = this.#take(ack, batch.recs.get(ack.chain)) || retry;
+    this.lastDeliveryMs = Date.now();
+    if (retry) throw new Retry("the server asked to retry a chain", null);
+  }
+
+  /** Applies one chain's ack; true when the server asked for a retry. */
+  #take(ack: ChainAck, sent: { rec: ChainRecord; hi: number; locks: SignedLock[] } | undefined): boolean {
+    if (!sent) return false;
+    const { rec } = sent;
+    if (ack.status === "refused") {
+      this.lastError = `chain ${rec.chain} refused: ${ack.message ?? "no reason given"}`;
+      this.#refusedUntil.set(rec.chain, Date.now() + this.#opts.maxMs);
+      return false;
+    }
+    this.#refusedUntil.delete(rec.chain);
+    const refused = new Map(ack.locks_refused.map((r) => [r.lock_seq, r.reason]));
+    const acked: number[] = [];
+    let keeping = false;
+    for (const lock of sent.locks) {
+      const seq = lockSeqOf(lock);
+      const why = refused.get(seq);
+      if (why === undefined && !keeping) acked.push(seq);
+      else if (why !== undefined && !keeping && (JSON.parse(lock.payload) as { count: number }).count <= ack.stored) {
+        // Refused although the server holds its frames: resending cannot help. It stays a finding on the server.
+        this.lastError = `lock ${seq} of ${rec.chain} refused: ${why}`;
+        acked.push(seq);
+      } else keeping = true;
+    }
+    this.#journal.ack(rec, ack.stored, acked, []);
+    if (ack.status === "retryable") return true;
+    if (ack.missing.length === 0 && ack.held === 0 && rec.locks.length === 0) return false;
+    const locksHi = sent.locks.length ? lockSeqOf(sent.locks.at(-1)!) : (this.#sent.get(rec.chain)?.locksHi ?? -1);
+    this.#sent.set(rec.chain, { hi: sent.hi, missing: ack.missing, locksHi });
+    return false;
+  }
+
+  async #shipBodies(): Promise<void> {
+    for (const rec of this.#journal.chains.values()) {
+      for (const b of rec.bodies.filter((x) => x.seq < rec.stored)) {
+        if (this.#stopped) return;
+        const bytes = this.#journal.body(b.sha);
+        if (!bytes) {
+          this.#journal.ack(rec, rec.stored, [], [b.sha]);
+          continue;
+        }
+        const res = await this.#post(ROUTES.body(b.sha), "PUT", bytes, {
+          "content-type": "application/octet-stream", [BODY_HEADERS.run]: rec.chain, [BODY_HEADERS.role]: b.role,
+        });
+        const text = await res.text();
+        if (!res.ok && !BODY_FINAL.has(res.status)) throw new Retry(`body ${b.sha}: HTTP ${res.status} ${text.slice(0, 200)}`, this.#opts.maxMs);
+        // 409 (not retained) and 400/413/422 (refused, recorded as a gap on the server) are final answers.
+        if (!res.ok) this.lastError = `body ${b.sha} refused: HTTP ${res.status} ${text.slice(0, 200)}`;
+        this.#journal.ack(rec, rec.stored, [], [b.sha]);
+        this.lastDeliveryMs = Date.now();
+      }
+    }
+  }
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,64 @@
+import type { Journal } from "./journal.ts";
+import type { Shipper } from "./shipper.ts";
+
+/** recorder-status.json, read by `tacho status` (docs/collector.md). */
+export interface RecorderStatus {
+  v: 1;
+  pid: number;
+  port: number;
+  started_ms: number;
+  /** Rewritten every few seconds while the recorder runs; the start of a daemon_down gap after a crash. */
+  heartbeat_ms: number;
+  /** Set by a graceful stop. */
+  stopped_ms?: number;
+  pending: { frames: number; locks: number; bodies: number };
+  /** Per chain with anything not yet acknowledged. */
+  chains: Record<string, { harness: string | null; session_id: string | null; frames: number; locks: number; bodies: number; final: boolean; oldest_pending_ms: number | null }>;
+  sessions_open: number;
+  last_delivery_ms: number | null;
+  last_error: string | null;
+  policy_etag: string | null;
+  policy_error: string | null;
+}
+
+export function statusOf(o: {
+  journal: Journal;
+  shipper: Shipper;
+  started: number;
+  port: number;
+  policyEtag: string | null;
+  policyError: string | null;
+  stopped?: number | undefined;
+}): RecorderStatus {
+  const chains: RecorderStatus["chains"] = {};
+  let open = 0;
+  for (const rec of o.journal.chains.values()) {
+    if (rec.run && !rec.writer.state.final) open++;
+    if (!rec.frames.length && !rec.locks.length && !rec.bodies.length) continue;
+    chains[rec.chain] = {
+      harness: rec.run?.harness ?? null,
+      session_id: rec.run?.session_id ?? null,
+      frames: rec.frames.length,
+      locks: rec.locks.length,
+      bodies: rec.bodies.length,
+      final: rec.writer.state.final,
+      oldest_pending_ms: rec.frames[0]?.t ?? null,
+    };
+  }
+  const now = Date.now();
+  return {
+    v: 1,
+    pid: process.pid,
+    port: o.port,
+    started_ms: o.started,
+    heartbeat_ms: now,
+    ...(o.stopped !== undefined ? { stopped_ms: o.stopped } : {}),
+    pending: o.shipper.pending(),
+    chains,
+    sessions_open: open,
+    last_delivery_ms: o.shipper.lastDeliveryMs,
+    last_error: o.shipper.lastError,
+    policy_etag: o.policyEtag,
+    policy_error: o.policyError,
+  };
+}

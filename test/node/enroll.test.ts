@@ -1,0 +1,201 @@
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { startStub, STUB_TOKEN, STUB_WORKSPACE, type StubServer } from "./support/stub-server.ts";
+import { childEnv, freePort, OXAGEN, run, TACHO, tempHome } from "./support/tacho.ts";
+
+type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- tests walk parsed JSON
+
+const USER_SETTINGS = `{
+    "model": "opus",
+    "permissions": { "allow": ["Bash(npm test)"], "deny": [] },
+    "hooks": {
+        "PreToolUse": [
+            { "matcher": "Bash", "hooks": [ { "type": "command", "command": "~/.claude/hooks/check.sh", "timeout": 30 } ] }
+        ],
+        "Stop": [ { "hooks": [ { "type": "command", "command": "notify-send done" } ] } ],
+        "FileChanged": [ { "matcher": "*.ts", "hooks": [ { "type": "command", "command": "echo changed" } ] } ]
+    },
+    "statusLine": { "type": "command", "command": "echo hi" }
+}
+`;
+
+let stub: StubServer;
+let home: ReturnType<typeof tempHome>;
+let settingsPath: string;
+let hooksPort: number;
+
+beforeAll(async () => {
+  stub = await startStub();
+});
+afterAll(() => stub.close());
+beforeEach(async () => {
+  home = tempHome();
+  settingsPath = join(home.env.CLAUDE_CONFIG_DIR!, "settings.json");
+  mkdirSync(home.env.CLAUDE_CONFIG_DIR!, { recursive: true });
+  hooksPort = await freePort();
+});
+afterEach(() => home.cleanup());
+
+const tacho = (...args: string[]) => run(TACHO, args, { env: home.env });
+const enrollArgs = () => ["enroll", "--server", stub.url, "--token", STUB_TOKEN, "--harness", "claude-code", "--hooks-port", String(hooksPort), "--json"];
+const settings = () => JSON.parse(readFileSync(settingsPath, "utf8")) as Json;
+
+/** The settings with every handler the collector wrote taken out (groups left empty by that dropped). */
+function withoutOurs(json: Json): Json {
+  const hooks: Json = {};
+  for (const [event, groups] of Object.entries(json.hooks ?? {}) as [string, Json[]][]) {
+    const kept = groups
+      .map((g) => ({ ...g, hooks: (g.hooks as Json[]).filter((h) => !/tacho(\.js)? hook --harness claude-code|\/hooks\/claude-code$/.test(String(h.command ?? h.url ?? ""))) }))
+      .filter((g) => g.hooks.length > 0);
+    if (kept.length) hooks[event] = kept;
+  }
+  return { ...json, hooks };
+}
+
+describe("tacho enroll into Claude Code", () => {
+  it("registers, writes host.json 0600, caches the verified policy and merges hooks without touching other entries", async () => {
+    writeFileSync(settingsPath, USER_SETTINGS);
+    const r = await tacho(...enrollArgs());
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    const out = JSON.parse(r.stdout) as Json;
+    expect(out).toMatchObject({ workspace: STUB_WORKSPACE, ports: { hooks: hooksPort } });
+    expect(out.policy_etag).toMatch(/^[0-9a-f]{16}$/);
+
+    const hostPath = join(home.env.OXAGEN_HOME!, "host.json");
+    expect(statSync(hostPath).mode & 0o777).toBe(0o600);
+    const host = JSON.parse(readFileSync(hostPath, "utf8")) as Json;
+    expect(host).toMatchObject({ v: 1, host_id: out.host_id, workspace: STUB_WORKSPACE, server: stub.url, harnesses: ["claude-code"] });
+    expect(host.secret_key).toMatch(/^[0-9a-f]{64}$/);
+    expect(JSON.parse(readFileSync(join(home.env.OXAGEN_HOME!, "policy.json"), "utf8")).etag).toBe(out.policy_etag);
+
+    const s = settings();
+    expect(withoutOurs(s)).toEqual(JSON.parse(USER_SETTINGS));
+    // The user's own groups keep their place, first in their event.
+    expect(s.hooks.PreToolUse[0]).toEqual(JSON.parse(USER_SETTINGS).hooks.PreToolUse[0]);
+    expect(s.hooks.Stop[0]).toEqual(JSON.parse(USER_SETTINGS).hooks.Stop[0]);
+    for (const event of ["SessionStart", "UserPromptSubmit", "PreToolUse", "PermissionRequest", "Notification", "Stop", "SubagentStart", "SubagentStop", "SessionEnd", "PreCompact"]) {
+      const ours = (s.hooks[event] as Json[]).flatMap((g) => g.hooks as Json[]).filter((h) => String(h.command).endsWith("hook --harness claude-code"));
+      expect(ours, event).toHaveLength(1);
+      expect(ours[0]!.type).toBe("command");
+    }
+    for (const event of ["PostToolUse", "PostToolUseFailure"]) {
+      expect(s.hooks[event]).toEqual([{ hooks: [{ type: "http", url: `http://127.0.0.1:${hooksPort}/hooks/claude-code`, timeout: 10 }] }]);
+    }
+  });
+
+  it("re-enrolling (with or without a new token) leaves settings.json byte-identical and never duplicates", async () => {
+    writeFileSync(settingsPath, USER_SETTINGS);
+    expect((await tacho(...enrollArgs())).code).toBe(0);
+    const once = readFileSync(settingsPath, "utf8");
+    expect((await tacho("enroll", "--harness", "claude-code")).code).toBe(0);
+    expect(readFileSync(settingsPath, "utf8")).toBe(once);
+    expect((await tacho(...enrollArgs())).code).toBe(0);
+    expect(readFileSync(settingsPath, "utf8")).toBe(once);
+  });
+
+  it("creates settings.json when Claude Code has none", async () => {
+    expect((await tacho(...enrollArgs())).code).toBe(0);
+    expect(Object.keys(settings())).toEqual(["hooks"]);
+  });
+
+  it("a settings.json that is not valid JSON: clear error, file untouched, token not spent, nothing enrolled", async () => {
+    const broken = USER_SETTINGS.replace('"opus",', '"opus",,');
+    writeFileSync(settingsPath, broken);
+    const before = stub.enrollCalls;
+    const r = await tacho(...enrollArgs());
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/settings\.json is not valid JSON.*left untouched/);
+    expect(readFileSync(settingsPath, "utf8")).toBe(broken);
+    expect(stub.enrollCalls).toBe(before);
+    expect(existsSync(join(home.env.OXAGEN_HOME!, "host.json"))).toBe(false);
+  });
+
+  it("a refused token exits 1 with the server's reason", async () => {
+    const r = await tacho("enroll", "--server", stub.url, "--token", "oxe_wrong.0123456789abcdef", "--harness", "claude-code");
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/HTTP 401.*already used/);
+  });
+
+  it("an unknown harness or missing arguments are usage errors (exit 2)", async () => {
+    expect((await tacho("enroll", "--server", stub.url, "--token", STUB_TOKEN, "--harness", "vim")).code).toBe(2);
+    expect((await tacho("enroll", "--server", stub.url, "--token", STUB_TOKEN)).code).toBe(2);
+    expect((await tacho("enroll", "--harness", "claude-code")).code).toBe(2);
+  });
+
+  it("the written command hook runs and answers from the cached policy while the recorder is down", async () => {
+    stub.policy = { ...stub.policy, tools: [{ id: "no-curl", tool: "Bash", command: "curl *", decision: "deny", reason: "no network from agents" }] };
+    try {
+      expect((await tacho(...enrollArgs())).code).toBe(0);
+    } finally {
+      stub.policy = { ...stub.policy, tools: [] };
+    }
+    const command = (settings().hooks.PreToolUse as Json[])[0]!.hooks[0].command as string;
+    const payload = JSON.stringify({ session_id: "abc123", hook_event_name: "PreToolUse", tool_name: "Bash", tool_input: { command: "curl https://x" }, tool_use_id: "toolu_1" });
+    const stdout = execFileSync("sh", ["-c", command], { input: payload, env: childEnv(home.env), encoding: "utf8" });
+    expect(JSON.parse(stdout).hookSpecificOutput).toEqual({ hookEventName: "PreToolUse", permissionDecision: "deny", permissionDecisionReason: "no network from agents" });
+  });
+});
+
+describe("tacho status and tacho reassign", () => {
+  it("status reports hooks present, then altered, then missing", async () => {
+    writeFileSync(settingsPath, USER_SETTINGS);
+    expect((await tacho(...enrollArgs())).code).toBe(0);
+    const status = async () => JSON.parse((await tacho("status", "--json")).stdout) as Json;
+    let s = await status();
+    expect(s).toMatchObject({ enrolled: true, workspace: STUB_WORKSPACE, spool: { events: 0, dropped: 0 } });
+    expect(s.harnesses).toEqual([{ harness: "claude-code", config: settingsPath, hooks: "present" }]);
+    expect(s.daemon).toMatchObject({ state: "stopped", answering: false, port: hooksPort });
+
+    const edited = settings();
+    edited.hooks.PostToolUse[0].hooks[0].timeout = 99;
+    writeFileSync(settingsPath, JSON.stringify(edited));
+    s = await status();
+    expect(s.harnesses[0]).toMatchObject({ hooks: "altered", altered: ["PostToolUse"] });
+
+    writeFileSync(settingsPath, USER_SETTINGS);
+    s = await status();
+    expect(s.harnesses[0].hooks).toBe("missing");
+  });
+
+  it("status on a computer that is not enrolled says so and exits 1", async () => {
+    const r = await tacho("status", "--json");
+    expect(r.code).toBe(1);
+    expect(JSON.parse(r.stdout)).toMatchObject({ enrolled: false });
+  });
+
+  it("reassign without --workspace drops a harness: only our entries go, every other entry is intact", async () => {
+    writeFileSync(settingsPath, USER_SETTINGS);
+    expect((await tacho(...enrollArgs())).code).toBe(0);
+    const r = await tacho("reassign", "--harness", "none", "--json");
+    expect(r.code).toBe(0);
+    expect(settings()).toEqual(JSON.parse(USER_SETTINGS));
+    expect(JSON.parse(readFileSync(join(home.env.OXAGEN_HOME!, "host.json"), "utf8")).harnesses).toEqual([]);
+    // A later enroll without a harness does not bring it back; naming it again does.
+    expect((await tacho("enroll", "--harness", "claude-code")).code).toBe(0);
+    expect(withoutOurs(settings())).toEqual(JSON.parse(USER_SETTINGS));
+  });
+
+  it("reassign --workspace moves the host locally and keeps every harness", async () => {
+    writeFileSync(settingsPath, USER_SETTINGS);
+    expect((await tacho(...enrollArgs())).code).toBe(0);
+    const before = readFileSync(settingsPath, "utf8");
+    const r = await tacho("reassign", "--workspace", "ws_other", "--json");
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ workspace: "ws_other", moved: true, harnesses: ["claude-code"] });
+    expect(r.stderr).toMatch(/this computer only/);
+    expect(readFileSync(settingsPath, "utf8")).toBe(before);
+  });
+});
+
+describe("oxagen agent enroll", () => {
+  it("enrolls with the one-time token and wraps no harness unless asked", async () => {
+    const r = await run(OXAGEN, ["agent", "enroll", "--server", stub.url, "--token", STUB_TOKEN, "--json"], { env: home.env });
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ workspace: STUB_WORKSPACE, harnesses: [] });
+    expect(existsSync(settingsPath)).toBe(false);
+    expect(JSON.parse(readFileSync(join(home.env.OXAGEN_HOME!, "host.json"), "utf8")).harnesses).toEqual([]);
+  });
+});

@@ -1,0 +1,246 @@
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { createServer, type Server } from "node:net";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { bytesToHex, defaultPolicy, policyEtag, RESERVED_AGENT_NAMES, HARNESSES, signPolicy, type Policy } from "../../protocol/index.ts";
+import { HARNESSES as FAST_HARNESSES, RESERVED_AGENT_NAMES as FAST_RESERVED } from "../../collector/hook-fast/answers.js";
+import { HOST_PUBLIC, HOST_SECRET, SERVER_KEY_ID, SERVER_PUBLIC, SERVER_SECRET } from "../support/sample-run.ts";
+import { freePort, run, tempHome, TACHO } from "./support/tacho.ts";
+
+type Answer = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- tests read arbitrary answer paths
+
+let home: ReturnType<typeof tempHome>;
+let state: string;
+
+beforeEach(() => {
+  home = tempHome();
+  state = home.env.OXAGEN_HOME!;
+});
+afterEach(() => home.cleanup());
+
+function enrollDirectly(port: number, policy: Policy | null): void {
+  mkdirSync(state, { recursive: true });
+  const host = {
+    v: 1, host_id: "h-test-1", workspace: "ws_test", server: "http://127.0.0.1:9",
+    server_key: { pub: bytesToHex(SERVER_PUBLIC), key_id: SERVER_KEY_ID },
+    secret_key: bytesToHex(HOST_SECRET), public_key: bytesToHex(HOST_PUBLIC),
+    harnesses: ["claude-code"], ports: { hooks: port, gateway: port + 1 }, enrolled_ms: 0,
+  };
+  writeFileSync(join(state, "host.json"), JSON.stringify(host), { mode: 0o600 });
+  if (policy) {
+    const signed = signPolicy(policy, SERVER_SECRET, SERVER_KEY_ID);
+    writeFileSync(join(state, "policy.json"), JSON.stringify({ etag: policyEtag(signed), policy: signed, fetched_ms: 0 }));
+  }
+}
+
+function denyRm(): Policy {
+  return { ...defaultPolicy("ws_test", 0), tools: [{ id: "no-rm", tool: "Bash", command: "rm *", decision: "deny", reason: "destructive commands are not allowed" }] };
+}
+
+async function hook(args: string[], payload: unknown): Promise<{ code: number | null; answer: Answer; stdout: string }> {
+  const input = typeof payload === "string" || Buffer.isBuffer(payload) ? payload : JSON.stringify(payload);
+  const r = await run(TACHO, ["hook", ...args], { env: home.env, input });
+  const docs = r.stdout.split("\n").filter((l) => l.trim());
+  expect(docs).toHaveLength(1);
+  return { code: r.code, answer: JSON.parse(docs[0]!) as Answer, stdout: r.stdout };
+}
+
+function spoolLines(): Answer[] {
+  try {
+    return readFileSync(join(state, "spool", "events.jsonl"), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l) as Answer);
+  } catch {
+    return [];
+  }
+}
+
+const pre = (command: string) => ({ session_id: "s1", hook_event_name: "PreToolUse", tool_name: "Bash", tool_input: { command }, tool_use_id: "call-1" });
+
+describe("tacho hook refuses what it cannot handle, with one JSON answer and exit 0", () => {
+  it("malformed stdin: a refusal every caller of the wrap-an-agent page reads as stop", async () => {
+    const { code, answer } = await hook(["--agent", "my-agent"], '{"hook_event_name": "PreToolUse",');
+    expect(code).toBe(0);
+    expect(answer.hookSpecificOutput.permissionDecision).toBe("deny");
+    expect(answer.decision).toBe("block");
+    expect(answer.continue).toBe(false);
+    expect(answer.error.code).toBe("bad_payload");
+  });
+
+  it("empty stdin and a JSON array are refused the same way", async () => {
+    for (const input of ["", "[1,2]"]) {
+      const { code, answer } = await hook(["--agent", "my-agent"], input);
+      expect(code).toBe(0);
+      expect(answer.error.code).toBe("bad_payload");
+    }
+  });
+
+  it("not enrolled: PreToolUse is denied with a clear reason", async () => {
+    const { code, answer } = await hook(["--agent", "my-agent"], pre("ls"));
+    expect(code).toBe(0);
+    expect(answer.hookSpecificOutput).toMatchObject({ hookEventName: "PreToolUse", permissionDecision: "deny" });
+    expect(answer.hookSpecificOutput.permissionDecisionReason).toMatch(/not enrolled.*tacho enroll/);
+    expect(answer.error.code).toBe("not_enrolled");
+  });
+
+  it("not enrolled: UserPromptSubmit is blocked, SessionStart stops, Stop gets no decision", async () => {
+    expect((await hook(["--agent", "my-agent"], { session_id: "s", hook_event_name: "UserPromptSubmit", prompt: "hi" })).answer.decision).toBe("block");
+    expect((await hook(["--agent", "my-agent"], { session_id: "s", hook_event_name: "SessionStart" })).answer.continue).toBe(false);
+    const stop = (await hook(["--agent", "my-agent"], { session_id: "s", hook_event_name: "Stop" })).answer;
+    expect(stop.decision).toBeUndefined();
+    expect(stop.systemMessage).toMatch(/not enrolled/);
+  });
+
+  it("a reserved agent name is refused even on an enrolled computer", async () => {
+    enrollDirectly(await freePort(), denyRm());
+    for (const name of RESERVED_AGENT_NAMES) {
+      const { code, answer } = await hook(["--agent", name], pre("ls"));
+      expect(code).toBe(0);
+      expect(answer.error.code).toBe("reserved_agent_name");
+      expect(answer.hookSpecificOutput.permissionDecision).toBe("deny");
+    }
+    expect(spoolLines()).toEqual([]);
+  });
+
+  it("an agent name outside ^[a-z0-9][a-z0-9._-]{0,63}$ and a missing --agent are refused", async () => {
+    enrollDirectly(await freePort(), denyRm());
+    expect((await hook(["--agent", "My Agent"], pre("ls"))).answer.error.code).toBe("bad_agent_name");
+    expect((await hook(["--agent", "a".repeat(65)], pre("ls"))).answer.error.code).toBe("bad_agent_name");
+    expect((await hook([], pre("ls"))).answer.error.code).toBe("usage");
+  });
+
+  it("for Claude Code, a refusal carries only Claude's documented fields", async () => {
+    const { answer } = await hook(["--harness", "claude-code"], pre("ls"));
+    expect(Object.keys(answer).sort()).toEqual(["hookSpecificOutput", "systemMessage"]);
+  });
+});
+
+describe("tacho hook with the recorder down decides from the cached signed policy and spools", () => {
+  it("a deny clause stops the tool; an allowed call passes; both are spooled with their answers", async () => {
+    enrollDirectly(await freePort(), denyRm());
+    const denied = await hook(["--agent", "my-agent"], { ...pre("rm -rf /tmp/x"), extra_field: { kept: true } });
+    expect(denied.code).toBe(0);
+    expect(denied.answer).toEqual({
+      hookSpecificOutput: { hookEventName: "PreToolUse", permissionDecision: "deny", permissionDecisionReason: "destructive commands are not allowed" },
+      enforcement_tier: "client_attested",
+    });
+    const allowed = await hook(["--agent", "my-agent"], pre("ls -la"));
+    expect(allowed.answer.hookSpecificOutput.permissionDecision).toBe("allow");
+    expect(allowed.answer.enforcement_tier).toBe("client_attested");
+
+    const lines = spoolLines();
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toMatchObject({ v: 1, source: "command", harness: null, agent: "my-agent", answer: denied.answer });
+    expect(lines[0]!.event).toEqual({ ...pre("rm -rf /tmp/x"), extra_field: { kept: true } });
+    expect(lines[0]!.id).toMatch(/^[0-9a-f]{16}$/);
+    expect(lines[0]!.id).not.toBe(lines[1]!.id);
+    expect(typeof lines[0]!.spooled_ms).toBe("number");
+  });
+
+  it("a policy that does not verify under the pinned key is not used: the tool call is denied", async () => {
+    enrollDirectly(await freePort(), null);
+    const forged = signPolicy({ ...defaultPolicy("ws_test", 0) }, HOST_SECRET, SERVER_KEY_ID);
+    writeFileSync(join(state, "policy.json"), JSON.stringify({ etag: policyEtag(forged), policy: forged, fetched_ms: 0 }));
+    const { answer } = await hook(["--agent", "my-agent"], pre("ls"));
+    expect(answer.hookSpecificOutput.permissionDecision).toBe("deny");
+    expect(answer.hookSpecificOutput.permissionDecisionReason).toMatch(/no verified policy/);
+  });
+
+  it("with no cached policy, PreToolUse fails closed and other events pass", async () => {
+    enrollDirectly(await freePort(), null);
+    expect((await hook(["--agent", "my-agent"], pre("ls"))).answer.hookSpecificOutput.permissionDecision).toBe("deny");
+    expect((await hook(["--agent", "my-agent"], { session_id: "s1", hook_event_name: "SessionStart" })).answer).toEqual({ enforcement_tier: "client_attested" });
+    expect(spoolLines()).toHaveLength(2);
+  });
+
+  it("a suspended computer is denied tools and its prompts are blocked", async () => {
+    enrollDirectly(await freePort(), { ...defaultPolicy("ws_test", 0), suspended_hosts: ["h-test-1"] });
+    expect((await hook(["--agent", "my-agent"], pre("ls"))).answer.hookSpecificOutput.permissionDecision).toBe("deny");
+    expect((await hook(["--agent", "my-agent"], { session_id: "s1", hook_event_name: "UserPromptSubmit", prompt: "x" })).answer.decision).toBe("block");
+  });
+
+  it("an unknown event is answered {} (with the tier) and kept in the spool", async () => {
+    enrollDirectly(await freePort(), denyRm());
+    const { code, answer } = await hook(["--agent", "my-agent"], { session_id: "s1", hook_event_name: "SomethingNew", detail: 1 });
+    expect(code).toBe(0);
+    expect(answer).toEqual({ enforcement_tier: "client_attested" });
+    expect(spoolLines()[0]!.event).toEqual({ session_id: "s1", hook_event_name: "SomethingNew", detail: 1 });
+  });
+
+  it("a payload over 1 MiB: the tool call is denied, the step is spooled without the oversized fields", async () => {
+    enrollDirectly(await freePort(), denyRm());
+    const big = { ...pre("ls"), tool_input: { command: "ls", padding: "x".repeat(1_100_000) } };
+    const { code, answer } = await hook(["--agent", "my-agent"], big);
+    expect(code).toBe(0);
+    expect(answer.hookSpecificOutput.permissionDecision).toBe("deny");
+    expect(answer.hookSpecificOutput.permissionDecisionReason).toMatch(/1 MiB/);
+    const [line] = spoolLines();
+    expect(line!.event).toEqual({ session_id: "s1", hook_event_name: "PreToolUse", tool_name: "Bash", tool_use_id: "call-1" });
+    expect(line!.oversize).toEqual({ bytes: JSON.stringify(big).length, dropped_fields: ["tool_input"] });
+  });
+
+  it("the 10,001st spooled event is not kept but counted in spool/dropped", async () => {
+    enrollDirectly(await freePort(), denyRm());
+    mkdirSync(join(state, "spool"), { recursive: true });
+    const filler = `${JSON.stringify({ v: 1, id: "0000000000000000", t: 0, source: "command", harness: null, agent: "my-agent", event: {} })}\n`;
+    writeFileSync(join(state, "spool", "events.jsonl"), filler.repeat(9_999));
+    const first = await hook(["--agent", "my-agent"], pre("ls"));
+    expect(first.answer.systemMessage).toBeUndefined();
+    expect(spoolLines()).toHaveLength(10_000);
+    const second = await hook(["--agent", "my-agent"], pre("rm -rf /"));
+    expect(second.answer.hookSpecificOutput.permissionDecision).toBe("deny");
+    expect(second.answer.systemMessage).toMatch(/spool is full/);
+    expect(spoolLines()).toHaveLength(10_000);
+    expect(readFileSync(join(state, "spool", "dropped"), "utf8").trim()).toBe("1");
+    await hook(["--agent", "my-agent"], pre("ls"));
+    expect(readFileSync(join(state, "spool", "dropped"), "utf8").trim()).toBe("2");
+  });
+});
+
+describe("tacho hook with the recorder up", () => {
+  let recorder: Server;
+  let received: string[];
+  let port: number;
+
+  beforeEach(async () => {
+    received = [];
+    recorder = createServer((socket) => {
+      let text = "";
+      socket.setEncoding("utf8").on("data", (d: string) => {
+        text += d;
+        if (!text.includes("\n")) return;
+        received.push(text.slice(0, text.indexOf("\n")));
+        socket.end(`${JSON.stringify({ v: 1, answer: { hookSpecificOutput: { hookEventName: "PreToolUse", permissionDecision: "ask", permissionDecisionReason: "from the recorder" } } })}\n`);
+      });
+    });
+    await new Promise<void>((r) => recorder.listen(0, "127.0.0.1", r));
+    port = (recorder.address() as { port: number }).port;
+  });
+  afterEach(() => new Promise<void>((r) => recorder.close(() => r())));
+
+  it("sends one request line with the payload verbatim and prints the recorder's answer", async () => {
+    enrollDirectly(port, denyRm());
+    const payload = { ...pre("ls"), transcript_path: null, future_field: [1, { a: "b" }] };
+    const { code, answer } = await hook(["--harness", "claude-code"], payload);
+    expect(code).toBe(0);
+    expect(answer.hookSpecificOutput.permissionDecisionReason).toBe("from the recorder");
+    expect(received).toHaveLength(1);
+    const request = JSON.parse(received[0]!) as Answer;
+    expect(request).toMatchObject({ v: 1, source: "command", harness: "claude-code", agent: null, event: payload });
+    expect(spoolLines()).toEqual([]);
+  });
+});
+
+describe("the hook fast path stays small", () => {
+  it("imports only node builtins (no node:http) and its own plain-JS files", () => {
+    for (const file of ["client.js", "answers.js"]) {
+      const text = readFileSync(join(import.meta.dirname, "../../collector/hook-fast", file), "utf8");
+      const imports = [...text.matchAll(/^import .* from "([^"]+)";$/gm)].map((m) => m[1]!);
+      for (const spec of imports) expect(spec).toMatch(/^(?:node:(?:crypto|fs|net|os|path)|\.\/[a-z-]+\.js)$/);
+      expect(text).not.toMatch(/\bfetch\(/);
+    }
+  });
+
+  it("mirrors protocol's reserved names and harnesses", () => {
+    expect([...FAST_RESERVED]).toEqual([...RESERVED_AGENT_NAMES]);
+    expect([...FAST_HARNESSES]).toEqual([...HARNESSES]);
+  });
+});

@@ -1,0 +1,95 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { parseLock, runIdFor, sha256Hex, verifyChain } from "../../protocol/index.ts";
+import { agentEvent, freePort, HOST, makeHome, readJournal, sleep, startDaemon, until, type DaemonProc } from "../support/recorder.ts";
+import { StubServer } from "../support/stub-server.ts";
+
+const running: DaemonProc[] = [];
+const servers: StubServer[] = [];
+afterEach(async () => {
+  for (const d of running.splice(0)) {
+    d.proc.kill("SIGKILL");
+    await d.exited;
+  }
+  for (const s of servers.splice(0)) await s.stop();
+});
+
+const FAST = { OXAGEN_SHIP_BACKOFF_MS: "50", OXAGEN_SHIP_BACKOFF_MAX_MS: "300", OXAGEN_LOCK_INTERVAL_MS: "200", OXAGEN_STATUS_INTERVAL_MS: "100", OXAGEN_POLICY_INTERVAL_MS: "200" };
+
+function status(dir: string) {
+  try {
+    return JSON.parse(readFileSync(join(dir, "recorder-status.json"), "utf8")) as { pending: { frames: number; locks: number; bodies: number }; last_delivery_ms: number | null; last_error: string | null; policy_etag: string | null };
+  } catch {
+    return null;
+  }
+}
+
+describe("recorder shipping", () => {
+  it("delivers every frame, lock and kept body through a 503 + Retry-After outage and a refused connection, then drains the journal", async () => {
+    const port = await freePort();
+    const server = new StubServer();
+    servers.push(server);
+    const home = await makeHome({ server: `http://127.0.0.1:${port}` });
+    const d = await startDaemon(home, FAST);
+    running.push(d);
+    const send = (event: Record<string, unknown>) => agentEvent(home.port, "ship-agent", { session_id: "ship-1", ...event });
+
+    // Server down (connection refused) while the session runs.
+    await send({ hook_event_name: "SessionStart" });
+    await send({ hook_event_name: "UserPromptSubmit", prompt: "deploy it" });
+    for (let i = 0; i < 20; i++) {
+      await send({ hook_event_name: "PreToolUse", tool_name: "Bash", tool_input: { command: `make step${i}` }, tool_use_id: `c${i}` });
+      await send({ hook_event_name: "PostToolUse", tool_name: "Bash", tool_input: { command: `make step${i}` }, tool_use_id: `c${i}`, tool_response: { stdout: `ok ${i}` } });
+    }
+    await until(() => status(home.dir)?.last_error?.includes("ingest") || status(home.dir)?.last_error?.includes("fetch"));
+
+    // Then up but answering 503 with Retry-After for a while.
+    server.unavailable = 3;
+    await server.start(port);
+    await send({ hook_event_name: "Stop", last_assistant_message: "deployed" });
+    await send({ hook_event_name: "SessionEnd", reason: "other" });
+
+    const chain = runIdFor(HOST, "ship-agent", "ship-1");
+    await until(() => {
+      const s = status(home.dir);
+      return s && s.pending.frames === 0 && s.pending.locks === 0 && s.pending.bodies === 0 && server.chains.get(chain)?.locks.some((l) => parseLock(l).final);
+    });
+    expect(server.unavailable).toBe(0);
+    const frames = server.stored(chain);
+    expect(frames.length).toBe(2 + 20 * 4 + 2);
+    expect(verifyChain(chain, frames).problems).toEqual([]);
+    expect(server.chains.get(chain)!.run).toEqual({ harness: "ship-agent", agent: "ship-agent", session_id: "ship-1" });
+    const locks = server.chains.get(chain)!.locks.map(parseLock);
+    expect(locks.at(-1)).toMatchObject({ final: true, count: frames.length });
+    // Every kept body arrived, named by its hash, tagged with run and role.
+    const refs = frames.flatMap((f) => (JSON.parse(f.payload).bodies ?? []) as { sha256: string; kept: boolean; role: string }[]).filter((b) => b.kept);
+    expect(refs.length).toBeGreaterThan(40);
+    for (const r of refs) {
+      const got = server.bodies.get(r.sha256)!;
+      expect(sha256Hex(got.bytes)).toBe(r.sha256);
+      expect(got).toMatchObject({ run: chain, role: r.role });
+    }
+    // The journal dropped what the server acknowledged.
+    await until(() => readJournal(home).get(chain)!.frames.length < frames.length);
+  });
+
+  it("refreshes the policy by ETag, verifies it under the pinned key and decides from it", async () => {
+    const server = new StubServer();
+    servers.push(server);
+    server.policy = { ...server.policy, tools: [{ id: "no-curl", tool: "Bash", command: "curl *", decision: "deny", reason: "no network from shell" }] };
+    const port = await server.start();
+    const home = await makeHome({ server: `http://127.0.0.1:${port}` });
+    const d = await startDaemon(home, FAST);
+    running.push(d);
+    await until(() => status(home.dir)?.policy_etag);
+    const answer = await agentEvent(home.port, "pol-agent", { session_id: "p1", hook_event_name: "PreToolUse", tool_name: "Bash", tool_input: { command: "curl https://x.example" } });
+    expect(answer.answer).toMatchObject({ hookSpecificOutput: { permissionDecision: "deny", permissionDecisionReason: "no network from shell" } });
+    const cached = JSON.parse(readFileSync(join(home.dir, "policy.json"), "utf8"));
+    expect(cached.etag).toBe(status(home.dir)!.policy_etag);
+    const before = server.requests;
+    await until(() => server.requests > before + 2);
+    expect(status(home.dir)!.policy_etag).toBe(cached.etag);
+    await sleep(10);
+  });
+});

@@ -1,0 +1,116 @@
+// A tiny stand-in for the server's collector routes (protocol/api.ts): /v1/ingest with ChainAcks,
+// /v1/bodies/:sha, /v1/policy with ETag. Host signatures are checked with protocol/auth.ts.
+import { createServer, type IncomingMessage, type Server } from "node:http";
+import {
+  AUTH_HEADERS, defaultPolicy, IngestRequest, parseLock, policyEtag, requestProblem, sha256Hex, signPolicy, verifyChain,
+  type ChainAck, type Frame, type Policy, type SignedLock,
+} from "../../protocol/index.ts";
+import { HOST_PUBLIC, SERVER_KEY_ID, SERVER_SECRET } from "./sample-run.ts";
+
+export interface StubChain {
+  frames: Map<number, Frame>;
+  locks: SignedLock[];
+  run: unknown;
+}
+
+export class StubServer {
+  readonly chains = new Map<string, StubChain>();
+  readonly bodies = new Map<string, { bytes: Buffer; run: string; role: string }>();
+  /** Answer this many next requests with 503 + Retry-After: 1. */
+  unavailable = 0;
+  requests = 0;
+  policy: Policy = defaultPolicy("ws_test", 1);
+  #server: Server | null = null;
+  port = 0;
+
+  async start(port = 0): Promise<number> {
+    this.#server = createServer((req, res) => void this.#handle(req).then(({ status, body, headers }) => {
+      res.writeHead(status, { "content-type": "application/json", ...headers });
+      res.end(body === null ? undefined : JSON.stringify(body));
+    }));
+    await new Promise<void>((r) => this.#server!.listen(port, "127.0.0.1", r));
+    this.port = (this.#server!.address() as { port: number }).port;
+    return this.port;
+  }
+
+  async stop(): Promise<void> {
+    this.#server?.closeAllConnections();
+    await new Promise<void>((r) => (this.#server ? this.#server.close(() => r()) : r()));
+    this.#server = null;
+  }
+
+  /** Frames stored from seq 0 without a hole. */
+  stored(chain: string): Frame[] {
+    const c = this.chains.get(chain);
+    const out: Frame[] = [];
+    while (c?.frames.has(out.length)) out.push(c.frames.get(out.length)!);
+    return out;
+  }
+
+  async #handle(req: IncomingMessage): Promise<{ status: number; body: unknown; headers?: Record<string, string> }> {
+    this.requests++;
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const bytes = Buffer.concat(chunks);
+    if (this.unavailable > 0) {
+      this.unavailable--;
+      return { status: 503, body: { error: "unavailable", message: "try later" }, headers: { "retry-after": "1" } };
+    }
+    const h = (n: string) => (req.headers[n] as string | undefined) ?? null;
+    const problem = requestProblem(HOST_PUBLIC, { host: h(AUTH_HEADERS.host), time: h(AUTH_HEADERS.time), signature: h(AUTH_HEADERS.signature) }, req.method!, req.url!, bytes, Date.now());
+    if (problem) return { status: 401, body: { error: "unauthorized", message: problem } };
+    if (req.method === "GET" && req.url === "/v1/policy") {
+      const signed = signPolicy(this.policy, SERVER_SECRET, SERVER_KEY_ID);
+      const etag = policyEtag(signed);
+      if (h("if-none-match") === `"${etag}"`) return { status: 304, body: null };
+      return { status: 200, body: signed, headers: { etag: `"${etag}"` } };
+    }
+    const body = /^\/v1\/bodies\/([0-9a-f]{64})$/.exec(req.url!);
+    if (req.method === "PUT" && body) {
+      if (sha256Hex(bytes) !== body[1]) return { status: 400, body: { error: "sha_mismatch", message: "bytes do not hash to the path" } };
+      this.bodies.set(body[1]!, { bytes, run: h("x-oxagen-run") ?? "", role: h("x-oxagen-role") ?? "" });
+      return { status: 201, body: { stored: true } };
+    }
+    if (req.method === "POST" && req.url === "/v1/ingest") {
+      const parsed = IngestRequest.safeParse(JSON.parse(bytes.toString("utf8")));
+      if (!parsed.success) return { status: 400, body: { error: "invalid_request", message: parsed.error.message } };
+      return { status: 200, body: { chains: parsed.data.chains.map((part) => this.#take(part)) } };
+    }
+    return { status: 404, body: { error: "not_found", message: req.url } };
+  }
+
+  #take(part: IngestRequest["chains"][number]): ChainAck {
+    let c = this.chains.get(part.chain);
+    if (!c) this.chains.set(part.chain, (c = { frames: new Map(), locks: [], run: part.run ?? null }));
+    const duplicates: number[] = [];
+    for (const f of part.frames) {
+      if (c.frames.has(f.seq)) duplicates.push(f.seq);
+      else c.frames.set(f.seq, f);
+    }
+    const stored = this.stored(part.chain);
+    if (verifyChain(part.chain, stored).problems.length) throw new Error(`stub: chain ${part.chain} does not verify`);
+    const max = Math.max(-1, ...c.frames.keys());
+    const missing: [number, number][] = [];
+    for (let s = stored.length; s <= max; s++) {
+      if (c.frames.has(s)) continue;
+      const last = missing.at(-1);
+      if (last && last[1] === s - 1) last[1] = s;
+      else missing.push([s, s]);
+    }
+    const ack: ChainAck = {
+      chain: part.chain, status: "accepted", stored: stored.length, duplicates, missing, held: c.frames.size - stored.length,
+      conflicts: [], locks_stored: 0, locks_refused: [],
+    };
+    for (const lock of part.locks) {
+      const p = parseLock(lock);
+      if (p.lock_seq < c.locks.length) continue;
+      if (p.lock_seq > c.locks.length) ack.locks_refused.push({ lock_seq: p.lock_seq, reason: "send the locks in order" });
+      else if (p.count > stored.length) ack.locks_refused.push({ lock_seq: p.lock_seq, reason: "resend it after the frames" });
+      else {
+        c.locks.push(lock);
+        ack.locks_stored++;
+      }
+    }
+    return ack;
+  }
+}
