@@ -88,3 +88,31 @@ export const IngestAnswer = z.strictObject({ chains: z.array(ChainAck) });
 
 /** Headers of `PUT /v1/bodies/:sha256` besides the host signature: the run and the body's role. */
 export const BODY_HEADERS = { run: "x-oxagen-run", role: "x-oxagen-role" } as const;
+
+/**
+ * `POST /v1/host` (host-signed): what only the collector can see, per wrapped harness or custom
+ * agent: frames recorded but not yet acknowledged (and since when), and whether its hooks are in
+ * place. The server folds it into the Wrapped agents health. `GET /v1/host` answers {@link HostStatus}.
+ */
+export const HostReport = z.strictObject({
+  agents: z
+    .array(
+      z.strictObject({
+        name: AgentName,
+        pending_frames: z.number().int().nonnegative(),
+        oldest_pending_ms: z.number().int().nonnegative().nullable(),
+        hooks_ok: z.boolean(),
+      }),
+    )
+    .max(64),
+});
+/** One of {@link HostReport}. */
+export type HostReport = z.infer<typeof HostReport>;
+
+/** The answer to `GET /v1/host` and `POST /v1/host`. */
+export const HostStatus = z.strictObject({
+  host_id: HostId,
+  workspace: z.string(),
+  status: z.enum(["active", "suspended"]),
+  policy_etag: z.string(),
+});

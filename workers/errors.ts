@@ -4,10 +4,18 @@ import type { ContentfulStatusCode } from "hono/utils/http-status";
 export class AppError extends Error {
   readonly code: string;
   readonly status: ContentfulStatusCode;
-  constructor(status: ContentfulStatusCode, code: string, message: string, options?: { cause?: unknown }) {
+  /** Extra structured detail for the answer (validation issues); never internal state. */
+  readonly issues: unknown;
+  constructor(status: ContentfulStatusCode, code: string, message: string, options?: { cause?: unknown; issues?: unknown }) {
     super(message, options);
     this.name = "AppError";
     this.code = code;
     this.status = status;
+    this.issues = options?.issues;
   }
+}
+
+/** 404 for anything missing or in another workspace: the answer never reveals which. */
+export function notFound(what: string): AppError {
+  return new AppError(404, "not_found", `No such ${what}.`);
 }

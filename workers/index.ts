@@ -1,5 +1,8 @@
 import { app } from "./app.ts";
 import { scheduled } from "./cron.ts";
+import { useNativeCrypto } from "./native-crypto.ts";
+
+useNativeCrypto();
 
 export { ChainObject } from "./chain-object.ts";
 

@@ -3,6 +3,7 @@ import { mkdirSync, openSync, readFileSync, rmSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { parse } from "../../lib/args.ts";
 import { ExitError, UsageError } from "../../lib/errors.ts";
+import { freshBundle } from "../../lib/bundle.ts";
 import { readHost, stateDir, statePath, type HostConfig } from "../../lib/state.ts";
 
 const USAGE = "usage: tacho daemon start|stop|status|run [--json]";
@@ -58,6 +59,11 @@ async function run(): Promise<number> {
     if ((err as NodeJS.ErrnoException).code === "EADDRINUSE") throw new ExitError(1, `tacho daemon: port ${host.ports.hooks} is in use (is a recorder already running?)`);
     throw err;
   }
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (gc) {
+    setTimeout(gc, 2000).unref();
+    setInterval(gc, 60_000).unref();
+  }
   await new Promise<void>((resolve) => {
     const onSignal = () => resolve();
     process.once("SIGTERM", onSignal);
@@ -76,7 +82,9 @@ async function start(json: boolean): Promise<number> {
   }
   mkdirSync(stateDir(), { recursive: true, mode: 0o700 });
   const log = openSync(statePath("recorder.log"), "a", 0o600);
-  const child = spawn(process.execPath, [TACHO, "daemon", "run"], { detached: true, stdio: ["ignore", log, log], env: process.env });
+  // A small young generation and an explicit GC when idle keep the long-lived recorder's memory low.
+  const entry = freshBundle() ?? TACHO;
+  const child = spawn(process.execPath, ["--max-semi-space-size=1", "--expose-gc", entry, "daemon", "run"], { detached: true, stdio: ["ignore", log, log], env: process.env });
   child.unref();
   for (let i = 0; i < 100; i++) {
     const health = await answers(host.ports.hooks);

@@ -1,0 +1,70 @@
+// First-run local setup shared by `npm start` and the ingest benchmark: the signing key in
+// .dev.vars, D1 migrations, and a demo workspace with an operator token in local D1.
+import { spawnSync } from "node:child_process";
+import { createHash, randomBytes } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+
+export const ROOT = join(import.meta.dirname, "..");
+export const WRANGLER = join(ROOT, "node_modules/wrangler/bin/wrangler.js");
+const DEV_VARS = join(ROOT, ".dev.vars");
+const STATE = join(ROOT, ".wrangler/oxagen-dev.json");
+
+export interface DevState {
+  workspace: string;
+  token: string;
+}
+
+/** Runs wrangler with this Node, failing loudly. */
+export function wrangler(args: string[], opts: { quiet?: boolean; persistTo?: string } = {}): void {
+  const extra = opts.persistTo ? ["--persist-to", opts.persistTo] : [];
+  const res = spawnSync(process.execPath, [WRANGLER, ...args, ...extra], { cwd: ROOT, stdio: opts.quiet ? "pipe" : "inherit", env: { ...process.env, CI: "1" } });
+  if (res.status !== 0) {
+    if (opts.quiet) process.stderr.write(`${res.stdout}${res.stderr}`);
+    throw new Error(`wrangler ${args.join(" ")} failed (${res.status})`);
+  }
+}
+
+/** Writes .dev.vars with a fresh Ed25519 seed unless it already holds one. */
+export function ensureSigningKey(): boolean {
+  const current = existsSync(DEV_VARS) ? readFileSync(DEV_VARS, "utf8") : "";
+  if (/^OXAGEN_SIGNING_KEY=[0-9a-f]{64}$/m.test(current)) return false;
+  const line = `OXAGEN_SIGNING_KEY=${randomBytes(32).toString("hex")}\n`;
+  writeFileSync(DEV_VARS, `${current}${current && !current.endsWith("\n") ? "\n" : ""}${line}`, { mode: 0o600 });
+  return true;
+}
+
+/** Applies D1 migrations and seeds the demo workspace and token (idempotent: INSERT OR IGNORE). */
+export function ensureDatabase(persistTo?: string, statePath = STATE): DevState {
+  wrangler(["d1", "migrations", "apply", "DB", "--local"], { quiet: true, persistTo });
+  let state: DevState;
+  if (existsSync(statePath)) state = JSON.parse(readFileSync(statePath, "utf8")) as DevState;
+  else {
+    state = { workspace: "ws_demo", token: `oxo_${randomBytes(8).toString("hex")}_${randomBytes(24).toString("hex")}` };
+    mkdirSync(join(statePath, ".."), { recursive: true });
+    writeFileSync(statePath, `${JSON.stringify(state, null, 2)}\n`, { mode: 0o600 });
+  }
+  const [, id, secret] = state.token.split("_") as [string, string, string];
+  const hash = createHash("sha256").update(secret).digest("hex");
+  const now = Date.now();
+  const roles = JSON.stringify(["prompt", "tool_input", "tool_output", "message", "llm_request", "llm_response", "error"]).replaceAll("'", "''");
+  const sql = [
+    `INSERT OR IGNORE INTO workspaces (id, name, retention_mode, retention_keep, mode, created_ms) VALUES ('${state.workspace}', 'Demo workspace', 'keep', '${roles}', 'enforce', ${now});`,
+    `INSERT OR IGNORE INTO operator_tokens (id, workspace_id, name, secret_hash, created_ms) VALUES ('${id}', '${state.workspace}', 'local dev', '${hash}', ${now});`,
+  ].join(" ");
+  wrangler(["d1", "execute", "DB", "--local", "--command", sql], { quiet: true, persistTo });
+  return state;
+}
+
+/** Polls GET /healthz until it answers 200. */
+export async function waitHealthy(url: string, timeoutMs = 120_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (Date.now() < end) {
+    try {
+      const res = await fetch(`${url}/healthz`);
+      if (res.ok) return;
+    } catch {}
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  throw new Error(`${url}/healthz did not answer within ${timeoutMs / 1000} s`);
+}

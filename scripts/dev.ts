@@ -1,0 +1,27 @@
+// `npm start`: local Oxagen under `wrangler dev`. On first run it creates the server signing key
+// (.dev.vars, never committed), applies the D1 migrations, seeds a demo workspace and an operator
+// token, then starts the Worker and prints the API URL and the token.
+import { spawn } from "node:child_process";
+import { ensureDatabase, ensureSigningKey, ROOT, waitHealthy, WRANGLER } from "./dev-setup.ts";
+
+const port = Number(process.env.PORT ?? 8787);
+if (ensureSigningKey()) process.stdout.write("Created .dev.vars with a new OXAGEN_SIGNING_KEY (keep it out of git).\n");
+const state = ensureDatabase();
+const url = `http://127.0.0.1:${port}`;
+const child = spawn(process.execPath, [WRANGLER, "dev", "--ip", "127.0.0.1", "--port", String(port)], { cwd: ROOT, stdio: "inherit" });
+const stop = () => child.kill("SIGINT");
+process.on("SIGINT", stop);
+process.on("SIGTERM", stop);
+child.on("exit", (code) => process.exit(code ?? 0));
+await waitHealthy(url);
+process.stdout.write(
+  [
+    "",
+    "Oxagen is running locally.",
+    `  API:        ${url}`,
+    `  Workspace:  ${state.workspace}`,
+    `  Token:      ${state.token}`,
+    `  Try:        curl -H "Authorization: Bearer ${state.token}" ${url}/v1/runs`,
+    "",
+  ].join("\n"),
+);

@@ -1,0 +1,119 @@
+// Helpers for end-to-end tests: the real `tacho`/`oxagen` processes against the real Worker.
+import { spawn, spawnSync } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { freePort, NODE, ROOT, sleep, TACHO } from "./recorder.ts";
+import type { LocalWorker } from "./worker.ts";
+
+export const OXAGEN = join(ROOT, "collector/bin/oxagen.js");
+
+export interface Computer {
+  home: string;
+  env: Record<string, string>;
+  port: number;
+  tacho: (args: string[], input?: string) => { status: number | null; stdout: string; stderr: string };
+  /** Runs `tacho hook --agent NAME` (or --harness) with one payload and returns its parsed answer. */
+  hook: (who: string[], payload: Record<string, unknown>) => Record<string, unknown>;
+}
+
+/** A fresh computer: its own HOME, state dir and Claude config dir, with fast recorder timers. */
+export async function newComputer(extraEnv: Record<string, string> = {}): Promise<Computer> {
+  const home = mkdtempSync(join(tmpdir(), "oxagen-e2e-"));
+  const port = await freePort();
+  const bin = join(home, "bin");
+  // Hook commands written into harness configs run `tacho` from PATH.
+  spawnSync("mkdir", ["-p", bin]);
+  writeFileSync(join(bin, "tacho"), `#!/bin/sh\nexec "${NODE}" "${TACHO}" "$@"\n`, { mode: 0o755 });
+  const env = {
+    ...(process.env as Record<string, string>),
+    HOME: home,
+    OXAGEN_HOME: join(home, "state"),
+    CLAUDE_CONFIG_DIR: join(home, "claude"),
+    PATH: `${bin}:${process.env.PATH}`,
+    OXAGEN_LOCK_INTERVAL_MS: "500",
+    OXAGEN_SHIP_DELAY_MS: "50",
+    OXAGEN_SHIP_BACKOFF_MS: "200",
+    OXAGEN_SHIP_BACKOFF_MAX_MS: "1000",
+    OXAGEN_POLICY_INTERVAL_MS: "1000",
+    OXAGEN_STATUS_INTERVAL_MS: "1000",
+    ...extraEnv,
+  };
+  const tacho = (args: string[], input?: string) => run(env, TACHO, args, input);
+  return {
+    home,
+    env,
+    port,
+    tacho,
+    hook: (who, payload) => {
+      const r = tacho(["hook", ...who], JSON.stringify(payload));
+      if (r.status !== 0) throw new Error(`tacho hook exited ${r.status}: ${r.stderr}`);
+      return JSON.parse(r.stdout) as Record<string, unknown>;
+    },
+  };
+}
+
+function run(env: Record<string, string>, bin: string, args: string[], input?: string) {
+  const r = spawnSync(NODE, [bin, ...args], { env, input, encoding: "utf8", timeout: 60_000 });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** Runs `oxagen` on a computer. */
+export function oxagen(computer: Computer, args: string[]) {
+  return run(computer.env, OXAGEN, args);
+}
+
+/** Enrolls a computer with a fresh one-time token. */
+export async function enroll(worker: LocalWorker, computer: Computer, harness: string[] = []): Promise<{ hostId: string }> {
+  const res = await worker.api("/v1/enrollment-tokens", { method: "POST", body: "{}" });
+  if (res.status !== 201) throw new Error(`enrollment token: ${res.status} ${await res.text()}`);
+  const { token } = (await res.json()) as { token: string };
+  const common = ["--server", worker.url, "--token", token, "--hooks-port", String(computer.port), "--gateway-port", String(computer.port + 1), "--json"];
+  // A computer that only runs custom agents enrolls with `oxagen agent enroll` and wraps no harness.
+  const r = harness.length
+    ? computer.tacho(["enroll", ...common, "--harness", harness.join(",")])
+    : run(computer.env, OXAGEN, ["agent", "enroll", ...common]);
+  if (r.status !== 0) throw new Error(`tacho enroll exited ${r.status}: ${r.stderr}${r.stdout}`);
+  return { hostId: (JSON.parse(r.stdout) as { host_id: string }).host_id };
+}
+
+/** Polls until `fn` returns a truthy value or the deadline passes. */
+export async function eventually<T>(fn: () => Promise<T | null | undefined | false>, what: string, ms = 60_000): Promise<T> {
+  const end = Date.now() + ms;
+  let last: unknown;
+  while (Date.now() < end) {
+    try {
+      const v = await fn();
+      if (v) return v;
+    } catch (err) {
+      last = err;
+    }
+    await sleep(200);
+  }
+  throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ""}`);
+}
+
+/** Starts `tacho daemon run` in the foreground as a child we can kill -9. */
+export function runDaemon(computer: Computer) {
+  const proc = spawn(NODE, [TACHO, "daemon", "run"], { env: computer.env, stdio: ["ignore", "ignore", "pipe"] });
+  let log = "";
+  proc.stderr!.on("data", (d: Buffer) => (log += d.toString()));
+  const exited = new Promise<number | null>((r) => proc.on("exit", (c) => r(c)));
+  return { proc, log: () => log, exited };
+}
+
+export async function daemonUp(computer: Computer): Promise<void> {
+  await eventually(async () => (await fetch(`http://127.0.0.1:${computer.port}/healthz`)).ok, "the recorder to answer", 30_000);
+}
+
+/** Waits until the computer's recorder reports nothing pending (every frame, lock and body acknowledged). */
+export async function drained(computer: Computer, since = Date.now(), ms = 60_000): Promise<void> {
+  const { readFileSync } = await import("node:fs");
+  await eventually(async () => {
+    const status = JSON.parse(readFileSync(join(computer.env.OXAGEN_HOME!, "recorder-status.json"), "utf8")) as {
+      pending: { frames: number; locks: number; bodies: number };
+      heartbeat_ms: number;
+    };
+    return status.pending.frames + status.pending.locks + status.pending.bodies === 0 && status.heartbeat_ms > since;
+  }, "the recorder to deliver everything", ms);
+}

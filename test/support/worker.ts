@@ -1,0 +1,59 @@
+// The real Worker under `wrangler dev` on a loopback port, with its own temporary D1/R2/DO state,
+// a seeded workspace and operator token, and the RFC 8032 TEST 2 key as its signing key.
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { bytesToHex } from "../../protocol/index.ts";
+import { ensureDatabase, ROOT, waitHealthy, WRANGLER } from "../../scripts/dev-setup.ts";
+import { freePort } from "./recorder.ts";
+import { SERVER_SECRET } from "./sample-run.ts";
+
+export interface LocalWorker {
+  url: string;
+  port: number;
+  token: string;
+  workspace: string;
+  persist: string;
+  /** Calls the operator API with the seeded token. */
+  api: (path: string, init?: RequestInit) => Promise<Response>;
+  stop: () => Promise<void>;
+  /** Starts it again on the same port and state (after stop). */
+  restart: () => Promise<void>;
+}
+
+export async function startWorker(): Promise<LocalWorker> {
+  const persist = mkdtempSync(join(tmpdir(), "oxagen-worker-"));
+  const state = ensureDatabase(persist, join(persist, "oxagen-dev.json"));
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  let child: ChildProcess | null = null;
+  const launch = async () => {
+    child = spawn(
+      process.execPath,
+      [WRANGLER, "dev", "--ip", "127.0.0.1", "--port", String(port), "--persist-to", persist, "--var", `OXAGEN_SIGNING_KEY:${bytesToHex(SERVER_SECRET)}`, "--show-interactive-dev-session=false"],
+      { cwd: ROOT, stdio: ["ignore", "ignore", "ignore"], env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "1" } },
+    );
+    await waitHealthy(url, 180_000);
+  };
+  await launch();
+  const stop = async () => {
+    const c = child as ChildProcess | null;
+    if (!c || c.exitCode !== null) return;
+    const exited = new Promise((r) => c.once("exit", r));
+    c.kill("SIGINT");
+    await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
+    if (c.exitCode === null) c.kill("SIGKILL");
+  };
+  return {
+    url,
+    port,
+    token: state.token,
+    workspace: state.workspace,
+    persist,
+    api: (path, init = {}) =>
+      fetch(`${url}${path}`, { ...init, headers: { authorization: `Bearer ${state.token}`, "content-type": "application/json", ...(init.headers ?? {}) } }),
+    stop,
+    restart: launch,
+  };
+}

@@ -1,0 +1,135 @@
+import { env, exports } from "cloudflare:workers";
+import {
+  bodyRef,
+  bytesToHex,
+  ChainWriter,
+  type Frame,
+  publicKeyOf,
+  runIdFor,
+  signRequest,
+  type SignedLock,
+  utf8,
+} from "../../protocol/index.ts";
+import { db, schema } from "../../workers/db/client.ts";
+import { newToken } from "../../workers/lib/tokens.ts";
+import { HOST_SECRET } from "../support/sample-run.ts";
+
+export const BASE = "http://oxagen.test";
+
+/** A workspace and an operator token, written straight into D1 (as the dev bootstrap does). */
+export async function seedWorkspace(id = `ws_${crypto.randomUUID().slice(0, 8)}`, retention: { mode: "keep" | "digest_only"; keep?: string[] } = { mode: "keep" }) {
+  const t = newToken("oxo");
+  const keep = retention.keep ?? ["prompt", "tool_input", "tool_output", "message", "llm_request", "llm_response", "error"];
+  await db(env).batch([
+    db(env).insert(schema.workspaces).values({ id, name: id, retentionMode: retention.mode, retentionKeep: JSON.stringify(keep), mode: "enforce", createdMs: Date.now() }),
+    db(env).insert(schema.operatorTokens).values({ id: t.id, workspaceId: id, name: "test", secretHash: t.secretHash, createdMs: Date.now() }),
+  ]);
+  return { workspaceId: id, token: t.token };
+}
+
+/** An operator call. */
+export function op(token: string, path: string, init: { method?: string; json?: unknown } = {}) {
+  const headers: Record<string, string> = { authorization: `Bearer ${token}` };
+  if (init.json !== undefined) headers["content-type"] = "application/json";
+  return exports.default.fetch(`${BASE}${path}`, { method: init.method ?? (init.json !== undefined ? "POST" : "GET"), headers, body: init.json !== undefined ? JSON.stringify(init.json) : undefined });
+}
+
+/** A host-signed call. */
+export function hostCall(host: TestHost, method: string, path: string, body: string | Uint8Array = "", extra: Record<string, string> = {}, now = Date.now()) {
+  const bytes = typeof body === "string" ? utf8(body) : body;
+  const headers = { ...signRequest(host.secret, host.id, method, path, bytes, now), ...extra };
+  if (method !== "GET" && !("content-type" in extra)) headers["content-type"] = "application/json";
+  return exports.default.fetch(`${BASE}${path}`, { method, headers, body: method === "GET" ? undefined : (bytes as BodyInit) });
+}
+
+export interface TestHost {
+  id: string;
+  secret: Uint8Array;
+  workspaceId: string;
+}
+
+/** Enrolls a host through the API with a one-time token. */
+export async function enrollHost(token: string, secret: Uint8Array = HOST_SECRET, harnesses: string[] = ["claude-code"]): Promise<TestHost> {
+  const et = (await (await op(token, "/v1/enrollment-tokens", { json: {} })).json()) as { token: string };
+  const res = await exports.default.fetch(`${BASE}/v1/enroll`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ token: et.token, public_key: bytesToHex(publicKeyOf(secret)), hostname: "box", harnesses }),
+  });
+  if (res.status !== 201) throw new Error(`enroll failed: ${res.status} ${await res.text()}`);
+  const answer = (await res.json()) as { host_id: string; workspace: string };
+  return { id: answer.host_id, secret, workspaceId: answer.workspace };
+}
+
+/** A run being written by a test host: frames and locks made with protocol's ChainWriter. */
+export class TestRun {
+  readonly chain: string;
+  readonly writer: ChainWriter;
+  readonly frames: Frame[] = [];
+  readonly locks: SignedLock[] = [];
+  readonly bodies = new Map<string, string>();
+  t = 1_767_225_600_000;
+
+  readonly host: TestHost;
+  readonly session: string;
+  readonly harness: string;
+
+  constructor(host: TestHost, session: string = crypto.randomUUID(), harness = "claude-code") {
+    this.host = host;
+    this.session = session;
+    this.harness = harness;
+    this.chain = runIdFor(host.id, harness, session);
+    this.writer = new ChainWriter(this.chain);
+  }
+
+  get meta() {
+    return { harness: this.harness, agent: null, session_id: this.session };
+  }
+
+  start(): Frame {
+    return this.add("agent_start", { path: "hook", harness: this.harness, session_id: this.session });
+  }
+
+  /** Appends a tool call; with `body`, it names a kept tool_input body. */
+  tool(body?: string): Frame {
+    const bodies = body === undefined ? undefined : [this.#keep("tool_input", body)];
+    return this.add("tool_requested", { path: "hook", tool_name: "Bash", input: { sha256: "0".repeat(64), size: 1 }, ...(bodies ? { bodies } : {}) });
+  }
+
+  llm(cost = 1000): Frame {
+    return this.add("llm_call", { path: "gateway", vendor: "anthropic", model: "claude", forwarded: true, usage: { input_tokens: 1, output_tokens: 2 }, cost_microusd: cost });
+  }
+
+  stop(outcome: "completed" | "crashed" = "completed"): Frame {
+    return this.add("agent_stop", { path: "hook", reason: "session_end", outcome });
+  }
+
+  add(kind: Parameters<ChainWriter["append"]>[0], payload: object): Frame {
+    this.t += 1000;
+    const { frame } = this.writer.append(kind, payload as never, this.t);
+    this.frames.push(frame);
+    return frame;
+  }
+
+  lock(final = false): SignedLock {
+    const lock = this.writer.lock({ secretKey: this.host.secret, hostId: this.host.id, t: this.t + 1, final })!;
+    this.locks.push(lock);
+    return lock;
+  }
+
+  part(frames: Frame[] = this.frames, locks: SignedLock[] = []) {
+    return { chain: this.chain, run: this.meta, frames, locks };
+  }
+
+  #keep(role: "tool_input", text: string) {
+    const ref = bodyRef(role, text, true);
+    this.bodies.set(ref.sha256, text);
+    return ref;
+  }
+}
+
+/** POSTs one ingest batch. */
+export async function ingest(host: TestHost, chains: unknown[]) {
+  const res = await hostCall(host, "POST", "/v1/ingest", JSON.stringify({ chains }));
+  return { status: res.status, body: (await res.json()) as { chains: Record<string, unknown>[]; error?: string; message?: string } };
+}

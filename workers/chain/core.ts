@@ -1,0 +1,291 @@
+import {
+
+  bodyMentions,
+  bytesToHex,
+  type ChainAck,
+  chainGaps,
+  coverageFacts,
+  enforcementTier,
+  type Frame,
+  frameHash,
+  fromHex,
+  type Gap,
+  type ParsedPayload,
+  replayGrade,
+} from "../../protocol/index.ts";
+import { takeLocks } from "./locks.ts";
+import { type ChainState, loadState, mergeFacts, newState, saveState } from "./state.ts";
+import type { ChainExport, ChainIngest, ChainIngestResult, ChainSummary, FramePage } from "./types.ts";
+
+const FLAG_GAPS = 1;
+const FLAG_KEPT_BODIES = 2;
+const MAX_EVIDENCE = 70_000;
+const MAX_MISSING_RANGES = 100;
+
+interface FrameRow extends Record<string, SqlStorageValue> {
+  seq: number;
+  t: number;
+  kind: string;
+  payload: string;
+}
+
+/**
+ * The logic of one chain over its SQLite storage. Every method is synchronous: the caller runs it
+ * inside one `transactionSync`, so reading the head, hashing and writing can never interleave with
+ * another call and two batches cannot fork the chain.
+ */
+export class ChainCore {
+  readonly #sql: SqlStorage;
+
+  constructor(sql: SqlStorage) {
+    this.#sql = sql;
+  }
+
+  state(): ChainState | null {
+    return loadState(this.#sql);
+  }
+
+  ingest(part: ChainIngest): ChainIngestResult {
+    const existing = this.state();
+    const st = existing ?? newState(part.init);
+    if (st.chain !== part.init.chain) throw new Error(`object holds ${st.chain}, not ${part.init.chain}`);
+    const ack: ChainAck = {
+      chain: st.chain, status: "accepted", stored: 0, duplicates: [], missing: [], held: 0, conflicts: [],
+      locks_stored: 0, locks_refused: [],
+    };
+    let changed = existing === null;
+    const appended: { frame: Frame; payload: ParsedPayload }[] = [];
+    const refused: number[] = [];
+    let head = fromHex(st.head, 32);
+    const append = (frame: Frame, now: number) => {
+      const hash = frameHash(st.chain, frame, head);
+      const payload = JSON.parse(frame.payload) as ParsedPayload;
+      this.#sql.exec(
+        "INSERT INTO frames (seq, t, kind, payload, hash, received_ms, flags) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        frame.seq, frame.t, frame.kind, frame.payload, bytesToHex(hash), now, flagsOf(frame.kind, payload),
+      );
+      head = hash;
+      st.count++;
+      appended.push({ frame, payload });
+      this.#applyLifecycle(st, frame, payload, now);
+    };
+    const frames = [...part.frames].sort((a, b) => a.seq - b.seq);
+    let heldCount = this.#sql.exec<{ n: number }>("SELECT count(*) AS n FROM held").one().n;
+    for (const frame of frames) {
+      if (frame.seq < st.count) {
+        const stored = this.#sql.exec<FrameRow>("SELECT seq, t, kind, payload FROM frames WHERE seq = ?", frame.seq).one();
+        if (sameFrame(stored, frame)) ack.duplicates.push(frame.seq);
+        else {
+          ack.conflicts.push(frame.seq);
+          changed = this.#equivocate(frame, part.now) || changed;
+        }
+      } else if (st.final) {
+        refused.push(frame.seq);
+      } else if (frame.seq === st.count) {
+        append(frame, part.now);
+        // Most batches arrive in order: skip the lookup for a held successor when nothing is held.
+        while (heldCount > 0) {
+          const next = this.#sql.exec<FrameRow>("SELECT seq, t, kind, payload FROM held WHERE seq = ?", st.count).toArray()[0];
+          if (!next) break;
+          this.#sql.exec("DELETE FROM held WHERE seq = ?", next.seq);
+          heldCount--;
+          append(next, part.now);
+        }
+      } else {
+        const held = this.#sql.exec<FrameRow>("SELECT seq, t, kind, payload FROM held WHERE seq = ?", frame.seq).toArray()[0];
+        if (!held) {
+          this.#sql.exec("INSERT INTO held (seq, t, kind, payload, received_ms) VALUES (?, ?, ?, ?, ?)", frame.seq, frame.t, frame.kind, frame.payload, part.now);
+          heldCount++;
+          changed = true;
+        } else if (sameFrame(held, frame)) ack.duplicates.push(frame.seq);
+        else {
+          ack.conflicts.push(frame.seq);
+          changed = this.#equivocate(frame, part.now) || changed;
+        }
+      }
+    }
+    if (refused.length > 0) {
+      const from = refused[0]!;
+      const to = refused.at(-1)!;
+      const kind = st.sealed ? "frames_after_seal" : "broken_chain";
+      const why = st.sealed ? "the run was sealed by an operator" : "the chain has a final lock";
+      changed = this.addGap({ kind, from_seq: from, to_seq: to, count: refused.length, detail: `frames ${from} to ${to} arrived after ${why}; they were refused` }) || changed;
+      ack.status = "refused";
+      ack.message = `${refused.length} frames refused: ${why}`;
+    }
+    if (appended.length > 0) {
+      st.head = bytesToHex(head);
+      st.facts = mergeFacts(st.facts, coverageFacts(appended.map((a) => a.frame.kind), appended.map((a) => a.payload)));
+      changed = true;
+    }
+    changed = takeLocks(this.#lockStore(), st, part.locks, part.now, ack) || changed;
+    const heldSeqs = this.#sql.exec<{ seq: number }>("SELECT seq FROM held ORDER BY seq").toArray().map((r) => r.seq);
+    ack.held = heldSeqs.length;
+    ack.missing = missingRanges(st.count, heldSeqs);
+    ack.stored = st.count;
+    if (changed) {
+      st.version++;
+      saveState(this.#sql, st);
+    }
+    return { ack, summary: this.summary(st) };
+  }
+
+  /** Closes a live run quiet since `now - quietMs` (server clock) with outcome unknown. */
+  close(now: number, quietMs: number): ChainSummary | null {
+    const st = this.state();
+    if (!st) return null;
+    if (st.kind === "run" && st.status === "live" && (st.lastReceivedMs ?? 0) <= now - quietMs) {
+      st.status = "closed";
+      st.outcome = "unknown";
+      st.version++;
+      saveState(this.#sql, st);
+    }
+    return this.summary(st);
+  }
+
+  addGap(gap: Omit<Gap, "source">): boolean {
+    const { kind, ...rest } = gap;
+    const text = JSON.stringify({ kind, source: "server", ...rest });
+    return this.#sql.exec("INSERT OR IGNORE INTO gaps (gap, created_ms) VALUES (?, ?)", text, Date.now()).rowsWritten > 0;
+  }
+
+  serverGaps(): Gap[] {
+    return this.#sql.exec<{ gap: string }>("SELECT gap FROM gaps ORDER BY id").toArray().map((r) => JSON.parse(r.gap) as Gap);
+  }
+
+  /** Kept bodies the chain names that never arrived. */
+  missingBodies(): string[] {
+    const rows = this.#sql.exec<FrameRow>(`SELECT seq, t, kind, payload FROM frames WHERE flags & ${FLAG_KEPT_BODIES}`).toArray();
+    const named = new Set(bodyMentions(rows.map((r) => JSON.parse(r.payload) as ParsedPayload)).filter((m) => m.kept).map((m) => m.sha256));
+    const missing: string[] = [];
+    for (const sha of named) {
+      if (this.#sql.exec("SELECT 1 FROM bodies WHERE sha256 = ?", sha).toArray().length === 0) missing.push(sha);
+    }
+    return missing.sort();
+  }
+
+  missingBodiesGap(): Gap | null {
+    const missing = this.missingBodies();
+    if (missing.length === 0) return null;
+    return { kind: "missing_bodies", source: "server", bodies: missing, detail: `${missing.length} kept bodies named by the record never reached the server` };
+  }
+
+  bodyReceived(sha256: string, now: number): void {
+    this.#sql.exec("INSERT OR IGNORE INTO bodies (sha256, received_ms) VALUES (?, ?)", sha256, now);
+  }
+
+  bump(st: ChainState): ChainSummary {
+    st.version++;
+    saveState(this.#sql, st);
+    return this.summary(st);
+  }
+
+  /** Every gap of the record: the chain's own (derived), then the server's gap book. */
+  gaps(st: ChainState): Gap[] {
+    return [...this.#chainGaps(st), ...this.serverGaps()];
+  }
+
+  summary(st: ChainState): ChainSummary {
+    const gaps = this.gaps(st);
+    const assessed = { facts: st.facts, gaps, environment: "customer_computer" as const, mode: st.mode };
+    return {
+      chain: st.chain, kind: st.kind, workspace: st.workspace, hostId: st.hostId, harness: st.harness, agent: st.agent,
+      sessionId: st.sessionId, status: st.status, outcome: st.outcome, tier: enforcementTier(assessed), grade: replayGrade(assessed),
+      spendMicrousd: st.spend, frameCount: st.count, lockCount: st.lockNext, gapCount: gaps.length,
+      heldCount: this.#sql.exec<{ n: number }>("SELECT count(*) AS n FROM held").one().n,
+      firstFrameMs: st.firstMs, lastFrameMs: st.lastMs, lastReceivedMs: st.lastReceivedMs, version: st.version,
+    };
+  }
+
+  framesPage(from: number, limit: number): FramePage {
+    const rows = this.#sql
+      .exec<FrameRow & { hash: string; received_ms: number }>("SELECT seq, t, kind, payload, hash, received_ms FROM frames WHERE seq >= ? ORDER BY seq LIMIT ?", from, limit + 1)
+      .toArray();
+    const next = rows.length > limit ? rows[limit]!.seq : null;
+    return { frames: rows.slice(0, limit).map((r) => ({ seq: r.seq, t: r.t, kind: r.kind, payload: r.payload, hash: r.hash, received_ms: r.received_ms })), next };
+  }
+
+  exportData(st: ChainState): ChainExport {
+    const frames = this.#sql.exec<FrameRow & { hash: string }>("SELECT seq, t, kind, payload, hash FROM frames ORDER BY seq").toArray()
+      .map((r) => ({ seq: r.seq, t: r.t, kind: r.kind, payload: r.payload, hash: r.hash }));
+    const locks = this.#sql.exec<{ payload: string; sig: string; received_ms: number }>("SELECT payload, sig, received_ms FROM locks ORDER BY lock_seq").toArray()
+      .map((r) => ({ payload: r.payload, sig: r.sig, received_ms: r.received_ms }));
+    const equivocations = this.#sql.exec<{ what: string; seq: number; evidence: string; received_ms: number }>("SELECT what, seq, evidence, received_ms FROM equivocations ORDER BY id").toArray()
+      .map((r) => ({ what: r.what as "frame" | "lock", seq: r.seq, evidence: r.evidence, received_ms: r.received_ms }));
+    const serverGaps = this.serverGaps();
+    const bodies = serverGaps.some((g) => g.kind === "missing_bodies") ? null : this.missingBodiesGap();
+    return { summary: this.summary(st), mode: st.mode, hostKey: st.hostKey, frames, locks, equivocations, serverGaps: bodies ? [...serverGaps, bodies] : serverGaps };
+  }
+
+  #lockStore() {
+    return {
+      sql: this.#sql,
+      addGap: (gap: Omit<Gap, "source">) => this.addGap(gap),
+      addEquivocation: (what: "lock", seq: number, evidence: string) => this.#addEquivocation(what, seq, evidence, Date.now()),
+    };
+  }
+
+  #equivocate(frame: Frame, now: number): boolean {
+    if (!this.#addEquivocation("frame", frame.seq, JSON.stringify(frame), now)) return false;
+    this.addGap({ kind: "equivocation", seq: frame.seq, detail: `a second, different frame ${frame.seq} arrived; it is kept as evidence, never appended` });
+    return true;
+  }
+
+  #addEquivocation(what: "frame" | "lock", seq: number, evidence: string, now: number): boolean {
+    const text = evidence.length > MAX_EVIDENCE ? JSON.stringify({ truncated: true, head: evidence.slice(0, 1000) }) : evidence;
+    return this.#sql.exec("INSERT OR IGNORE INTO equivocations (what, seq, evidence, received_ms) VALUES (?, ?, ?, ?)", what, seq, text, now).rowsWritten > 0;
+  }
+
+  #applyLifecycle(st: ChainState, frame: Frame, payload: ParsedPayload, now: number): void {
+    st.firstMs ??= frame.t;
+    st.lastMs = Math.max(st.lastMs ?? 0, frame.t);
+    st.lastReceivedMs = now;
+    if (frame.kind === "llm_call" && typeof payload.cost_microusd === "number") st.spend += payload.cost_microusd;
+    if (st.kind !== "run") return;
+    if (st.status === "closed") {
+      st.status = "live";
+      st.outcome = null;
+    }
+    if (frame.kind === "agent_stop") {
+      st.outcome = String(payload.outcome);
+      st.status = payload.outcome === "crashed" ? "crashed" : "ended";
+    } else if (frame.kind === "telemetry_gap" && payload.cause === "unobserved_tail" && st.status === "live") {
+      st.status = "crashed";
+      st.outcome = "crashed";
+    }
+  }
+
+  /** The chain's own gaps, derived by protocol `chainGaps` from only the frames that can carry one. */
+  #chainGaps(st: ChainState): Gap[] {
+    const kinds: string[] = new Array<string>(st.count);
+    const payloads: (ParsedPayload | null)[] = new Array<ParsedPayload | null>(st.count);
+    for (const r of this.#sql.exec<FrameRow>(`SELECT seq, t, kind, payload FROM frames WHERE flags & ${FLAG_GAPS}`)) {
+      kinds[r.seq] = r.kind;
+      payloads[r.seq] = JSON.parse(r.payload) as ParsedPayload;
+    }
+    return chainGaps(kinds, payloads);
+  }
+}
+
+function sameFrame(a: FrameRow, b: Frame): boolean {
+  return a.t === b.t && a.kind === b.kind && a.payload === b.payload;
+}
+
+function flagsOf(kind: string, payload: ParsedPayload): number {
+  let flags = kind === "telemetry_gap" || kind === "agent_stop" ? FLAG_GAPS : 0;
+  const mentions = bodyMentions([payload]);
+  if (mentions.some((m) => !m.kept)) flags |= FLAG_GAPS;
+  if (mentions.some((m) => m.kept)) flags |= FLAG_KEPT_BODIES;
+  return flags;
+}
+
+function missingRanges(count: number, held: number[]): [number, number][] {
+  const out: [number, number][] = [];
+  let next = count;
+  for (const seq of held) {
+    if (seq > next && out.length < MAX_MISSING_RANGES) out.push([next, seq - 1]);
+    next = seq + 1;
+  }
+  return out;
+}
+

@@ -1,0 +1,73 @@
+import {
+  type ChainAck,
+  fromHex,
+  genesisHash,
+  bytesToHex,
+  lockHash,
+  lockSignatureValid,
+  parseLock,
+  type SignedLock,
+} from "../../protocol/index.ts";
+import type { ChainState } from "./state.ts";
+
+/** What the lock pass needs from the object: its SQL, the gap book and the evidence store. */
+export interface LockStore {
+  sql: SqlStorage;
+  addGap(gap: { kind: string; seq?: number; count?: number; detail: string }): void;
+  addEquivocation(what: "lock", seq: number, evidence: string): boolean;
+}
+
+/**
+ * Takes a part's locks in lock_seq order. A lock is stored only when it is the next one, signed by
+ * the host's key, links to the last lock, does not go back, and its head is the stored frame at its
+ * count. A lock ahead of the stored frames is refused (not held): the collector resends it with the
+ * frames, and the ack says so. A different lock at a stored lock_seq is equivocation; a lock whose
+ * head differs from the stored chain is a broken chain. Both are kept in the gap book.
+ */
+export function takeLocks(store: LockStore, st: ChainState, locks: readonly SignedLock[], now: number, ack: ChainAck): boolean {
+  let changed = false;
+  const parsed = locks.map((lock) => ({ lock, p: parseLock(lock) })).sort((a, b) => a.p.lock_seq - b.p.lock_seq);
+  const hostKey = fromHex(st.hostKey, 32);
+  for (const { lock, p } of parsed) {
+    const refuse = (reason: string) => ack.locks_refused.push({ lock_seq: p.lock_seq, reason });
+    if (p.chain !== st.chain) { refuse("the lock names another chain"); continue; }
+    if (p.signer !== "host" || p.host !== st.hostId) { refuse("only this host's own locks are accepted"); continue; }
+    if (!lockSignatureValid(lock, hostKey)) { refuse("the signature does not verify under the host's key"); continue; }
+    if (p.lock_seq < st.lockNext) {
+      const stored = store.sql.exec<{ payload: string; sig: string }>("SELECT payload, sig FROM locks WHERE lock_seq = ?", p.lock_seq).one();
+      if (stored.payload === lock.payload) continue;
+      if (st.sealed && stored.payload.includes('"signer":"server"')) { refuse("the run is sealed by an operator"); continue; }
+      if (store.addEquivocation("lock", p.lock_seq, JSON.stringify(lock))) {
+        store.addGap({ kind: "equivocation", seq: p.lock_seq, detail: `a second, different lock ${p.lock_seq} arrived; it is kept as evidence` });
+        changed = true;
+      }
+      refuse("a different lock with this lock_seq is already stored");
+      continue;
+    }
+    if (st.final) { refuse(st.sealed ? "the run is sealed by an operator" : "the chain already has a final lock"); continue; }
+    if (p.lock_seq > st.lockNext) { refuse(`expected lock_seq ${st.lockNext}; send the locks in order`); continue; }
+    if (p.prev_lock !== st.lastLock) { refuse("prev_lock does not name the last stored lock"); continue; }
+    if (p.count < st.lockedCount) { refuse(`count ${p.count} is below the last lock's ${st.lockedCount}`); continue; }
+    if (p.count > st.count) { refuse(`the lock covers ${p.count} frames but ${st.count} are stored; resend it after the frames`); continue; }
+    const expected = p.count === 0
+      ? bytesToHex(genesisHash(st.chain))
+      : store.sql.exec<{ hash: string }>("SELECT hash FROM frames WHERE seq = ?", p.count - 1).one().hash;
+    if (expected !== p.head) {
+      store.addGap({ kind: "broken_chain", seq: p.lock_seq, count: p.count, detail: `lock ${p.lock_seq} names a head that is not the stored frame ${p.count - 1}` });
+      refuse("the lock's head does not match the stored chain");
+      changed = true;
+      continue;
+    }
+    store.sql.exec(
+      "INSERT INTO locks (lock_seq, payload, sig, count, final, received_ms) VALUES (?, ?, ?, ?, ?, ?)",
+      p.lock_seq, lock.payload, lock.sig, p.count, p.final ? 1 : 0, now,
+    );
+    st.lockNext = p.lock_seq + 1;
+    st.lastLock = lockHash(lock);
+    st.lockedCount = p.count;
+    st.final = p.final;
+    ack.locks_stored++;
+    changed = true;
+  }
+  return changed;
+}

@@ -1,0 +1,43 @@
+/**
+ * ChainObject storage schema, versioned. `PRAGMA user_version` is not available in Durable
+ * Object SQLite, so the version lives in `_schema`; each step runs once, in order.
+ */
+
+/** Bump when a step is added below. */
+export const SCHEMA_VERSION = 2;
+
+const STEPS: Record<number, string[]> = {
+  1: [
+    // v1 was the stub's table; kept so an object created by it migrates forward.
+    `CREATE TABLE IF NOT EXISTS frames (seq INTEGER PRIMARY KEY, t INTEGER NOT NULL, kind TEXT NOT NULL, payload TEXT NOT NULL, hash TEXT NOT NULL, received_ms INTEGER NOT NULL)`,
+  ],
+  2: [
+    // flags: 1 = matters to the chain's own gaps (telemetry_gap, agent_stop, a body not kept).
+    `ALTER TABLE frames ADD COLUMN flags INTEGER NOT NULL DEFAULT 0`,
+    `CREATE TABLE state (id INTEGER PRIMARY KEY CHECK (id = 1), chain TEXT NOT NULL, kind TEXT NOT NULL CHECK (kind IN ('run','host')),
+      workspace TEXT NOT NULL, host_id TEXT NOT NULL, host_key TEXT NOT NULL, harness TEXT, agent TEXT, session_id TEXT,
+      mode TEXT NOT NULL, status TEXT NOT NULL, outcome TEXT, count INTEGER NOT NULL, head TEXT NOT NULL,
+      lock_next INTEGER NOT NULL, last_lock TEXT, locked_count INTEGER NOT NULL, final INTEGER NOT NULL, sealed INTEGER NOT NULL,
+      first_ms INTEGER, last_ms INTEGER, last_received_ms INTEGER, spend INTEGER NOT NULL, facts TEXT NOT NULL, version INTEGER NOT NULL)`,
+    `CREATE TABLE held (seq INTEGER PRIMARY KEY, t INTEGER NOT NULL, kind TEXT NOT NULL, payload TEXT NOT NULL, received_ms INTEGER NOT NULL)`,
+    `CREATE TABLE locks (lock_seq INTEGER PRIMARY KEY, payload TEXT NOT NULL, sig TEXT NOT NULL, count INTEGER NOT NULL, final INTEGER NOT NULL, received_ms INTEGER NOT NULL)`,
+    `CREATE TABLE equivocations (id INTEGER PRIMARY KEY AUTOINCREMENT, what TEXT NOT NULL CHECK (what IN ('frame','lock')), seq INTEGER NOT NULL, evidence TEXT NOT NULL, received_ms INTEGER NOT NULL, UNIQUE (what, seq, evidence))`,
+    `CREATE TABLE gaps (id INTEGER PRIMARY KEY AUTOINCREMENT, gap TEXT NOT NULL UNIQUE, created_ms INTEGER NOT NULL)`,
+    `CREATE TABLE bodies (sha256 TEXT PRIMARY KEY, received_ms INTEGER NOT NULL)`,
+    `CREATE TABLE bench (seq INTEGER PRIMARY KEY, t INTEGER NOT NULL, kind TEXT NOT NULL, payload TEXT NOT NULL, hash TEXT NOT NULL, received_ms INTEGER NOT NULL)`,
+  ],
+};
+
+/** Brings the object's storage to {@link SCHEMA_VERSION}. Runs inside blockConcurrencyWhile. */
+export function migrate(storage: DurableObjectStorage): void {
+  const sql = storage.sql;
+  sql.exec("CREATE TABLE IF NOT EXISTS _schema (version INTEGER NOT NULL)");
+  const version = sql.exec<{ version: number | null }>("SELECT max(version) AS version FROM _schema").one().version ?? 0;
+  if (version >= SCHEMA_VERSION) return;
+  storage.transactionSync(() => {
+    for (let v = version + 1; v <= SCHEMA_VERSION; v++) {
+      for (const statement of STEPS[v] ?? []) sql.exec(statement);
+      sql.exec("INSERT INTO _schema (version) VALUES (?)", v);
+    }
+  });
+}

@@ -1,0 +1,159 @@
+import { type CoverageFacts, emptyHead, bytesToHex } from "../../protocol/index.ts";
+import type { ChainInit, RunStatus } from "./types.ts";
+
+/** The single `state` row of a ChainObject, as held in memory while a call runs. */
+export interface ChainState {
+  chain: string;
+  kind: "run" | "host";
+  workspace: string;
+  hostId: string;
+  hostKey: string;
+  harness: string | null;
+  agent: string | null;
+  sessionId: string | null;
+  mode: "enforce" | "observe";
+  status: RunStatus;
+  outcome: string | null;
+  count: number;
+  head: string;
+  lockNext: number;
+  lastLock: string | null;
+  lockedCount: number;
+  final: boolean;
+  sealed: boolean;
+  firstMs: number | null;
+  lastMs: number | null;
+  lastReceivedMs: number | null;
+  spend: number;
+  facts: CoverageFacts;
+  version: number;
+}
+
+interface StateRow extends Record<string, SqlStorageValue> {
+  chain: string;
+  kind: string;
+  workspace: string;
+  host_id: string;
+  host_key: string;
+  harness: string | null;
+  agent: string | null;
+  session_id: string | null;
+  mode: string;
+  status: string;
+  outcome: string | null;
+  count: number;
+  head: string;
+  lock_next: number;
+  last_lock: string | null;
+  locked_count: number;
+  final: number;
+  sealed: number;
+  first_ms: number | null;
+  last_ms: number | null;
+  last_received_ms: number | null;
+  spend: number;
+  facts: string;
+  version: number;
+}
+
+/** Coverage facts of an empty chain. */
+export function emptyFacts(): CoverageFacts {
+  return {
+    frames: 0,
+    by_path: {},
+    by_kind: {},
+    llm_calls_gateway: 0,
+    llm_calls_transcript: 0,
+    llm_calls_replayable: 0,
+    enforced_hook_decisions: 0,
+    bodies_named: 0,
+    bodies_not_kept: 0,
+    backfilled_frames: 0,
+  };
+}
+
+/** Adds one batch's facts to a running total (every fact is a count). */
+export function mergeFacts(a: CoverageFacts, b: CoverageFacts): CoverageFacts {
+  const out = { ...a, by_path: { ...a.by_path }, by_kind: { ...a.by_kind } };
+  for (const key of Object.keys(b) as (keyof CoverageFacts)[]) {
+    const value = b[key];
+    if (typeof value === "number") (out[key] as number) = (a[key] as number) + value;
+  }
+  for (const [k, n] of Object.entries(b.by_path)) out.by_path[k] = (out.by_path[k] ?? 0) + n;
+  for (const [k, n] of Object.entries(b.by_kind)) out.by_kind[k] = (out.by_kind[k] ?? 0) + n;
+  return out;
+}
+
+/** The state of a chain that holds nothing yet. */
+export function newState(init: ChainInit): ChainState {
+  return {
+    chain: init.chain,
+    kind: init.kind,
+    workspace: init.workspace,
+    hostId: init.hostId,
+    hostKey: init.hostKey,
+    harness: init.harness,
+    agent: init.agent,
+    sessionId: init.sessionId,
+    mode: init.mode,
+    status: "live",
+    outcome: null,
+    count: 0,
+    head: bytesToHex(emptyHead(init.chain).head),
+    lockNext: 0,
+    lastLock: null,
+    lockedCount: 0,
+    final: false,
+    sealed: false,
+    firstMs: null,
+    lastMs: null,
+    lastReceivedMs: null,
+    spend: 0,
+    facts: emptyFacts(),
+    version: 0,
+  };
+}
+
+/** Reads the state row, or null for an object that was never written. */
+export function loadState(sql: SqlStorage): ChainState | null {
+  const row = sql.exec<StateRow>("SELECT * FROM state WHERE id = 1").toArray()[0];
+  if (!row) return null;
+  return {
+    chain: row.chain,
+    kind: row.kind as ChainState["kind"],
+    workspace: row.workspace,
+    hostId: row.host_id,
+    hostKey: row.host_key,
+    harness: row.harness,
+    agent: row.agent,
+    sessionId: row.session_id,
+    mode: row.mode as ChainState["mode"],
+    status: row.status as RunStatus,
+    outcome: row.outcome,
+    count: row.count,
+    head: row.head,
+    lockNext: row.lock_next,
+    lastLock: row.last_lock,
+    lockedCount: row.locked_count,
+    final: row.final === 1,
+    sealed: row.sealed === 1,
+    firstMs: row.first_ms,
+    lastMs: row.last_ms,
+    lastReceivedMs: row.last_received_ms,
+    spend: row.spend,
+    facts: JSON.parse(row.facts) as CoverageFacts,
+    version: row.version,
+  };
+}
+
+/** Writes the state row (insert or replace). */
+export function saveState(sql: SqlStorage, s: ChainState): void {
+  sql.exec(
+    `INSERT OR REPLACE INTO state (id, chain, kind, workspace, host_id, host_key, harness, agent, session_id, mode, status, outcome,
+      count, head, lock_next, last_lock, locked_count, final, sealed, first_ms, last_ms, last_received_ms, spend, facts, version)
+     VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    s.chain, s.kind, s.workspace, s.hostId, s.hostKey, s.harness, s.agent, s.sessionId, s.mode, s.status, s.outcome,
+    s.count, s.head, s.lockNext, s.lastLock, s.lockedCount, s.final ? 1 : 0, s.sealed ? 1 : 0, s.firstMs, s.lastMs,
+    s.lastReceivedMs, s.spend, JSON.stringify(s.facts), s.version,
+  );
+}

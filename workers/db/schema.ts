@@ -1,0 +1,135 @@
+/**
+ * D1 fleet tables: the single source of truth for `migrations/` (`npm run db:generate`).
+ * Times are milliseconds since the epoch (server clock).
+ */
+import { index, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
+
+export const workspaces = sqliteTable("workspaces", {
+  id: text("id").primaryKey(),
+  name: text("name").notNull(),
+  /** `keep` (bodies of the roles in `retentionKeep`) or `digest_only`. */
+  retentionMode: text("retention_mode", { enum: ["keep", "digest_only"] }).notNull().default("keep"),
+  /** JSON array of body roles kept under `keep`. */
+  retentionKeep: text("retention_keep").notNull(),
+  mode: text("mode", { enum: ["enforce", "observe"] }).notNull().default("enforce"),
+  createdMs: integer("created_ms").notNull(),
+});
+
+export const operatorTokens = sqliteTable(
+  "operator_tokens",
+  {
+    id: text("id").primaryKey(),
+    workspaceId: text("workspace_id").notNull(),
+    name: text("name").notNull(),
+    /** Hex SHA-256 of the token's secret part; the token itself is never stored. */
+    secretHash: text("secret_hash").notNull(),
+    createdMs: integer("created_ms").notNull(),
+    revokedMs: integer("revoked_ms"),
+  },
+  (t) => [index("operator_tokens_workspace").on(t.workspaceId)],
+);
+
+export const enrollmentTokens = sqliteTable(
+  "enrollment_tokens",
+  {
+    id: text("id").primaryKey(),
+    workspaceId: text("workspace_id").notNull(),
+    secretHash: text("secret_hash").notNull(),
+    createdMs: integer("created_ms").notNull(),
+    expiresMs: integer("expires_ms").notNull(),
+    usedMs: integer("used_ms"),
+    usedBy: text("used_by"),
+  },
+  (t) => [index("enrollment_tokens_workspace").on(t.workspaceId)],
+);
+
+export const hosts = sqliteTable(
+  "hosts",
+  {
+    id: text("id").primaryKey(),
+    workspaceId: text("workspace_id").notNull(),
+    publicKey: text("public_key").notNull(),
+    keyId: text("key_id").notNull(),
+    hostname: text("hostname").notNull(),
+    status: text("status", { enum: ["active", "suspended"] }).notNull().default("active"),
+    enrolledMs: integer("enrolled_ms").notNull(),
+    lastSeenMs: integer("last_seen_ms"),
+    /** Set by the cron when one of the host's agents has had data pending over 10 minutes. */
+    degradedMs: integer("degraded_ms"),
+  },
+  (t) => [index("hosts_workspace").on(t.workspaceId)],
+);
+
+/** Wrapped harnesses (named at enrollment) and custom agents (seen on ingest), per host. */
+export const agents = sqliteTable(
+  "agents",
+  {
+    hostId: text("host_id").notNull(),
+    name: text("name").notNull(),
+    workspaceId: text("workspace_id").notNull(),
+    kind: text("kind", { enum: ["harness", "custom"] }).notNull(),
+    wrappedMs: integer("wrapped_ms"),
+    firstSeenMs: integer("first_seen_ms"),
+    lastSeenMs: integer("last_seen_ms"),
+    lastDeliveredMs: integer("last_delivered_ms"),
+    /** Since when the server has known of data from this agent that it does not hold yet. */
+    pendingSinceMs: integer("pending_since_ms"),
+    /** Last time the server refused something from this agent (a batch or a body). */
+    lastRefusedMs: integer("last_refused_ms"),
+    /** 1 when the host's last report said the agent's hooks are missing. */
+    hooksMissing: integer("hooks_missing").notNull().default(0),
+    degradedMs: integer("degraded_ms"),
+  },
+  (t) => [
+    primaryKey({ columns: [t.hostId, t.name] }),
+    index("agents_workspace").on(t.workspaceId),
+    index("agents_pending").on(t.pendingSinceMs),
+  ],
+);
+
+export const policies = sqliteTable("policies", {
+  workspaceId: text("workspace_id").primaryKey(),
+  /** The policy's Record JSON text (unsigned; signed on the way out). */
+  payload: text("payload").notNull(),
+  etag: text("etag").notNull(),
+  version: integer("version").notNull().default(1),
+  updatedMs: integer("updated_ms").notNull(),
+});
+
+export const runs = sqliteTable(
+  "runs",
+  {
+    id: text("id").primaryKey(),
+    workspaceId: text("workspace_id").notNull(),
+    hostId: text("host_id").notNull(),
+    harness: text("harness").notNull(),
+    agent: text("agent"),
+    sessionId: text("session_id").notNull(),
+    status: text("status", { enum: ["live", "ended", "crashed", "closed", "sealed"] }).notNull(),
+    outcome: text("outcome"),
+    tier: text("tier").notNull(),
+    tierReason: text("tier_reason").notNull(),
+    grade: text("grade").notNull(),
+    gradeReason: text("grade_reason").notNull(),
+    spendMicrousd: integer("spend_microusd").notNull().default(0),
+    frameCount: integer("frame_count").notNull().default(0),
+    lockCount: integer("lock_count").notNull().default(0),
+    gapCount: integer("gap_count").notNull().default(0),
+    firstFrameMs: integer("first_frame_ms"),
+    lastFrameMs: integer("last_frame_ms"),
+    /** Server clock of the last frame stored; the cron's quiet test uses it, never the computer's clock. */
+    lastReceivedMs: integer("last_received_ms"),
+    /** The ChainObject's change counter: a row update applies only when it is newer. */
+    version: integer("version").notNull().default(0),
+    updatedMs: integer("updated_ms").notNull(),
+  },
+  (t) => [
+    index("runs_cron").on(t.status, t.lastReceivedMs),
+    index("runs_ws_time").on(t.workspaceId, t.lastFrameMs),
+    index("runs_ws_status").on(t.workspaceId, t.status, t.lastFrameMs),
+    index("runs_ws_host").on(t.workspaceId, t.hostId, t.lastFrameMs),
+    index("runs_ws_tier").on(t.workspaceId, t.tier, t.lastFrameMs),
+    index("runs_ws_grade").on(t.workspaceId, t.grade, t.lastFrameMs),
+    index("runs_ws_agent").on(t.workspaceId, t.harness, t.lastFrameMs),
+  ],
+);

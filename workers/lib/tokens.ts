@@ -1,0 +1,42 @@
+import { bytesToHex, equalBytes, fromHex, isHex, sha256, utf8 } from "../../protocol/index.ts";
+
+/** A bearer token `<prefix>_<id>_<secret>`: the id finds the row, the secret is compared by hash. */
+export interface NewToken {
+  id: string;
+  token: string;
+  secretHash: string;
+}
+
+function randomHex(bytes: number): string {
+  return bytesToHex(crypto.getRandomValues(new Uint8Array(bytes)));
+}
+
+/** A fresh token; only its secret's hash is stored. */
+export function newToken(prefix: "oxo" | "oxe"): NewToken {
+  const id = randomHex(8);
+  const secret = randomHex(24);
+  return { id, token: `${prefix}_${id}_${secret}`, secretHash: hashSecret(secret) };
+}
+
+/** Hex SHA-256 of a token secret. */
+export function hashSecret(secret: string): string {
+  return bytesToHex(sha256(utf8(secret)));
+}
+
+/** Splits a token into id and secret, or null when it is not one of ours. */
+export function parseToken(token: string, prefix: "oxo" | "oxe"): { id: string; secret: string } | null {
+  const m = /^([a-z]{3})_([0-9a-f]{16})_([0-9a-f]{48})$/.exec(token);
+  if (!m || m[1] !== prefix) return null;
+  return { id: m[2]!, secret: m[3]! };
+}
+
+/** Compares a presented secret with a stored hash in constant time. */
+export function secretMatches(secret: string, storedHash: string): boolean {
+  if (!isHex(storedHash, 32)) return false;
+  return equalBytes(sha256(utf8(secret)), fromHex(storedHash, 32));
+}
+
+/** A fresh random id with a prefix (workspaces, hosts). */
+export function newId(prefix: string): string {
+  return `${prefix}${randomHex(8)}`;
+}

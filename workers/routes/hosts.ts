@@ -1,0 +1,79 @@
+import { and, eq } from "drizzle-orm";
+import { Hono } from "hono";
+import { z } from "zod";
+import { HARNESSES, HostReport, ROUTES } from "../../protocol/index.ts";
+import { authenticateHost, type HostRow, readBody } from "../auth/host.ts";
+import { operatorAuth, type OperatorEnv } from "../auth/operator.ts";
+import { db, schema } from "../db/client.ts";
+import { notFound } from "../errors.ts";
+import { agentHealth } from "../lib/health.ts";
+import { signedPolicy, toggle, updatePolicy } from "../lib/policy-store.ts";
+import { check, parseJson, valid } from "../validate.ts";
+
+const IdParam = z.object({ id: z.string().min(1).max(64) });
+
+function hostView(h: HostRow) {
+  return { id: h.id, hostname: h.hostname, key_id: h.keyId, public_key: h.publicKey, status: h.status, enrolled_ms: h.enrolledMs, last_seen_ms: h.lastSeenMs, degraded_ms: h.degradedMs };
+}
+
+/** The host's agents with health: every built-in harness (not wrapped when never named) and every agent seen. */
+export async function agentsOf(env: Env, host: HostRow, now: number) {
+  const rows = await db(env).select().from(schema.agents).where(eq(schema.agents.hostId, host.id)).all();
+  const byName = new Map(rows.map((r) => [r.name, r]));
+  const names = [...new Set([...HARNESSES, ...rows.map((r) => r.name)])];
+  return names.map((name) => {
+    const row = byName.get(name) ?? null;
+    const health = agentHealth(row, host, now);
+    return {
+      host_id: host.id, name, kind: row?.kind ?? ((HARNESSES as readonly string[]).includes(name) ? "harness" : "custom"), health: health.state, reason: health.reason,
+      first_seen_ms: row?.firstSeenMs ?? null, last_seen_ms: row?.lastSeenMs ?? null, last_delivered_ms: row?.lastDeliveredMs ?? null, pending_since_ms: row?.pendingSinceMs ?? null,
+    };
+  });
+}
+
+export async function ownHost(env: Env, workspaceId: string, id: string): Promise<HostRow> {
+  const h = await db(env).select().from(schema.hosts).where(and(eq(schema.hosts.id, id), eq(schema.hosts.workspaceId, workspaceId))).get();
+  if (!h) throw notFound("host");
+  return h;
+}
+
+async function setSuspended(env: Env, host: HostRow, suspended: boolean) {
+  await db(env).update(schema.hosts).set({ status: suspended ? "suspended" : "active" }).where(eq(schema.hosts.id, host.id));
+  await updatePolicy(env, host.workspaceId, (p) => ({ ...p, suspended_hosts: toggle(p.suspended_hosts, host.id, suspended) }));
+  return { ...hostView(host), status: suspended ? "suspended" : "active" };
+}
+
+async function hostStatus(env: Env, host: HostRow) {
+  const { etag } = await signedPolicy(env, host.workspaceId);
+  return { host_id: host.id, workspace: host.workspaceId, status: host.status, policy_etag: etag };
+}
+
+/** Collector-facing: its own status, and its report of pending data and hooks. */
+export const hostSelf = new Hono<{ Bindings: Env }>()
+  .get(ROUTES.hostStatus, async (c) => c.json(await hostStatus(c.env, await authenticateHost(c, new Uint8Array()))))
+  .post(ROUTES.hostStatus, async (c) => {
+    const body = await readBody(c, 64 * 1024);
+    const host = await authenticateHost(c, body);
+    const report = check(HostReport, parseJson(new TextDecoder().decode(body), "request body"), "host report");
+    const d = db(c.env);
+    const now = Date.now();
+    const writes = report.agents.map((a) => {
+      const pendingSince = a.pending_frames > 0 ? Math.min(a.oldest_pending_ms ?? now, now) : null;
+      return d.insert(schema.agents)
+        .values({ hostId: host.id, name: a.name, workspaceId: host.workspaceId, kind: (HARNESSES as readonly string[]).includes(a.name) ? "harness" : "custom", wrappedMs: now, pendingSinceMs: pendingSince, hooksMissing: a.hooks_ok ? 0 : 1 })
+        .onConflictDoUpdate({ target: [schema.agents.hostId, schema.agents.name], set: { pendingSinceMs: pendingSince, hooksMissing: a.hooks_ok ? 0 : 1, ...(pendingSince === null ? { degradedMs: null } : {}) } });
+    });
+    if (writes.length > 0) await d.batch(writes as [(typeof writes)[number], ...(typeof writes)[number][]]);
+    return c.json(await hostStatus(c.env, host));
+  });
+
+export const hosts = new Hono<OperatorEnv>()
+  .use("/v1/hosts", operatorAuth)
+  .use("/v1/hosts/*", operatorAuth)
+  .get("/v1/hosts", async (c) => {
+    const rows = await db(c.env).select().from(schema.hosts).where(eq(schema.hosts.workspaceId, c.var.workspaceId)).all();
+    return c.json({ hosts: rows.map(hostView) });
+  })
+  .get("/v1/hosts/:id", valid("param", IdParam), async (c) => c.json(hostView(await ownHost(c.env, c.var.workspaceId, c.req.valid("param").id))))
+  .post("/v1/hosts/:id/suspend", valid("param", IdParam), async (c) => c.json(await setSuspended(c.env, await ownHost(c.env, c.var.workspaceId, c.req.valid("param").id), true)))
+  .post("/v1/hosts/:id/resume", valid("param", IdParam), async (c) => c.json(await setSuspended(c.env, await ownHost(c.env, c.var.workspaceId, c.req.valid("param").id), false)));

@@ -1,0 +1,134 @@
+import { eq, sql } from "drizzle-orm";
+import { Hono } from "hono";
+import {
+  type ChainAck,
+  frameSchemaProblem,
+  HARNESSES,
+  hostChainId,
+  IngestRequest,
+  MAX_BATCH_FRAMES,
+  MAX_INGEST_BYTES,
+  parseLock,
+  ROUTES,
+  runIdFor,
+  fromUtf8,
+} from "../../protocol/index.ts";
+import { authenticateHost, type HostRow, readBody, requireActive } from "../auth/host.ts";
+import type { ChainIngestResult, ChainInit } from "../chain/types.ts";
+import { db, schema } from "../db/client.ts";
+import { AppError } from "../errors.ts";
+import { runRowUpsert } from "../lib/run-rows.ts";
+import { check, parseJson } from "../validate.ts";
+
+type Part = IngestRequest["chains"][number];
+
+/** Checks the whole batch before anything is written: ownership of every chain, every frame, every lock. */
+function checkBatch(batch: IngestRequest, host: HostRow): void {
+  const seen = new Set<string>();
+  let frames = 0;
+  const issues: string[] = [];
+  batch.chains.forEach((part, i) => {
+    if (seen.has(part.chain)) issues.push(`chains[${i}]: chain ${part.chain} appears twice`);
+    seen.add(part.chain);
+    frames += part.frames.length;
+    if (part.chain.startsWith("host_")) {
+      if (part.chain !== hostChainId(host.id) || part.run) issues.push(`chains[${i}]: a host chain must be this host's own and carry no run`);
+    } else if (!part.run || part.chain !== runIdFor(host.id, part.run.harness, part.run.session_id)) {
+      issues.push(`chains[${i}]: the chain id is not this host's run for the given harness and session`);
+    }
+    part.frames.forEach((frame, j) => {
+      const problem = issues.length < 50 ? frameSchemaProblem(frame) : null;
+      if (problem) issues.push(`chains[${i}].frames[${j}] (seq ${frame.seq}): ${problem}`);
+    });
+    part.locks.forEach((lock, j) => {
+      try {
+        parseLock(lock);
+      } catch {
+        issues.push(`chains[${i}].locks[${j}]: not a lock`);
+      }
+    });
+  });
+  if (frames > MAX_BATCH_FRAMES) throw new AppError(413, "too_large", `A batch may carry at most ${MAX_BATCH_FRAMES} frames.`);
+  if (issues.length > 0) throw new AppError(400, "invalid_batch", "The batch was refused as a whole; nothing was stored.", { issues });
+}
+
+function initFor(part: Part, host: HostRow, mode: "enforce" | "observe"): ChainInit {
+  return {
+    chain: part.chain,
+    kind: part.run ? "run" : "host",
+    workspace: host.workspaceId,
+    hostId: host.id,
+    hostKey: host.publicKey,
+    harness: part.run?.harness ?? null,
+    agent: part.run?.agent ?? null,
+    sessionId: part.run?.session_id ?? null,
+    mode,
+  };
+}
+
+function retryable(chain: string, err: unknown): ChainAck {
+  console.error("chain ingest failed", chain, err);
+  return {
+    chain, status: "retryable", stored: 0, duplicates: [], missing: [], held: 0, conflicts: [], locks_stored: 0, locks_refused: [],
+    message: "the chain could not be reached; resend this part",
+  };
+}
+
+export const ingest = new Hono<{ Bindings: Env }>().post(ROUTES.ingest, async (c) => {
+  const body = await readBody(c, MAX_INGEST_BYTES);
+  const host = await authenticateHost(c, body);
+  requireActive(host);
+  const d = db(c.env);
+  // Started before the (CPU-bound) checks so the D1 round trip overlaps them.
+  const workspace = d.select({ mode: schema.workspaces.mode }).from(schema.workspaces).where(eq(schema.workspaces.id, host.workspaceId)).get();
+  let text: string;
+  try {
+    text = fromUtf8(body);
+  } catch {
+    throw new AppError(400, "invalid_request", "The request body is not UTF-8.");
+  }
+  const batch = check(IngestRequest, parseJson(text, "request body"), "batch");
+  checkBatch(batch, host);
+  const mode = (await workspace)?.mode ?? "enforce";
+  const now = Date.now();
+  const results = await Promise.all(
+    batch.chains.map(async (part): Promise<{ part: Part; result: ChainIngestResult | null; ack: ChainAck }> => {
+      try {
+        const stub = c.env.CHAINS.get(c.env.CHAINS.idFromName(part.chain));
+        // RPC typing widens the ack's [from, to] tuples to arrays; the object returns ChainIngestResult.
+        const result = (await stub.ingest({ init: initFor(part, host, mode), frames: part.frames, locks: part.locks, now })) as unknown as ChainIngestResult;
+        return { part, result, ack: result.ack };
+      } catch (err) {
+        return { part, result: null, ack: retryable(part.chain, err) };
+      }
+    }),
+  );
+  const writes = [];
+  for (const { part, result, ack } of results) {
+    if (!part.run || !result) continue;
+    writes.push(runRowUpsert(d, result.summary, now));
+    const name = part.run.harness;
+    const pending = ack.held > 0;
+    const refused = ack.status === "refused" || ack.conflicts.length > 0 || ack.locks_refused.length > 0;
+    writes.push(
+      d.insert(schema.agents)
+        .values({
+          hostId: host.id, name, workspaceId: host.workspaceId, kind: (HARNESSES as readonly string[]).includes(name) ? "harness" : "custom",
+          firstSeenMs: now, lastSeenMs: now, lastDeliveredMs: now, pendingSinceMs: pending ? now : null, lastRefusedMs: refused ? now : null,
+        })
+        .onConflictDoUpdate({
+          target: [schema.agents.hostId, schema.agents.name],
+          set: {
+            firstSeenMs: sql`coalesce(${schema.agents.firstSeenMs}, ${now})`,
+            lastSeenMs: now,
+            lastDeliveredMs: now,
+            pendingSinceMs: pending ? sql`coalesce(${schema.agents.pendingSinceMs}, ${now})` : null,
+            degradedMs: pending ? sql`${schema.agents.degradedMs}` : null,
+            lastRefusedMs: refused ? now : sql`${schema.agents.lastRefusedMs}`,
+          },
+        }),
+    );
+  }
+  if (writes.length > 0) await d.batch(writes as [(typeof writes)[number], ...(typeof writes)[number][]]);
+  return c.json({ chains: results.map((r) => r.ack) });
+});

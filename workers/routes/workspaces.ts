@@ -1,0 +1,58 @@
+import { eq } from "drizzle-orm";
+import { Hono } from "hono";
+import { z } from "zod";
+import { BodyRole, Policy } from "../../protocol/index.ts";
+import { operatorAuth, type OperatorEnv } from "../auth/operator.ts";
+import { db, schema } from "../db/client.ts";
+import { notFound } from "../errors.ts";
+import { parseRoles, signedPolicy, updatePolicy } from "../lib/policy-store.ts";
+import { valid } from "../validate.ts";
+
+const Retention = z.strictObject({ mode: z.enum(["keep", "digest_only"]), keep: z.array(BodyRole).max(16) });
+const Settings = z.strictObject({ name: z.string().min(1).max(128).optional(), mode: z.enum(["enforce", "observe"]).optional(), retention: Retention.optional() });
+/** What an operator may set; the server owns the rest (workspace, issue time, paused runs, suspended hosts). */
+const PolicyInput = Policy.omit({ v: true, workspace: true, issued_ms: true, paused_runs: true, suspended_hosts: true });
+const IdParam = z.object({ id: z.string().min(1).max(128) });
+
+async function ownWorkspace(env: Env, workspaceId: string, id: string) {
+  if (id !== workspaceId) throw notFound("workspace");
+  const ws = await db(env).select().from(schema.workspaces).where(eq(schema.workspaces.id, id)).get();
+  if (!ws) throw notFound("workspace");
+  return ws;
+}
+
+function view(ws: typeof schema.workspaces.$inferSelect) {
+  return { id: ws.id, name: ws.name, mode: ws.mode, retention: { mode: ws.retentionMode, keep: parseRoles(ws.retentionKeep) }, created_ms: ws.createdMs };
+}
+
+export const workspaces = new Hono<OperatorEnv>()
+  .use("/v1/workspaces/*", operatorAuth)
+  .get("/v1/workspaces/:id", valid("param", IdParam), async (c) => c.json(view(await ownWorkspace(c.env, c.var.workspaceId, c.req.valid("param").id))))
+  .patch("/v1/workspaces/:id", valid("param", IdParam), valid("json", Settings), async (c) => {
+    const ws = await ownWorkspace(c.env, c.var.workspaceId, c.req.valid("param").id);
+    const s = c.req.valid("json");
+    const mode = s.mode ?? ws.mode;
+    const retention = s.retention ?? { mode: ws.retentionMode, keep: parseRoles(ws.retentionKeep) };
+    await db(c.env)
+      .update(schema.workspaces)
+      .set({ name: s.name ?? ws.name, mode, retentionMode: retention.mode, retentionKeep: JSON.stringify(retention.keep) })
+      .where(eq(schema.workspaces.id, ws.id));
+    await updatePolicy(c.env, ws.id, (p) => ({ ...p, mode, retention }));
+    return c.json(view((await db(c.env).select().from(schema.workspaces).where(eq(schema.workspaces.id, ws.id)).get())!));
+  })
+  .get("/v1/workspaces/:id/policy", valid("param", IdParam), async (c) => {
+    const ws = await ownWorkspace(c.env, c.var.workspaceId, c.req.valid("param").id);
+    const { policy, etag, signed } = await signedPolicy(c.env, ws.id);
+    return c.json({ policy, etag, signed });
+  })
+  .put("/v1/workspaces/:id/policy", valid("param", IdParam), valid("json", PolicyInput), async (c) => {
+    const ws = await ownWorkspace(c.env, c.var.workspaceId, c.req.valid("param").id);
+    const input = c.req.valid("json");
+    await updatePolicy(c.env, ws.id, (p) => ({ ...p, ...input }));
+    await db(c.env)
+      .update(schema.workspaces)
+      .set({ mode: input.mode, retentionMode: input.retention.mode, retentionKeep: JSON.stringify(input.retention.keep) })
+      .where(eq(schema.workspaces.id, ws.id));
+    const { policy, etag, signed } = await signedPolicy(c.env, ws.id);
+    return c.json({ policy, etag, signed });
+  });
