@@ -114,7 +114,8 @@ export function replayGrade({ facts, gaps, environment }: AssessInput): Derived<
   }
   if (facts.bodies_not_kept > 0) return { value: "inspect", reason: `${facts.bodies_not_kept} bodies were not kept` };
   const llm = facts.by_kind.llm_call ?? 0;
-  if (llm === 0 || facts.llm_calls_replayable < llm) {
+  if (llm === 0) return { value: "view", reason: "every body is kept, but the record holds no model call to fork from" };
+  if (facts.llm_calls_replayable < llm) {
     return { value: "view", reason: "every body is kept, but not every model call was carried by the gateway with its request and response" };
   }
   if (environment !== "contained") {

@@ -10,7 +10,7 @@ export const OXAGEN = join(ROOT, "collector/bin/oxagen.js");
 
 export interface Computer {
   home: string;
-  env: Record<string, string>;
+  env: NodeJS.ProcessEnv;
   port: number;
   tacho: (args: string[], input?: string) => { status: number | null; stdout: string; stderr: string };
   /** Runs `tacho hook --agent NAME` (or --harness) with one payload and returns its parsed answer. */
@@ -18,7 +18,7 @@ export interface Computer {
 }
 
 /** A fresh computer: its own HOME, state dir and Claude config dir, with fast recorder timers. */
-export async function newComputer(extraEnv: Record<string, string> = {}): Promise<Computer> {
+export async function newComputer(extraEnv: NodeJS.ProcessEnv = {}): Promise<Computer> {
   const home = mkdtempSync(join(tmpdir(), "oxagen-e2e-"));
   const port = await freePort();
   const bin = join(home, "bin");
@@ -26,7 +26,7 @@ export async function newComputer(extraEnv: Record<string, string> = {}): Promis
   spawnSync("mkdir", ["-p", bin]);
   writeFileSync(join(bin, "tacho"), `#!/bin/sh\nexec "${NODE}" "${TACHO}" "$@"\n`, { mode: 0o755 });
   const env = {
-    ...(process.env as Record<string, string>),
+    ...process.env,
     HOME: home,
     OXAGEN_HOME: join(home, "state"),
     CLAUDE_CONFIG_DIR: join(home, "claude"),
@@ -53,7 +53,7 @@ export async function newComputer(extraEnv: Record<string, string> = {}): Promis
   };
 }
 
-function run(env: Record<string, string>, bin: string, args: string[], input?: string) {
+function run(env: NodeJS.ProcessEnv, bin: string, args: string[], input?: string) {
   const r = spawnSync(NODE, [bin, ...args], { env, input, encoding: "utf8", timeout: 60_000 });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
