@@ -115,4 +115,6 @@ export const HostStatus = z.strictObject({
   workspace: z.string(),
   status: z.enum(["active", "suspended"]),
   policy_etag: z.string(),
+  /** Each wrapped harness and custom agent with the health the Wrapped agents panel shows. */
+  agents: z.array(z.strictObject({ name: z.string(), health: z.string(), reason: z.string() })),
 });

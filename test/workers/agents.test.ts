@@ -61,6 +61,8 @@ describe("wrapped agents", () => {
     const now = Date.now();
     await report([{ name: "codex", pending_frames: 12, oldest_pending_ms: now - 60_000, hooks_ok: true }]);
     expect(await byName("codex")).toMatchObject({ health: "pending" });
+    const own = (await (await hostCall(host, "GET", "/v1/host")).json()) as { agents: { name: string; health: string }[] };
+    expect(own.agents.find((a) => a.name === "codex")).toMatchObject({ health: "pending" });
     const controller = createScheduledController({ scheduledTime: now + 11 * 60_000, cron: "*/5 * * * *" });
     const ctx = createExecutionContext();
     await worker.scheduled(controller, env, ctx);

@@ -45,7 +45,8 @@ async function setSuspended(env: Env, host: HostRow, suspended: boolean) {
 
 async function hostStatus(env: Env, host: HostRow) {
   const { etag } = await signedPolicy(env, host.workspaceId);
-  return { host_id: host.id, workspace: host.workspaceId, status: host.status, policy_etag: etag };
+  const agents = (await agentsOf(env, host, Date.now())).map((a) => ({ name: a.name, health: a.health, reason: a.reason }));
+  return { host_id: host.id, workspace: host.workspaceId, status: host.status, policy_etag: etag, agents };
 }
 
 /** Collector-facing: its own status, and its report of pending data and hooks. */
