@@ -1,30 +1,52 @@
+import { readFileSync } from "node:fs";
+import { statePath, writeStateFile, type HostConfig } from "../lib/state.ts";
 import { adapterFor } from "./index.ts";
-import { readConfig, withEntries, writeConfig } from "./settings.ts";
-import type { HostConfig } from "../lib/state.ts";
+import { plannedText, readConfig, writeConfig } from "./settings.ts";
+import type { EntriesHost } from "./types.ts";
 
 /** What applying (or removing) the hook entries did to one harness's configuration. */
 export interface HarnessResult {
   harness: string;
   config: string;
   changed: boolean;
+  /** What the user must do now that the hooks changed (Codex: review and trust them). */
+  action?: string;
+}
+
+/** When each harness's entries were last written (for notes such as Codex's trust review). */
+export function readWrites(): Record<string, number> {
+  try {
+    return JSON.parse(readFileSync(statePath("harness-writes.json"), "utf8")) as Record<string, number>;
+  } catch {
+    return {};
+  }
+}
+
+function plan(host: EntriesHost, names: string[], action: "apply" | "remove") {
+  return names.map((name) => {
+    const adapter = adapterFor(name);
+    const file = readConfig(adapter);
+    return { name, adapter, file, text: plannedText(file, adapter, action === "apply" ? adapter.entries(host) : null) };
+  });
 }
 
 /**
  * Writes (or removes) the collector's entries in each harness's configuration. Every file is
- * read and checked first, so a broken one stops the command before any file is written.
+ * read and its new text computed first, so a broken one stops the command before any file is written.
  */
 export function applyHarnesses(host: HostConfig, harnesses: string[], action: "apply" | "remove"): HarnessResult[] {
-  const files = harnesses.map((name) => {
-    const adapter = adapterFor(name);
-    return { name, adapter, file: readConfig(adapter) };
+  const results = plan(host, harnesses, action).map(({ name, adapter, file, text }) => {
+    const changed = writeConfig(file, text);
+    const result: HarnessResult = { harness: name, config: file.path, changed };
+    if (changed && action === "apply" && adapter.afterWrite) result.action = adapter.afterWrite;
+    return result;
   });
-  return files.map(({ name, adapter, file }) => {
-    const next = withEntries(file.json, adapter, action === "apply" ? adapter.entries(host) : null);
-    return { harness: name, config: file.path, changed: writeConfig(file, next) };
-  });
+  const written = results.filter((r) => r.changed && r.action);
+  if (written.length) writeStateFile("harness-writes.json", `${JSON.stringify({ ...readWrites(), ...Object.fromEntries(written.map((r) => [r.harness, Date.now()])) })}\n`);
+  return results;
 }
 
-/** Reads every named harness's configuration, so a broken one fails before anything is sent or written. */
-export function checkHarnessConfigs(harnesses: string[]): void {
-  for (const name of harnesses) readConfig(adapterFor(name));
+/** Reads every named harness's configuration and plans its entries, so a broken one fails before anything is sent or written. */
+export function checkHarnessConfigs(harnesses: string[], host: EntriesHost = { ports: { hooks: 47110, gateway: 47111 } }): void {
+  plan(host, harnesses, "apply");
 }

@@ -1,9 +1,12 @@
 import { HARNESSES } from "../hook-fast/answers.js";
 import { UsageError } from "../lib/errors.ts";
 import { claudeCode } from "./claude-code/config.ts";
+import { codex } from "./codex/config.ts";
+import { cursor } from "./cursor/config.ts";
+import { stella } from "./stella/config.ts";
 import type { HarnessAdapter } from "./types.ts";
 
-const ADAPTERS: Record<string, HarnessAdapter> = { "claude-code": claudeCode };
+const ADAPTERS: Record<string, HarnessAdapter> = { "claude-code": claudeCode, codex, cursor, stella };
 
 /** The adapter for a harness name; a usage error for an unknown harness or one with no adapter yet. */
 export function adapterFor(name: string): HarnessAdapter {

@@ -7,6 +7,12 @@ export const RESERVED_AGENT_NAMES = ["claude-code", "codex", "cursor", "stella",
 export const HARNESSES = ["claude-code", "codex", "cursor", "stella"];
 export const MAX_PAYLOAD_BYTES = 1024 * 1024;
 
+/** The event name a harness's payload carries (Stella names it `event`). */
+export function eventNameOf(harness, payload) {
+  const name = payload.hook_event_name ?? (harness === "stella" ? payload.event : undefined);
+  return typeof name === "string" && name.length > 0 ? name : null;
+}
+
 export function decisionAnswer(event, decision, reason) {
   switch (event) {
     case "PreToolUse":
@@ -22,6 +28,54 @@ export function decisionAnswer(event, decision, reason) {
   }
 }
 
+// Cursor's veto points: an empty answer there blocks under failClosed, so each always gets a decision.
+const CURSOR_PERMISSION_EVENTS = ["preToolUse", "subagentStart", "beforeShellExecution", "beforeMCPExecution", "beforeReadFile"];
+
+/** A decision in Cursor's flat snake_case shape; `ask` is not enforced by Cursor, so it is a denial. */
+export function cursorDecision(event, decision, reason) {
+  const deny = decision !== "allow";
+  if (CURSOR_PERMISSION_EVENTS.includes(event)) {
+    return deny ? { permission: "deny", user_message: reason, agent_message: reason } : { permission: "allow" };
+  }
+  if (event === "beforeSubmitPrompt") return deny ? { continue: false, user_message: reason } : { continue: true };
+  return {};
+}
+
+/** A decision in Stella's `action` shape; `ask` holds the step for a person's approval. */
+export function stellaDecision(decision, reason) {
+  if (decision === "allow") return { action: "allow" };
+  return { action: decision === "ask" ? "require_approval" : "deny", reason };
+}
+
+/** A decision in the shape Codex accepts for the event; any extra field would void the whole answer. */
+export function codexDecision(event, decision, reason) {
+  // Codex cannot ask a person from a hook: a policy that asks is refused with its reason.
+  const d = decision === "ask" ? "deny" : decision;
+  if (event === "PreToolUse") return d === "deny" ? decisionAnswer(event, "deny", reason) : {};
+  return decisionAnswer(event, d, reason);
+}
+
+/** A decision (allow/deny/ask) on one event, in the harness's own answer shape. */
+export function harnessDecision(harness, event, decision, reason) {
+  if (harness === "cursor") return cursorDecision(event, decision, reason);
+  if (harness === "stella") return stellaDecision(event === "PreToolUse" || event === "PreIssueWork" ? decision : "allow", reason);
+  if (harness === "codex") return codexDecision(event, decision, reason);
+  return decisionAnswer(event, decision, reason);
+}
+
+const CODEX_MESSAGE_EVENTS = ["SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "PostCompact", "SubagentStop"];
+
+function harnessRefusal(harness, event, message) {
+  if (harness === "cursor") {
+    // Unknown event: one document that denies at every Cursor veto point.
+    return event ? cursorDecision(event, "deny", message) : { permission: "deny", continue: false, user_message: message, agent_message: message };
+  }
+  if (harness === "stella") return stellaDecision(event === "PreToolUse" || event === "PreIssueWork" || !event ? "deny" : "allow", message);
+  // Codex validates each answer strictly, so an unknown event gets the PreToolUse denial alone.
+  const base = codexDecision(event ?? "PreToolUse", "deny", message);
+  return CODEX_MESSAGE_EVENTS.includes(event) ? { ...base, systemMessage: `tacho hook: ${message}` } : base;
+}
+
 /**
  * The answer when the hook cannot do its job (not enrolled, a refused agent name, a payload it
  * cannot read). It fails closed at each veto point the caller reads: a tool is denied, a prompt
@@ -29,6 +83,7 @@ export function decisionAnswer(event, decision, reason) {
  * caller that reads only its own event's field still stops. `error` is for custom agents' logs.
  */
 export function refusal(event, code, message, harness) {
+  if (harness === "codex" || harness === "cursor" || harness === "stella") return harnessRefusal(harness, event, message);
   const known = event === "PreToolUse" || event === "UserPromptSubmit" || event === "SessionStart" || event === "PermissionRequest";
   const base = known
     ? decisionAnswer(event, "deny", message)

@@ -7,7 +7,7 @@ import { readFileSync, readSync } from "node:fs";
 import { connect } from "node:net";
 import { homedir } from "node:os";
 import { join } from "node:path";
-import { AGENT_NAME, HARNESSES, MAX_PAYLOAD_BYTES, RESERVED_AGENT_NAMES, decisionAnswer, refusal } from "./answers.js";
+import { AGENT_NAME, HARNESSES, MAX_PAYLOAD_BYTES, RESERVED_AGENT_NAMES, eventNameOf, harnessDecision, refusal } from "./answers.js";
 
 const HARD_CAP_BYTES = 64 * 1024 * 1024;
 const OVERSIZE_FIELD_BYTES = 8 * 1024;
@@ -24,7 +24,7 @@ function parseFlags(argv) {
     const eq = arg.indexOf("=");
     const name = eq > 0 ? arg.slice(0, eq) : arg;
     if (name !== "--agent" && name !== "--harness") {
-      flags.problem = `unknown argument ${JSON.stringify(arg)}; usage: tacho hook --agent NAME | --harness claude-code`;
+      flags.problem = `unknown argument ${JSON.stringify(arg)}; usage: tacho hook --agent NAME | --harness ${HARNESSES.join("|")}`;
       continue;
     }
     const value = eq > 0 ? arg.slice(eq + 1) : argv[++i];
@@ -135,9 +135,10 @@ function parseAnswer(line) {
   return null;
 }
 
-async function decide(argv) {
+async function decide(argv, seen) {
   const flags = parseFlags(argv);
-  const harness = flags.harness;
+  const harness = HARNESSES.includes(flags.harness) ? flags.harness : null;
+  seen.harness = harness;
   const identity = identityProblem(flags);
   const { bytes, total } = await readStdin();
 
@@ -151,7 +152,8 @@ async function decide(argv) {
     const why = total > HARD_CAP_BYTES ? `the payload (${total} bytes) is too large to read` : "stdin is not a JSON object";
     return refusal(null, total > HARD_CAP_BYTES ? "oversize" : "bad_payload", why, harness);
   }
-  const eventName = typeof event.hook_event_name === "string" ? event.hook_event_name : null;
+  const eventName = eventNameOf(harness, event);
+  seen.event = eventName;
   if (eventName === null) return refusal(null, "bad_payload", "the payload has no hook_event_name", harness);
   if (identity) return refusal(eventName, identity[0], identity[1], harness);
 
@@ -162,12 +164,18 @@ async function decide(argv) {
   if (total > MAX_PAYLOAD_BYTES) ({ event, oversize } = shrink(event, total));
   const request = { v: 1, id: randomBytes(8).toString("hex"), t: Date.now(), source: "command", harness, agent: flags.agent, event };
   if (oversize) request.oversize = oversize;
+  if (harness === "stella") {
+    // Stella sends no session id: the recorder derives it from the Stella process, and ends the session when it exits.
+    const { harnessProcess } = await import("./harness-pid.js");
+    const proc = await harnessProcess("stella");
+    if (proc) Object.assign(request, { pid: proc.pid, pid_start: proc.start });
+  }
   const line = JSON.stringify(request);
 
   // A tool input over 1 MiB cannot be checked against the policy's command clauses: deny it.
   const override =
-    oversize && eventName === "PreToolUse"
-      ? decisionAnswer(eventName, "deny", `the tool call's payload (${total} bytes) is over the 1 MiB Oxagen can check`)
+    oversize && (eventName === "PreToolUse" || eventName === "preToolUse")
+      ? harnessDecision(harness, eventName, "deny", `the tool call's payload (${total} bytes) is over the 1 MiB Oxagen can check`)
       : null;
 
   const timeoutMs = Number(process.env.TACHO_HOOK_TIMEOUT_MS) || DEFAULT_TIMEOUT_MS;
@@ -175,16 +183,18 @@ async function decide(argv) {
   if (online) return override ?? online;
   const { offlineAnswer } = await import("../commands/hook/offline.ts");
   const offline = await offlineAnswer({ host, request, line, eventName });
-  return override ? { ...override, enforcement_tier: "client_attested" } : offline;
+  // Codex, Cursor and Stella read only their documented fields, so the tier goes to the spool only.
+  return override ? (harness && harness !== "claude-code" ? override : { ...override, enforcement_tier: "client_attested" }) : offline;
 }
 
 /** Runs `tacho hook`; prints one JSON answer. Never throws. */
 export async function runHook(argv) {
   let answer;
+  const seen = { harness: null, event: null };
   try {
-    answer = await decide(argv);
+    answer = await decide(argv, seen);
   } catch (err) {
-    answer = refusal(null, "internal", `internal error: ${err?.message ?? String(err)}`, null);
+    answer = refusal(seen.event, "internal", `internal error: ${err?.message ?? String(err)}`, seen.harness);
   }
   process.stdout.write(`${JSON.stringify(answer)}\n`);
   process.exitCode = 0;

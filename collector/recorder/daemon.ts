@@ -5,10 +5,12 @@ import { statePath, writeStateFile, type HostConfig } from "../lib/state.ts";
 import type { ChainRecord } from "./journal.ts";
 import { Journal } from "./journal.ts";
 import { listen } from "./listener.ts";
-import { sessionOf, type HookRequest } from "./mapper.ts";
+import type { HookRequest } from "./mapper.ts";
 import { fetchPolicy, readPolicyFile } from "./policy-cache.ts";
+import { HarnessProcesses } from "./processes.ts";
 import { parseRequest, Recorder } from "./recorder.ts";
 import { Shipper } from "./shipper.ts";
+import { readSourcesFile, Sources } from "./sources/index.ts";
 import { takeSpool } from "./spool.ts";
 import { statusOf, type RecorderStatus } from "./status.ts";
 
@@ -39,6 +41,12 @@ export async function startDaemon(host: HostConfig, log: (msg: string) => void):
   const journal = new Journal(statePath("journal"));
   const recorder = new Recorder(journal, host, readPolicyFile(host));
   recorder.log = log;
+  recorder.processes = new HarnessProcesses(statePath("harness-processes.json"), (text) => writeStateFile("harness-processes.json", text));
+  const sources = new Sources(recorder, {
+    load: () => readSourcesFile(statePath("sources.json")), save: (text) => writeStateFile("sources.json", text),
+    quietMs: envMs("OXAGEN_TRANSCRIPT_QUIET_MS", 30_000), worktreeMs: envMs("OXAGEN_WORKTREE_MS", 15_000),
+  });
+  recorder.sources = sources;
   const shipper = new Shipper(journal, host, {
     baseMs: envMs("OXAGEN_SHIP_BACKOFF_MS", 1000),
     maxMs: envMs("OXAGEN_SHIP_BACKOFF_MAX_MS", 60_000),
@@ -69,7 +77,7 @@ export async function startDaemon(host: HostConfig, log: (msg: string) => void):
   let policyEtag = recorder.policy?.etag ?? null;
   let policyError: string | null = null;
   const writeStatus = (stopped?: number) =>
-    writeStateFile("recorder-status.json", `${JSON.stringify(statusOf({ journal, shipper, started, port: host.ports.hooks, policyEtag, policyError, stopped }), null, 2)}\n`);
+    writeStateFile("recorder-status.json", `${JSON.stringify(statusOf({ journal, shipper, started, port: host.ports.hooks, policyEtag, policyError, stopped, seen: { ...previous?.harness_seen_ms, ...recorder.seen } }), null, 2)}\n`);
   const refreshPolicy = async () => {
     try {
       const next = await fetchPolicy(host, policyEtag, Date.now());
@@ -87,6 +95,9 @@ export async function startDaemon(host: HostConfig, log: (msg: string) => void):
       recorder.endQuiet(Date.now());
       recorder.lockAll(Date.now());
     }, envMs("OXAGEN_LOCK_INTERVAL_MS", 60_000)),
+    setInterval(() => recorder.endGone(Date.now()), envMs("OXAGEN_PID_POLL_MS", 5000)),
+    setInterval(() => sources.tick(), envMs("OXAGEN_SOURCES_INTERVAL_MS", 5000)),
+    setInterval(() => sources.scanHookless(started), envMs("OXAGEN_HOOKLESS_INTERVAL_MS", 60_000)),
     setInterval(() => void refreshPolicy(), envMs("OXAGEN_POLICY_INTERVAL_MS", 5 * 60_000)),
     setInterval(() => writeStatus(), envMs("OXAGEN_STATUS_INTERVAL_MS", 2000)),
   ];
@@ -141,7 +152,7 @@ function replaySpool(recorder: Recorder, gaps: boolean, wentDown: number | null,
   let replayed = 0;
   for (const req of requests) {
     if (req.id !== null && recorder.journal.has(req.id)) continue;
-    const s = gaps ? sessionOf(req, recorder.host.host_id) : null;
+    const s = gaps ? recorder.sessionOf(req) : null;
     if (s && !gapped.has(s.chain)) {
       const existed = recorder.journal.chains.get(s.chain);
       if (existed || req.event.hook_event_name !== "SessionStart") gap(existed ?? recorder.chainOf(req));

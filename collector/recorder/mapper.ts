@@ -13,6 +13,9 @@ export interface HookRequest {
   event: Record<string, unknown>;
   spooled_ms?: number;
   answer?: unknown;
+  /** The harness process the hook ran under, and its start time (wire `pid`, `pid_start`). */
+  pid?: number;
+  pid_start?: string;
 }
 
 export interface Step {
@@ -38,6 +41,8 @@ export interface CachedPolicy {
 export interface MapContext {
   hostId: string;
   policy: CachedPolicy | null;
+  /** What a policy's `ask` becomes: `deny` for a harness that cannot hold a step for a person. */
+  ask?: "ask" | "deny";
 }
 
 const OUTCOMES = new Set(["completed", "aborted", "error", "crashed"]);
@@ -100,7 +105,7 @@ export function mapEvent(req: HookRequest, ctx: MapContext): Plan {
     case "SessionStart":
       step("agent_start", {
         harness: session.run.harness, agent: session.run.agent ?? undefined, session_id: session.run.session_id,
-        cwd: typeof e.cwd === "string" && e.cwd.length <= 4096 ? e.cwd : undefined, source: name(e.source), model: name(e.model),
+        cwd: typeof e.cwd === "string" && e.cwd.length <= 4096 ? e.cwd : undefined, source: name(e.source), model: name(e.model), pid: req.pid,
       });
       if (ctx.policy?.policy.mode === "enforce" && ctx.policy.policy.suspended_hosts.includes(ctx.hostId)) {
         plan.answer = { continue: false, stopReason: "this computer is suspended by an operator" };
@@ -122,7 +127,11 @@ export function mapEvent(req: HookRequest, ctx: MapContext): Plan {
       const input = makeBody("tool_input", e.tool_input ?? null, retention);
       const d = decide(ctx, session.chain, tool, e.tool_input);
       const offline = req.spooled_ms !== undefined ? spooledDecision(req.answer) : undefined;
-      const decision = offline ?? d.decision;
+      let decision = offline ?? d.decision;
+      if (decision === "ask" && ctx.ask === "deny" && d.mode === "enforce") {
+        decision = "deny";
+        d.reason = `the policy asks a person to approve this tool call, and ${session.run.harness} cannot ask: refused. ${d.reason}`;
+      }
       step("policy_decision", {
         subject: "tool", decision, mode: d.mode, reason: d.reason.slice(0, 1024), rule: name(d.rule), policy_etag: ctx.policy?.etag,
         ...toolRef, offline: offline ? true : undefined,

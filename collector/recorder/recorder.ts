@@ -1,7 +1,9 @@
 import { ChainWriter, fromHex, type FrameKind, type Payload, type SignedLock } from "../../protocol/index.ts";
 import type { HostConfig } from "../lib/state.ts";
 import type { ChainRecord, Journal, JournalFrame, PendingBody } from "./journal.ts";
+import { askBecomes, neutralAnswer, normalizeEvent, shapeAnswer } from "../harnesses/events.ts";
 import { mapEvent, sessionOf, type CachedPolicy, type HookRequest, type Step } from "./mapper.ts";
+import { HarnessProcesses } from "./processes.ts";
 
 /** How long a session may be quiet before the recorder ends it as crashed (coverage statement). */
 export function quietLimitMs(harness: string): number {
@@ -25,6 +27,8 @@ export function parseRequest(value: unknown): HookRequest | null {
     event: r.event as Record<string, unknown>,
   };
   if (typeof r.spooled_ms === "number") req.spooled_ms = r.spooled_ms;
+  if (typeof r.pid === "number" && Number.isSafeInteger(r.pid) && r.pid > 1) req.pid = r.pid;
+  if (typeof r.pid_start === "string" && r.pid_start.length <= 64) req.pid_start = r.pid_start;
   if (r.answer !== undefined) req.answer = r.answer;
   return req;
 }
@@ -38,8 +42,16 @@ export class Recorder {
   readonly journal: Journal;
   readonly host: HostConfig;
   onChange: () => void = () => {};
+  /** The usage logs and worktree, told of each recorded event before and after it (sources/index.ts). */
+  sources: { before(req: HookRequest): void; after(req: HookRequest): void; ending(chain: string): void } | null = null;
   log: (msg: string) => void = () => {};
+  /** Harness processes of sessions that reported one; a session whose process is gone is ended. */
+  processes = new HarnessProcesses(null, () => {});
   readonly #secret: Uint8Array;
+  /** When each harness's hooks last reached the recorder (tacho status: Codex hooks trusted yet?). */
+  readonly seen: Record<string, number> = {};
+  /** Per-session memory the harness adapters keep across events (Cursor's last reply). */
+  readonly #memory = new Map<string, string>();
 
   constructor(journal: Journal, host: HostConfig, policy: CachedPolicy | null) {
     this.journal = journal;
@@ -48,25 +60,48 @@ export class Recorder {
     this.#secret = fromHex(host.secret_key, 32);
   }
 
-  /** Records one event (exactly once per id) and returns the hook's answer. */
-  handle(req: HookRequest): Record<string, unknown> {
-    if (req.id !== null && this.journal.has(req.id)) return this.journal.answered(req.id) as Record<string, unknown>;
-    const plan = mapEvent(req, { hostId: this.host.host_id, policy: this.policy });
-    if (!plan.chain || !plan.run || plan.steps.length === 0) return plan.answer;
+  /** The request with its event in the canonical shape the mapper reads; null when it is not recorded. */
+  canonical(req: HookRequest, remember = true): HookRequest | null {
+    const memory = remember ? this.#memory : undefined;
+    const n = normalizeEvent(req.harness, req.event, { wrapped: this.host.harnesses, pid: req.pid, pidStart: req.pid_start, memory });
+    return "event" in n ? { ...req, event: n.event } : null;
+  }
+
+  /** Records one event (exactly once per id) and returns the hook's answer in the harness's shape. */
+  handle(raw: HookRequest): Record<string, unknown> {
+    if (raw.id !== null && this.journal.has(raw.id)) return this.journal.answered(raw.id) as Record<string, unknown>;
+    if (raw.harness && raw.spooled_ms === undefined) this.seen[raw.harness] = Date.now();
+    const req = this.canonical(raw);
+    if (!req) return neutralAnswer(raw.harness, raw.event);
+    this.sources?.before(req);
+    const plan = mapEvent(req, { hostId: this.host.host_id, policy: this.policy, ask: askBecomes(req.harness) });
+    const answer = shapeAnswer(req.harness, req.event, plan.answer);
+    if (!plan.chain || !plan.run || plan.steps.length === 0) return answer;
     const rec = this.journal.open(plan.chain, plan.run);
     if (rec.writer.state.final) {
       this.log(`event ${req.event.hook_event_name} for ${plan.chain} after its final lock: not recorded`);
-      return plan.answer;
+      return answer;
     }
     try {
-      this.#commit(rec, plan.steps, req.t, { id: req.id, answer: plan.answer, final: plan.final });
+      this.#commit(rec, plan.steps, req.t, { id: req.id, answer, final: plan.final });
     } catch (err) {
       this.log(`event ${String(req.event.hook_event_name)} for ${plan.chain} not recorded: ${(err as Error).message}`);
       const detail = `a ${String(req.event.hook_event_name).slice(0, 64)} event could not be recorded: ${(err as Error).message}`.slice(0, 1024);
-      this.#commit(rec, [{ kind: "telemetry_gap", payload: { path: "recorder", cause: "other", detail }, bodies: [] }], req.t, { id: req.id, answer: plan.answer, final: false });
+      this.#commit(rec, [{ kind: "telemetry_gap", payload: { path: "recorder", cause: "other", detail }, bodies: [] }], req.t, { id: req.id, answer, final: false });
     }
+    if (rec.writer.state.final) this.processes.forget(rec.chain);
+    else if (req.pid !== undefined) this.processes.note(rec.chain, { pid: req.pid, start: req.pid_start ?? null });
+    this.sources?.after(req);
     this.onChange();
-    return plan.answer;
+    return answer;
+  }
+
+  /** Frames from the recorder's second sources (usage logs, worktree), appended once per `id`; false when not appended. */
+  record(rec: ChainRecord, steps: Step[], t: number, id: string | null): boolean {
+    if (rec.writer.state.final || (id !== null && this.journal.has(id))) return false;
+    this.#commit(rec, steps, t, { id, final: false });
+    this.onChange();
+    return true;
   }
 
   /** Appends a recorder frame (a gap, a crashed session's stop) to a chain; optionally final-locks it. */
@@ -78,8 +113,14 @@ export class Recorder {
 
   /** The chain of a request's session (opened if new); null when the request names no session. */
   chainOf(req: HookRequest): ChainRecord | null {
-    const s = sessionOf(req, this.host.host_id);
+    const s = this.sessionOf(req);
     return s ? this.journal.open(s.chain, s.run) : null;
+  }
+
+  /** The session a (raw) request belongs to, after normalizing; null when it names none or is not recorded. */
+  sessionOf(req: HookRequest): ReturnType<typeof sessionOf> {
+    const canon = this.canonical(req, false);
+    return canon ? sessionOf(canon, this.host.host_id) : null;
   }
 
   /** Locks every chain with frames since its last lock; `final` ends the ones not yet ended. */
@@ -99,10 +140,33 @@ export class Recorder {
     for (const rec of this.journal.chains.values()) {
       if (!rec.run || rec.writer.state.final || rec.lastT === 0) continue;
       if (now - rec.lastT < quietLimitMs(rec.run.harness)) continue;
+      this.sources?.ending(rec.chain);
       this.#commit(rec, [
         { kind: "telemetry_gap", payload: { path: "recorder", cause: "unobserved_tail", from_ms: rec.lastT, to_ms: now }, bodies: [] },
         { kind: "agent_stop", payload: { path: "recorder", reason: "quiet", outcome: "crashed" }, bodies: [] },
       ], now, { id: null, final: true });
+      this.processes.forget(rec.chain);
+      this.onChange();
+    }
+  }
+
+  /**
+   * Ends sessions whose harness process exited. Stella reports no session end, so its process
+   * exiting is how its session ends; any other harness that exits without ending its session crashed.
+   */
+  endGone(now: number): void {
+    for (const chain of this.processes.gone()) {
+      const rec = this.journal.chains.get(chain);
+      this.processes.forget(chain);
+      if (!rec?.run || rec.writer.state.final) continue;
+      this.sources?.ending(chain);
+      const steps: Step[] = rec.run.harness === "stella"
+        ? [{ kind: "agent_stop", payload: { path: "recorder", reason: "process_exited", outcome: "completed" }, bodies: [] }]
+        : [
+            { kind: "telemetry_gap", payload: { path: "recorder", cause: "unobserved_tail", from_ms: rec.lastT, to_ms: now }, bodies: [] },
+            { kind: "agent_stop", payload: { path: "recorder", reason: "process_exited", outcome: "crashed" }, bodies: [] },
+          ];
+      this.#commit(rec, steps, now, { id: null, final: true });
       this.onChange();
     }
   }

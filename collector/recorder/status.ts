@@ -19,6 +19,8 @@ export interface RecorderStatus {
   last_error: string | null;
   policy_etag: string | null;
   policy_error: string | null;
+  /** When each harness's hooks last reached this recorder. */
+  harness_seen_ms: Record<string, number>;
 }
 
 export function statusOf(o: {
@@ -29,6 +31,7 @@ export function statusOf(o: {
   policyEtag: string | null;
   policyError: string | null;
   stopped?: number | undefined;
+  seen: Record<string, number>;
 }): RecorderStatus {
   const chains: RecorderStatus["chains"] = {};
   let open = 0;
@@ -60,5 +63,6 @@ export function statusOf(o: {
     last_error: o.shipper.lastError,
     policy_etag: o.policyEtag,
     policy_error: o.policyError,
+    harness_seen_ms: { ...o.seen },
   };
 }

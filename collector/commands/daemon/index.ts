@@ -1,9 +1,10 @@
 import { spawn } from "node:child_process";
-import { mkdirSync, openSync, readFileSync, rmSync } from "node:fs";
+import { mkdirSync, openSync, rmSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { parse } from "../../lib/args.ts";
 import { ExitError, UsageError } from "../../lib/errors.ts";
 import { freshBundle } from "../../lib/bundle.ts";
+import { alive, readPid } from "../../lib/pid.ts";
 import { readHost, stateDir, statePath, type HostConfig } from "../../lib/state.ts";
 
 const USAGE = "usage: tacho daemon start|stop|status|run [--json]";
@@ -15,23 +16,7 @@ function enrolled(): HostConfig {
   return host;
 }
 
-function readPid(): number | null {
-  try {
-    const pid = Number.parseInt(readFileSync(statePath("recorder.pid"), "utf8").trim(), 10);
-    return Number.isInteger(pid) && pid > 0 ? pid : null;
-  } catch {
-    return null;
-  }
-}
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
 
 async function answers(port: number): Promise<{ pid: number } | null> {
   try {

@@ -147,6 +147,9 @@ function report(json: boolean, host: HostConfig, policy: string, results: Harnes
   }
   const lines = [`enrolled ${host.host_id} in workspace ${host.workspace} (${host.server})`];
   lines.push(`policy: ${policy === "missing" ? "not cached" : policy === "unchanged" ? "kept" : `cached (${policy})`}`);
-  for (const r of results) lines.push(`${r.harness}: hooks ${r.changed ? "written to" : "already in"} ${r.config}`);
+  for (const r of results) {
+    lines.push(`${r.harness}: hooks ${r.changed ? "written to" : "already in"} ${r.config}`);
+    if (r.action) lines.push(`  ${r.action}`);
+  }
   process.stdout.write(`${lines.join("\n")}\n`);
 }

@@ -1,5 +1,6 @@
 import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, writeSync } from "node:fs";
 import { decideTool, runIdFor, type Policy } from "../../../protocol/index.ts";
+import { askBecomes, neutralAnswer, normalizeEvent, shapeAnswer } from "../../harnesses/events.ts";
 import { decisionAnswer, type HookAnswer } from "../../hook-fast/answers.js";
 import { useNodeCrypto } from "../../lib/node-crypto.ts";
 import { HostConfig, statePath, writeStateFile } from "../../lib/state.ts";
@@ -10,7 +11,7 @@ export const SPOOL_LIMIT = 10_000;
 
 export interface OfflineContext {
   host: unknown;
-  request: { id: string; harness: string | null; agent: string | null; event: Record<string, unknown> };
+  request: { id: string; harness: string | null; agent: string | null; event: Record<string, unknown>; pid?: number; pid_start?: string };
   line: string;
   eventName: string;
 }
@@ -24,12 +25,23 @@ interface Decided {
  * The answer when the recorder is unreachable: decided from the cached signed policy, marked
  * client_attested, and spooled for the recorder to replay. Never throws.
  */
-export async function offlineAnswer(ctx: OfflineContext): Promise<HookAnswer> {
+export async function offlineAnswer(raw: OfflineContext): Promise<HookAnswer> {
+  const { harness, event: payload } = raw.request;
+  const wrapped = Array.isArray((raw.host as { harnesses?: unknown }).harnesses) ? ((raw.host as { harnesses: string[] }).harnesses) : [];
+  const n = normalizeEvent(harness, payload, { wrapped, pid: raw.request.pid, pidStart: raw.request.pid_start });
+  if (!("event" in n)) return neutralAnswer(harness, payload);
+  // Decided and spooled in the canonical shape (the recorder replays it); printed in the harness's.
+  const ctx: OfflineContext = { ...raw, request: { ...raw.request, event: n.event }, eventName: String(n.event.hook_event_name) };
   let answer: HookAnswer;
   let notice: string | undefined;
   try {
     useNodeCrypto();
-    answer = decisionAnswer(ctx.eventName, ...decideOffline(ctx));
+    let [decision, reason] = decideOffline(ctx);
+    if (decision === "ask" && askBecomes(harness) === "deny") {
+      decision = "deny";
+      reason = `the policy asks a person to approve this tool call, and ${harness} cannot ask: refused. ${reason}`;
+    }
+    answer = decisionAnswer(ctx.eventName, decision, reason);
   } catch (err) {
     answer = decisionAnswer(ctx.eventName, "deny", `Oxagen cannot decide while the recorder is down: ${(err as Error).message}`);
   }
@@ -39,7 +51,7 @@ export async function offlineAnswer(ctx: OfflineContext): Promise<HookAnswer> {
   } catch (err) {
     notice = `this step could not be spooled (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`;
   }
-  return notice ? { ...answer, systemMessage: `tacho hook: ${notice}` } : answer;
+  return shapeAnswer(harness, n.event, notice ? { ...answer, systemMessage: `tacho hook: ${notice}` } : answer);
 }
 
 /**

@@ -41,7 +41,10 @@ export async function reassign(args: string[]): Promise<number> {
   } else {
     const lines = [`host ${next.host_id} in workspace ${next.workspace}; wraps ${next.harnesses.join(", ") || "no harness"}`];
     for (const r of removed) lines.push(`${r.harness}: hooks ${r.changed ? "removed from" : "were not in"} ${r.config}`);
-    for (const r of applied) lines.push(`${r.harness}: hooks ${r.changed ? "written to" : "already in"} ${r.config}`);
+    for (const r of applied) {
+      lines.push(`${r.harness}: hooks ${r.changed ? "written to" : "already in"} ${r.config}`);
+      if (r.action) lines.push(`  ${r.action}`);
+    }
     process.stdout.write(`${lines.join("\n")}\n`);
   }
   return 0;

@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { connect } from "node:net";
 import type { HostConfig } from "../../lib/state.ts";
+import { alive, readPid } from "../../lib/pid.ts";
 import { statePath } from "../../lib/state.ts";
 
 /** What recorder-status.json says (written by the recorder; see collector/recorder/status.ts). */
@@ -22,23 +23,7 @@ export interface DaemonState {
   recorder: RecorderSummary | null;
 }
 
-function readPid(): number | null {
-  try {
-    const pid = Number.parseInt(readFileSync(statePath("recorder.pid"), "utf8"), 10);
-    return Number.isInteger(pid) && pid > 0 ? pid : null;
-  } catch {
-    return null;
-  }
-}
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
 
 function answers(port: number): Promise<boolean> {
   return new Promise((resolve) => {

@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import { readWrites } from "../../harnesses/apply.ts";
 import { adapterFor } from "../../harnesses/index.ts";
 import { hookState, readConfig } from "../../harnesses/settings.ts";
 import { parse } from "../../lib/args.ts";
@@ -14,6 +15,8 @@ interface HarnessStatus {
   missing?: string[];
   altered?: string[];
   problem?: string;
+  /** Set while the user still has to act on hooks written or changed (Codex: review and trust them). */
+  action?: string;
 }
 
 export async function status(args: string[]): Promise<number> {
@@ -28,7 +31,9 @@ export async function status(args: string[]): Promise<number> {
     else process.stdout.write(`not enrolled (state directory ${statePath()}); run tacho enroll\n`);
     return 1;
   }
-  const harnesses = host.harnesses.map((name) => harnessStatus(host, name));
+  const seen = harnessSeen();
+  const writes = readWrites();
+  const harnesses = host.harnesses.map((name) => harnessStatus(host, name, writes[name], seen[name]));
   const daemon = await daemonState(host);
   const spool = { events: countLines(statePath("spool", "events.jsonl")), dropped: readCount(statePath("spool", "dropped")) };
   const policy = policyFile();
@@ -51,12 +56,28 @@ export async function status(args: string[]): Promise<number> {
   return 0;
 }
 
-function harnessStatus(host: HostConfig, name: string): HarnessStatus {
+/** When each harness's hooks last reached the recorder (recorder-status.json). */
+function harnessSeen(): Record<string, number> {
+  try {
+    const raw = JSON.parse(readFileSync(statePath("recorder-status.json"), "utf8")) as { harness_seen_ms?: Record<string, number> };
+    return raw.harness_seen_ms && typeof raw.harness_seen_ms === "object" ? raw.harness_seen_ms : {};
+  } catch {
+    return {};
+  }
+}
+
+function harnessStatus(host: HostConfig, name: string, writtenMs: number | undefined, seenMs: number | undefined): HarnessStatus {
   try {
     const adapter = adapterFor(name);
     const file = readConfig(adapter);
     const s = hookState(file.json, adapter, adapter.entries(host));
-    return { harness: name, config: file.path, hooks: s.state, ...(s.missing.length ? { missing: s.missing } : {}), ...(s.altered.length ? { altered: s.altered } : {}) };
+    // A hook event after the write shows the harness runs the new hooks (for Codex: they were trusted).
+    const pending = adapter.afterWrite && writtenMs !== undefined && (seenMs === undefined || seenMs < writtenMs);
+    return {
+      harness: name, config: file.path, hooks: s.state,
+      ...(s.missing.length ? { missing: s.missing } : {}), ...(s.altered.length ? { altered: s.altered } : {}),
+      ...(pending ? { action: adapter.afterWrite } : {}),
+    };
   } catch (err) {
     if (!(err instanceof ExitError)) throw err;
     return { harness: name, config: "", hooks: "unreadable", problem: err.message };
@@ -101,6 +122,7 @@ function render(o: {
   for (const h of o.harnesses) {
     const detail = [h.missing?.length ? `missing: ${h.missing.join(", ")}` : "", h.altered?.length ? `altered: ${h.altered.join(", ")}` : "", h.problem ?? ""].filter(Boolean).join("; ");
     lines.push(`${h.harness}: hooks ${h.hooks}${detail ? ` (${detail})` : ""} in ${h.config || "?"}`);
+    if (h.action) lines.push(`  ${h.action}`);
   }
   lines.push(`recorder: ${d.state}${d.pid ? ` (pid ${d.pid})` : ""}, port ${d.port} ${d.answering ? "answering" : "not answering"}`);
   if (d.recorder) {

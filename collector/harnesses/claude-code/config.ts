@@ -1,7 +1,6 @@
 import { homedir } from "node:os";
 import { join } from "node:path";
-import type { HostConfig } from "../../lib/state.ts";
-import type { HarnessAdapter, HookEntries, JsonObject } from "../types.ts";
+import type { EntriesHost, HarnessAdapter, HookEntries, JsonObject } from "../types.ts";
 
 /** Events that run `tacho hook --harness claude-code` as a command hook. */
 export const COMMAND_EVENTS = [
@@ -40,7 +39,7 @@ function isOurs(handler: unknown): boolean {
   return false;
 }
 
-function entries(host: HostConfig): HookEntries {
+function entries(host: EntriesHost): HookEntries {
   const out: Record<string, JsonObject> = {};
   for (const event of COMMAND_EVENTS) {
     // SessionEnd hooks share a 1.5 s budget unless a hook asks for more; the hook's own budget is 1.5 s.

@@ -1,0 +1,98 @@
+import { cursorDecision, type HookAnswer } from "../../hook-fast/answers.js";
+import { compact, str, toolDecision, type EventAdapter, type NormalizeContext, type Payload } from "../events-types.ts";
+
+/** Cursor's camelCase events and the canonical events they become (generic tool hooks only: shell/MCP/read hooks double-fire). */
+const EVENTS: Record<string, string> = {
+  sessionStart: "SessionStart",
+  beforeSubmitPrompt: "UserPromptSubmit",
+  preToolUse: "PreToolUse",
+  postToolUse: "PostToolUse",
+  postToolUseFailure: "PostToolUseFailure",
+  subagentStart: "SubagentStart",
+  subagentStop: "SubagentStop",
+  stop: "Stop",
+  sessionEnd: "SessionEnd",
+  preCompact: "PreCompact",
+};
+
+const OUTCOMES: Record<string, string> = { completed: "completed", aborted: "aborted", error: "error", window_close: "completed", user_close: "completed" };
+
+function parsedOutput(v: unknown): unknown {
+  if (typeof v !== "string") return v;
+  try {
+    return JSON.parse(v);
+  } catch {
+    return v;
+  }
+}
+
+function duration(v: unknown): number | undefined {
+  return typeof v === "number" && Number.isFinite(v) && v >= 0 ? Math.round(v) : undefined;
+}
+
+/**
+ * Cursor: session = conversation_id; tool output arrives as a JSON string; the turn's reply comes
+ * from afterAgentResponse (remembered per session and put on the turn's end at `stop`). Its token
+ * fields have no place in a hook frame, and its model calls are not recorded (no llm_call).
+ */
+export const cursorEvents: EventAdapter = {
+  ask: "deny",
+  normalize(p: Payload, ctx: NormalizeContext) {
+    const session = str(p.conversation_id) ?? str(p.session_id);
+    const raw = String(p.hook_event_name);
+    if (raw === "afterAgentResponse") {
+      if (session && typeof p.text === "string") ctx.memory?.set(session, p.text);
+      return { ignore: "a reply is recorded with the turn's end" };
+    }
+    const name = EVENTS[raw];
+    if (!name) return { ignore: `cursor event ${raw} is not recorded` };
+    const roots = Array.isArray(p.workspace_roots) ? p.workspace_roots : [];
+    const base: Payload = { ...p, hook_event_name: name, session_id: session, cursor_event: raw };
+    switch (name) {
+      case "SessionStart":
+        return { event: compact({ ...base, cwd: str(p.cwd) ?? str(roots[0]), source: str(p.composer_mode), model: str(p.model) }) };
+      case "UserPromptSubmit":
+        return { event: compact({ ...base, prompt_id: str(p.generation_id) }) };
+      case "PostToolUse":
+        return { event: compact({ ...base, tool_response: parsedOutput(p.tool_output), duration_ms: duration(p.duration) }) };
+      case "PostToolUseFailure":
+        return { event: compact({ ...base, error: p.error_message ?? p.failure_type ?? "", duration_ms: duration(p.duration) }) };
+      case "SubagentStart":
+        return { event: compact({ ...base, agent_id: str(p.subagent_id), agent_type: str(p.subagent_type) }) };
+      case "SubagentStop":
+        return { event: compact({ ...base, agent_id: str(p.subagent_id), agent_type: str(p.subagent_type) }) };
+      case "Stop": {
+        const reply = session ? ctx.memory?.get(session) : undefined;
+        if (session) ctx.memory?.delete(session);
+        return { event: compact({ ...base, last_assistant_message: reply, prompt_id: str(p.generation_id) }) };
+      }
+      case "SessionEnd": {
+        const status = str(p.final_status) ?? str(p.reason) ?? "";
+        return { event: compact({ ...base, reason: str(p.reason) ?? "session_end", outcome: OUTCOMES[status] ?? "completed" }) };
+      }
+      default:
+        return { event: compact(base) };
+    }
+  },
+  shapeAnswer(canonical: Payload, answer: HookAnswer): HookAnswer {
+    const raw = String(canonical.cursor_event ?? canonical.hook_event_name);
+    switch (raw) {
+      case "preToolUse": {
+        const { decision, reason } = toolDecision(answer);
+        return cursorDecision(raw, decision, reason);
+      }
+      case "beforeSubmitPrompt":
+        return answer.decision === "block" ? cursorDecision(raw, "deny", String(answer.reason ?? "")) : cursorDecision(raw, "allow", "");
+      case "subagentStart":
+        return answer.continue === false ? cursorDecision(raw, "deny", String(answer.stopReason ?? "")) : cursorDecision(raw, "allow", "");
+      case "sessionStart": {
+        // sessionStart cannot veto: a stop becomes context the agent reads.
+        const ctx = (answer.hookSpecificOutput as { additionalContext?: unknown } | undefined)?.additionalContext;
+        const text = typeof ctx === "string" ? ctx : answer.continue === false ? `Oxagen: ${String(answer.stopReason ?? "this session should stop")}` : undefined;
+        return text ? { additional_context: text } : {};
+      }
+      default:
+        return cursorDecision(raw, "allow", "");
+    }
+  },
+};

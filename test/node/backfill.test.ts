@@ -1,0 +1,84 @@
+import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { parseLock, PAYLOADS, runIdFor, verifyChain } from "../../protocol/index.ts";
+import { Journal } from "../../collector/recorder/journal.ts";
+import { Backfill } from "../../collector/recorder/sources/backfill.ts";
+import { HOST, makeHome, NODE, payloads, readJournal, ROOT } from "../support/recorder.ts";
+import { StubServer } from "../support/stub-server.ts";
+
+const FIX = join(import.meta.dirname, "../fixtures/transcripts/claude-session.jsonl");
+const SESSION = "4d5611e5-0c1e-4f1b-9d0e-2f3a4b5c6d7e";
+const servers: StubServer[] = [];
+afterEach(async () => {
+  for (const s of servers.splice(0)) await s.stop();
+});
+
+/** Runs oxagen without blocking this process (the stub server answers from it). */
+function oxagen(home: string, ...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const p = spawn(NODE, [join(ROOT, "collector/bin/oxagen.js"), ...args], { env: { ...process.env, OXAGEN_HOME: home, OXAGEN_BACKFILL_SHIP_MS: "10000" } });
+  let stdout = "";
+  let stderr = "";
+  p.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
+  p.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+  return new Promise((resolve) => p.on("close", (code) => resolve({ code, stdout, stderr })));
+}
+
+describe("oxagen agent backfill", () => {
+  it("rebuilds the session in coverage order, every frame backfilled, usage de-duplicated, no thinking text", () => {
+    const b = new Backfill(null);
+    for (const line of readFileSync(FIX, "utf8").split("\n")) if (line) b.line(line);
+    b.finish();
+    const kinds = b.steps.map((s) => s.kind);
+    expect(kinds.slice(0, 4)).toEqual(["agent_start", "telemetry_gap", "turn_start", "tool_requested"]);
+    expect(kinds.filter((k) => k === "llm_call")).toHaveLength(5);
+    expect(kinds.filter((k) => k === "tool_call")).toHaveLength(2);
+    expect(kinds.slice(-3)).toEqual(["turn_end", "telemetry_gap", "agent_stop"]);
+    for (const s of b.steps) {
+      expect(s.payload).toMatchObject({ path: "backfill", backfilled: true });
+      expect(PAYLOADS[s.kind].safeParse(s.payload).success).toBe(true);
+    }
+    expect(b.steps[1]!.payload).toMatchObject({ cause: "rebuilt" });
+    expect(b.steps.at(-2)!.payload).toMatchObject({ cause: "log_unreadable" });
+    expect(JSON.stringify(b.steps.map((s) => s.payload))).not.toContain("SECRET-THOUGHT");
+  });
+
+  it("ships a final-locked run through the journal and the shipper; refuses the same session a second time", async () => {
+    const server = new StubServer();
+    servers.push(server);
+    const port = await server.start();
+    const home = await makeHome({ server: `http://127.0.0.1:${port}` });
+    const first = await oxagen(home.dir, "agent", "backfill", FIX, "--json");
+    expect(first.code, first.stderr).toBe(0);
+    const run = runIdFor(HOST, "claude-code", SESSION);
+    const answer = JSON.parse(first.stdout);
+    expect(answer).toMatchObject({ ok: true, run, session_id: SESSION, shipped: true, skipped_lines: 1 });
+    const stored = server.stored(run);
+    expect(stored.length).toBe(answer.frames);
+    expect(verifyChain(run, readJournal(home).get(run)!.frames).problems).toEqual([]);
+    expect(server.chains.get(run)!.locks.map(parseLock).at(-1)).toMatchObject({ final: true, count: stored.length });
+    expect(payloads(readJournal(home).get(run)!).every((p) => p.backfilled === true)).toBe(true);
+
+    const again = await oxagen(home.dir, "agent", "backfill", FIX);
+    expect(again.code).toBe(1);
+    expect(again.stdout).toContain("already recorded");
+    expect(server.stored(run).length).toBe(stored.length);
+  });
+
+  it("refuses a session recorded live and a file that is not a transcript, with clear answers", async () => {
+    const home = await makeHome();
+    const none = await oxagen(home.dir, "agent", "backfill", join(ROOT, "package.json"));
+    expect(none.code).toBe(1);
+    expect(none.stderr).toContain("holds no Claude Code session");
+    const missing = await oxagen(home.dir, "agent", "backfill");
+    expect(missing.code).toBe(2);
+    // The session was recorded live: its run is in the recorder's journal.
+    const live = new Journal(join(home.dir, "journal"));
+    live.open(runIdFor(HOST, "claude-code", SESSION), { harness: "claude-code", agent: null, session_id: SESSION });
+    live.close();
+    const refused = await oxagen(home.dir, "agent", "backfill", FIX, "--json");
+    expect(refused.code).toBe(1);
+    expect(JSON.parse(refused.stdout)).toMatchObject({ ok: false, error: "already_recorded", session_id: SESSION });
+  });
+});
