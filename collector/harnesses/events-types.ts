@@ -1,4 +1,4 @@
-import type { HookAnswer } from "../hook-fast/answers.js";
+import type { HookAnswer } from "../hook-fast/answers.cjs";
 
 /** A hook payload: the harness's own JSON, or the canonical (Claude-shaped) event the mapper reads. */
 export type Payload = Record<string, unknown>;

@@ -1,4 +1,4 @@
-import type { HookAnswer } from "../hook-fast/answers.js";
+import type { HookAnswer } from "../hook-fast/answers.cjs";
 import { codexEvents } from "./codex/events.ts";
 import { cursorEvents } from "./cursor/events.ts";
 import type { EventAdapter, NormalizeContext, Normalized, Payload } from "./events-types.ts";

@@ -1,6 +1,6 @@
 // Finds the harness process a hook runs under (Stella runs each hook as `bash -c <command>` and
 // sends no session id, so its session is derived from that process). Plain JS, node: built-ins only.
-import { readFileSync } from "node:fs";
+const { readFileSync } = process.getBuiltinModule("node:fs");
 
 // Launchers between the harness and this process: shells, env, and a Node shim for `tacho`.
 const LAUNCHERS = new Set(["sh", "bash", "dash", "zsh", "ksh", "fish", "env", "node", "tacho", "npx", "npm", "timeout", "nice"]);

@@ -3,7 +3,7 @@ import { createServer, type Server } from "node:net";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { bytesToHex, defaultPolicy, policyEtag, RESERVED_AGENT_NAMES, HARNESSES, signPolicy, type Policy } from "../../protocol/index.ts";
-import { HARNESSES as FAST_HARNESSES, RESERVED_AGENT_NAMES as FAST_RESERVED } from "../../collector/hook-fast/answers.js";
+import { HARNESSES as FAST_HARNESSES, RESERVED_AGENT_NAMES as FAST_RESERVED } from "../../collector/hook-fast/answers.cjs";
 import { HOST_PUBLIC, HOST_SECRET, SERVER_KEY_ID, SERVER_PUBLIC, SERVER_SECRET } from "../support/sample-run.ts";
 import { freePort, run, tempHome, TACHO } from "./support/tacho.ts";
 
@@ -230,12 +230,15 @@ describe("tacho hook with the recorder up", () => {
 });
 
 describe("the hook fast path stays small", () => {
-  it("imports only node builtins (no node:http) and its own plain-JS files", () => {
-    for (const file of ["client.js", "answers.js"]) {
+  it("loads only node builtins (no node:http) and its own plain-JS files, without ESM imports", () => {
+    for (const file of ["client.cjs", "answers.cjs"]) {
       const text = readFileSync(join(import.meta.dirname, "../../collector/hook-fast", file), "utf8");
-      const imports = [...text.matchAll(/^import .* from "([^"]+)";$/gm)].map((m) => m[1]!);
-      for (const spec of imports) expect(spec).toMatch(/^(?:node:(?:crypto|fs|net|os|path)|\.\/[a-z-]+\.js)$/);
-      expect(text).not.toMatch(/\bfetch\(/);
+      expect(text).not.toMatch(/^import /m);
+      const builtins = [...text.matchAll(/getBuiltinModule\("([^"]+)"\)/g)].map((m) => m[1]!);
+      for (const spec of builtins) expect(spec).toMatch(/^node:(?:crypto|fs|net|os|path)$/);
+      const required = [...text.matchAll(/require\("([^"]+)"\)/g)].map((m) => m[1]!);
+      for (const spec of required) expect(spec).toMatch(/^\.\/[a-z-]+\.cjs$/);
+      expect(text).not.toMatch(/\bfetch\(|node:http/);
     }
   });
 

@@ -1,4 +1,4 @@
-import { runHook } from "../../hook-fast/client.js";
+import { runHook } from "../../hook-fast/client.cjs";
 
 /** `tacho hook`: collector/bin/tacho.js runs the fast client directly; this entry serves main.ts callers. */
 export async function hook(args: string[]): Promise<number> {

@@ -1,7 +1,7 @@
 import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, writeSync } from "node:fs";
 import { decideTool, runIdFor, type Policy } from "../../../protocol/index.ts";
 import { askBecomes, neutralAnswer, normalizeEvent, shapeAnswer } from "../../harnesses/events.ts";
-import { decisionAnswer, type HookAnswer } from "../../hook-fast/answers.js";
+import { decisionAnswer, type HookAnswer } from "../../hook-fast/answers.cjs";
 import { useNodeCrypto } from "../../lib/node-crypto.ts";
 import { HostConfig, statePath, writeStateFile } from "../../lib/state.ts";
 import { readPolicyFile } from "../../recorder/policy-cache.ts";

@@ -1,4 +1,4 @@
-import { codexDecision, type HookAnswer } from "../../hook-fast/answers.js";
+import { codexDecision, type HookAnswer } from "../../hook-fast/answers.cjs";
 import { compact, toolDecision, type EventAdapter, type Payload } from "../events-types.ts";
 
 // Events whose answer may carry Codex's common fields (harnesses.md §2.5).

@@ -1,4 +1,4 @@
-import { cursorDecision, type HookAnswer } from "../../hook-fast/answers.js";
+import { cursorDecision, type HookAnswer } from "../../hook-fast/answers.cjs";
 import { compact, str, toolDecision, type EventAdapter, type NormalizeContext, type Payload } from "../events-types.ts";
 
 /** Cursor's camelCase events and the canonical events they become (generic tool hooks only: shell/MCP/read hooks double-fire). */

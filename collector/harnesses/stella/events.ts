@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { stellaDecision, type HookAnswer } from "../../hook-fast/answers.js";
+import { stellaDecision, type HookAnswer } from "../../hook-fast/answers.cjs";
 import { compact, str, toolDecision, type EventAdapter, type NormalizeContext, type Payload } from "../events-types.ts";
 
 const RECORDED = new Set(["SessionStart", "PreToolUse", "PostToolUse", "Stop"]);

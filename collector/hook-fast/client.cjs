@@ -1,19 +1,19 @@
 // `tacho hook`: the command a harness runs on every step, so it must start near `node -e 0`.
-// Plain JS with only node:fs, node:net, node:os, node:path and node:crypto; no protocol/, zod,
+// Plain JS with only node:fs, node:net, node:os and node:path; no protocol/, zod,
 // node:http or fetch. The slower offline path (TS) loads only when the recorder is unreachable.
 // Whatever happens it prints exactly one JSON document and leaves the exit code 0.
-import { randomBytes } from "node:crypto";
-import { readFileSync, readSync } from "node:fs";
-import { connect } from "node:net";
-import { homedir } from "node:os";
-import { join } from "node:path";
-import { AGENT_NAME, HARNESSES, MAX_PAYLOAD_BYTES, RESERVED_AGENT_NAMES, eventNameOf, harnessDecision, refusal } from "./answers.js";
+// Builtins come through process.getBuiltinModule: an ESM `import` of each costs a few ms at start.
+const { readFileSync, readSync } = process.getBuiltinModule("node:fs");
+const { connect } = process.getBuiltinModule("node:net");
+const { homedir } = process.getBuiltinModule("node:os");
+const { join } = process.getBuiltinModule("node:path");
+const { AGENT_NAME, HARNESSES, MAX_PAYLOAD_BYTES, RESERVED_AGENT_NAMES, eventNameOf, harnessDecision, refusal } = require("./answers.cjs");
 
 const HARD_CAP_BYTES = 64 * 1024 * 1024;
 const OVERSIZE_FIELD_BYTES = 8 * 1024;
 const DEFAULT_TIMEOUT_MS = 1500;
 
-export function stateDir() {
+function stateDir() {
   return process.env.OXAGEN_HOME || join(homedir(), ".config", "oxagen", "tacho");
 }
 
@@ -127,6 +127,13 @@ function ask(port, line, timeoutMs) {
   });
 }
 
+// Unique per event (time, pid, 64 random bits) without loading node:crypto, which costs ~5 ms
+// at start; the id only makes delivery exactly-once, it is not a secret.
+function eventId() {
+  const random = () => Math.floor(Math.random() * 2 ** 32).toString(36);
+  return `${Date.now().toString(36)}-${process.pid.toString(36)}-${random()}${random()}`;
+}
+
 function parseAnswer(line) {
   try {
     const reply = JSON.parse(line);
@@ -162,7 +169,7 @@ async function decide(argv, seen) {
 
   let oversize = null;
   if (total > MAX_PAYLOAD_BYTES) ({ event, oversize } = shrink(event, total));
-  const request = { v: 1, id: randomBytes(8).toString("hex"), t: Date.now(), source: "command", harness, agent: flags.agent, event };
+  const request = { v: 1, id: eventId(), t: Date.now(), source: "command", harness, agent: flags.agent, event };
   if (oversize) request.oversize = oversize;
   if (harness === "stella") {
     // Stella sends no session id: the recorder derives it from the Stella process, and ends the session when it exits.
@@ -188,7 +195,7 @@ async function decide(argv, seen) {
 }
 
 /** Runs `tacho hook`; prints one JSON answer. Never throws. */
-export async function runHook(argv) {
+async function runHook(argv) {
   let answer;
   const seen = { harness: null, event: null };
   try {
@@ -199,3 +206,5 @@ export async function runHook(argv) {
   process.stdout.write(`${JSON.stringify(answer)}\n`);
   process.exitCode = 0;
 }
+
+module.exports = { stateDir, runHook };

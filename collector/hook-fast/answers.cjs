@@ -1,19 +1,19 @@
 // Plain JS on purpose: `tacho hook` loads this before anything else, and a .ts import would load
-// Node's type stripper (see docs/collector.md, "The hook wire"). Types live in answers.d.ts.
+// Node's type stripper (see docs/collector.md, "The hook wire"). Types live in answers.d.cts.
 
-export const AGENT_NAME = /^[a-z0-9][a-z0-9._-]{0,63}$/;
+const AGENT_NAME = /^[a-z0-9][a-z0-9._-]{0,63}$/;
 // Mirrors RESERVED_AGENT_NAMES and HARNESSES in protocol/ids.ts (a test keeps them equal).
-export const RESERVED_AGENT_NAMES = ["claude-code", "codex", "cursor", "stella", "claude-desktop", "claude-agent-sdk", "custom", "proxy"];
-export const HARNESSES = ["claude-code", "codex", "cursor", "stella"];
-export const MAX_PAYLOAD_BYTES = 1024 * 1024;
+const RESERVED_AGENT_NAMES = ["claude-code", "codex", "cursor", "stella", "claude-desktop", "claude-agent-sdk", "custom", "proxy"];
+const HARNESSES = ["claude-code", "codex", "cursor", "stella"];
+const MAX_PAYLOAD_BYTES = 1024 * 1024;
 
 /** The event name a harness's payload carries (Stella names it `event`). */
-export function eventNameOf(harness, payload) {
+function eventNameOf(harness, payload) {
   const name = payload.hook_event_name ?? (harness === "stella" ? payload.event : undefined);
   return typeof name === "string" && name.length > 0 ? name : null;
 }
 
-export function decisionAnswer(event, decision, reason) {
+function decisionAnswer(event, decision, reason) {
   switch (event) {
     case "PreToolUse":
       return { hookSpecificOutput: { hookEventName: "PreToolUse", permissionDecision: decision, permissionDecisionReason: reason } };
@@ -32,7 +32,7 @@ export function decisionAnswer(event, decision, reason) {
 const CURSOR_PERMISSION_EVENTS = ["preToolUse", "subagentStart", "beforeShellExecution", "beforeMCPExecution", "beforeReadFile"];
 
 /** A decision in Cursor's flat snake_case shape; `ask` is not enforced by Cursor, so it is a denial. */
-export function cursorDecision(event, decision, reason) {
+function cursorDecision(event, decision, reason) {
   const deny = decision !== "allow";
   if (CURSOR_PERMISSION_EVENTS.includes(event)) {
     return deny ? { permission: "deny", user_message: reason, agent_message: reason } : { permission: "allow" };
@@ -42,13 +42,13 @@ export function cursorDecision(event, decision, reason) {
 }
 
 /** A decision in Stella's `action` shape; `ask` holds the step for a person's approval. */
-export function stellaDecision(decision, reason) {
+function stellaDecision(decision, reason) {
   if (decision === "allow") return { action: "allow" };
   return { action: decision === "ask" ? "require_approval" : "deny", reason };
 }
 
 /** A decision in the shape Codex accepts for the event; any extra field would void the whole answer. */
-export function codexDecision(event, decision, reason) {
+function codexDecision(event, decision, reason) {
   // Codex cannot ask a person from a hook: a policy that asks is refused with its reason.
   const d = decision === "ask" ? "deny" : decision;
   if (event === "PreToolUse") return d === "deny" ? decisionAnswer(event, "deny", reason) : {};
@@ -56,7 +56,7 @@ export function codexDecision(event, decision, reason) {
 }
 
 /** A decision (allow/deny/ask) on one event, in the harness's own answer shape. */
-export function harnessDecision(harness, event, decision, reason) {
+function harnessDecision(harness, event, decision, reason) {
   if (harness === "cursor") return cursorDecision(event, decision, reason);
   if (harness === "stella") return stellaDecision(event === "PreToolUse" || event === "PreIssueWork" ? decision : "allow", reason);
   if (harness === "codex") return codexDecision(event, decision, reason);
@@ -82,7 +82,7 @@ function harnessRefusal(harness, event, message) {
  * blocked, a session stopped. When the event is unknown, one document carries all three, so a
  * caller that reads only its own event's field still stops. `error` is for custom agents' logs.
  */
-export function refusal(event, code, message, harness) {
+function refusal(event, code, message, harness) {
   if (harness === "codex" || harness === "cursor" || harness === "stella") return harnessRefusal(harness, event, message);
   const known = event === "PreToolUse" || event === "UserPromptSubmit" || event === "SessionStart" || event === "PermissionRequest";
   const base = known
@@ -101,3 +101,5 @@ export function refusal(event, code, message, harness) {
   if (harness !== "claude-code") answer.error = { code, message };
   return answer;
 }
+
+module.exports = { AGENT_NAME, RESERVED_AGENT_NAMES, HARNESSES, MAX_PAYLOAD_BYTES, eventNameOf, decisionAnswer, cursorDecision, stellaDecision, codexDecision, harnessDecision, refusal };
