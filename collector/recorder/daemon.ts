@@ -13,6 +13,7 @@ import { Shipper } from "./shipper.ts";
 import { readSourcesFile, Sources } from "./sources/index.ts";
 import { takeSpool } from "./spool.ts";
 import { statusOf, type RecorderStatus } from "./status.ts";
+import { hostReport, sendReport } from "./report.ts";
 
 function envMs(name: string, fallback: number): number {
   const v = Number(process.env[name]);
@@ -76,8 +77,10 @@ export async function startDaemon(host: HostConfig, log: (msg: string) => void):
 
   let policyEtag = recorder.policy?.etag ?? null;
   let policyError: string | null = null;
-  const writeStatus = (stopped?: number) =>
-    writeStateFile("recorder-status.json", `${JSON.stringify(statusOf({ journal, shipper, started, port: host.ports.hooks, policyEtag, policyError, stopped, seen: { ...previous?.harness_seen_ms, ...recorder.seen } }), null, 2)}\n`);
+  const currentStatus = (stopped?: number) =>
+    statusOf({ journal, shipper, started, port: host.ports.hooks, policyEtag, policyError, stopped, seen: { ...previous?.harness_seen_ms, ...recorder.seen } });
+  const writeStatus = (stopped?: number) => writeStateFile("recorder-status.json", `${JSON.stringify(currentStatus(stopped), null, 2)}\n`);
+  const report = () => sendReport(host, hostReport(host, currentStatus()));
   const refreshPolicy = async () => {
     try {
       const next = await fetchPolicy(host, policyEtag, Date.now());
@@ -100,9 +103,12 @@ export async function startDaemon(host: HostConfig, log: (msg: string) => void):
     setInterval(() => sources.scanHookless(started), envMs("OXAGEN_HOOKLESS_INTERVAL_MS", 60_000)),
     setInterval(() => void refreshPolicy(), envMs("OXAGEN_POLICY_INTERVAL_MS", 5 * 60_000)),
     setInterval(() => writeStatus(), envMs("OXAGEN_STATUS_INTERVAL_MS", 2000)),
+    // Also what keeps the server from taking this computer for down (it waits 15 minutes).
+    setInterval(() => void report(), envMs("OXAGEN_REPORT_INTERVAL_MS", 2 * 60_000)),
   ];
   for (const t of timers) t.unref();
   void refreshPolicy();
+  void report();
   writeStatus();
   shipper.kick(0);
   log(`recorder ${process.pid} listening on 127.0.0.1:${host.ports.hooks}`);

@@ -111,6 +111,11 @@ describe("a custom agent wrapped with tacho hook, end to end", () => {
     const verified = oxagen(computer, ["verify", bundle, "--server-key", keys.keys[0]!.pub, "--json"]);
     expect(JSON.parse(verified.stdout), verified.stdout).toMatchObject({ exit: 0, result: "valid" });
     expect(verified.status).toBe(0);
+
+    const status = computer.tacho(["status", "--json"]);
+    expect(status.status).toBe(0);
+    const view = (JSON.parse(status.stdout) as { server_view: { agents: { name: string; health: string }[] } }).server_view;
+    expect(view.agents.find((a) => a.name === "stripe-refunds")).toMatchObject({ health: "healthy" });
   }, 120_000);
 
   it("refuses a reserved agent name with one JSON answer and exit 0, recording nothing", async () => {

@@ -1,0 +1,44 @@
+import { fromHex, type HostReport, ROUTES, signRequest } from "../../protocol/index.ts";
+import { adapterFor } from "../harnesses/index.ts";
+import { hookState, readConfig } from "../harnesses/settings.ts";
+import type { HostConfig } from "../lib/state.ts";
+import type { RecorderStatus } from "./status.ts";
+
+function hooksOk(host: HostConfig, harness: string): boolean {
+  try {
+    const adapter = adapterFor(harness);
+    return hookState(readConfig(adapter).json, adapter, adapter.entries(host)).state === "present";
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * What only this computer can tell the server about each wrapped harness and custom agent: frames
+ * recorded but not yet acknowledged (and since when) and whether the hooks are in place. The
+ * server folds it into the Wrapped agents health (pending, degraded).
+ */
+export function hostReport(host: HostConfig, status: Pick<RecorderStatus, "chains">): HostReport {
+  const agents = new Map<string, HostReport["agents"][number]>();
+  for (const harness of host.harnesses) agents.set(harness, { name: harness, pending_frames: 0, oldest_pending_ms: null, hooks_ok: hooksOk(host, harness) });
+  for (const chain of Object.values(status.chains)) {
+    if (!chain.harness) continue;
+    const a = agents.get(chain.harness) ?? { name: chain.harness, pending_frames: 0, oldest_pending_ms: null, hooks_ok: true };
+    a.pending_frames += chain.frames;
+    if (chain.oldest_pending_ms !== null) a.oldest_pending_ms = Math.min(a.oldest_pending_ms ?? chain.oldest_pending_ms, chain.oldest_pending_ms);
+    agents.set(chain.harness, a);
+  }
+  return { agents: [...agents.values()].slice(0, 64) };
+}
+
+/** Sends the report (POST /v1/host, host-signed). Best effort: the next report follows soon. */
+export async function sendReport(host: HostConfig, report: HostReport): Promise<void> {
+  const body = new TextEncoder().encode(JSON.stringify(report));
+  const headers = signRequest(fromHex(host.secret_key, 32), host.host_id, "POST", ROUTES.hostStatus, body, Date.now());
+  await fetch(new URL(ROUTES.hostStatus, host.server), {
+    method: "POST",
+    headers: { ...headers, "content-type": "application/json" },
+    body,
+    signal: AbortSignal.timeout(10_000),
+  }).catch(() => undefined);
+}
