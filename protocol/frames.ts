@@ -119,7 +119,15 @@ export const PAYLOADS = {
     host: z.string().min(1).max(255),
     url: z.strictObject(hashAndSize),
   }),
-  turn_end: z.strictObject({ ...common, message: z.strictObject(hashAndSize).optional(), turn_id: name.optional() }),
+  turn_end: z.strictObject({
+    ...common,
+    message: z.strictObject(hashAndSize).optional(),
+    turn_id: name.optional(),
+    /** Token counts a harness reports on its own hooks (Cursor): recorded, never metered as spend. */
+    usage: z
+      .strictObject({ input_tokens: count, output_tokens: count, cache_read_tokens: count.optional(), cache_write_tokens: count.optional() })
+      .optional(),
+  }),
   subagent_start: z.strictObject({ ...common, agent_id: name.optional(), agent_type: name.optional() }),
   subagent_stop: z.strictObject({ ...common, agent_id: name.optional(), agent_type: name.optional(), status: name.optional() }),
   agent_stop: z.strictObject({

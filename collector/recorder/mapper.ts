@@ -88,6 +88,18 @@ function exitCodeOf(e: Record<string, unknown>): number | undefined {
   return m ? Number(m[1]) : undefined;
 }
 
+/** Token counts a harness put on its own hook (normalized by its adapter), kept only when well-formed. */
+function hookUsage(v: unknown): Record<string, number> | undefined {
+  if (v === null || typeof v !== "object") return undefined;
+  const u = v as Record<string, unknown>;
+  const out: Record<string, number> = {};
+  for (const key of ["input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"]) {
+    const n = u[key];
+    if (typeof n === "number" && Number.isSafeInteger(n) && n >= 0) out[key] = n;
+  }
+  return out.input_tokens !== undefined && out.output_tokens !== undefined ? out : undefined;
+}
+
 /** Maps one hook event to frames and an answer, per the coverage statement's table. Pure. */
 export function mapEvent(req: HookRequest, ctx: MapContext): Plan {
   const e = req.event;
@@ -166,7 +178,7 @@ export function mapEvent(req: HookRequest, ctx: MapContext): Plan {
     case "StopFailure": {
       const msg = e.last_assistant_message;
       const body = typeof msg === "string" ? makeBody("message", msg, retention) : null;
-      step("turn_end", { message: body?.digest, turn_id: name(e.prompt_id) }, body ? [body] : []);
+      step("turn_end", { message: body?.digest, turn_id: name(e.prompt_id), usage: hookUsage(e.usage) }, body ? [body] : []);
       break;
     }
     case "SubagentStart":

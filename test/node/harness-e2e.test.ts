@@ -103,7 +103,10 @@ describe("Cursor end to end", () => {
     expect(p[6]).toMatchObject({ decision: "deny", rule: "ask-push" });
     expect(p[8]).toMatchObject({ status: "error" });
     expect(p[10]).toMatchObject({ agent_id: "sa-1", agent_type: "explore" });
-    expect(p[12]).toMatchObject({ message: { size: "Build is clean; the push was refused by policy.".length } });
+    expect(p[12]).toMatchObject({
+      message: { size: "Build is clean; the push was refused by policy.".length },
+      usage: { input_tokens: 31527, output_tokens: 615, cache_read_tokens: 22112, cache_write_tokens: 0 },
+    });
     expect(readJournal(h).has(runIdFor(HOST, "claude-code", conv))).toBe(false);
   });
 

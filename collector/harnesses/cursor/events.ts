@@ -26,14 +26,23 @@ function parsedOutput(v: unknown): unknown {
   }
 }
 
-function duration(v: unknown): number | undefined {
+function wholeNumber(v: unknown): number | undefined {
   return typeof v === "number" && Number.isFinite(v) && v >= 0 ? Math.round(v) : undefined;
+}
+
+/** The token fields Cursor (observed, undocumented) puts on `stop` once a generation happened. */
+function hookUsage(p: Payload): Payload | undefined {
+  const input = wholeNumber(p.input_tokens);
+  const output = wholeNumber(p.output_tokens);
+  if (input === undefined || output === undefined) return undefined;
+  return compact({ input_tokens: input, output_tokens: output, cache_read_tokens: wholeNumber(p.cache_read_tokens), cache_write_tokens: wholeNumber(p.cache_write_tokens) });
 }
 
 /**
  * Cursor: session = conversation_id; tool output arrives as a JSON string; the turn's reply comes
- * from afterAgentResponse (remembered per session and put on the turn's end at `stop`). Its token
- * fields have no place in a hook frame, and its model calls are not recorded (no llm_call).
+ * from afterAgentResponse (remembered per session and put on the turn's end at `stop`). The token
+ * counts Cursor puts on `stop` go on that turn_end as `usage`; its model calls are never recorded
+ * as llm_call, so its spend is not metered (the coverage statement says so).
  */
 export const cursorEvents: EventAdapter = {
   ask: "deny",
@@ -54,9 +63,9 @@ export const cursorEvents: EventAdapter = {
       case "UserPromptSubmit":
         return { event: compact({ ...base, prompt_id: str(p.generation_id) }) };
       case "PostToolUse":
-        return { event: compact({ ...base, tool_response: parsedOutput(p.tool_output), duration_ms: duration(p.duration) }) };
+        return { event: compact({ ...base, tool_response: parsedOutput(p.tool_output), duration_ms: wholeNumber(p.duration) }) };
       case "PostToolUseFailure":
-        return { event: compact({ ...base, error: p.error_message ?? p.failure_type ?? "", duration_ms: duration(p.duration) }) };
+        return { event: compact({ ...base, error: p.error_message ?? p.failure_type ?? "", duration_ms: wholeNumber(p.duration) }) };
       case "SubagentStart":
         return { event: compact({ ...base, agent_id: str(p.subagent_id), agent_type: str(p.subagent_type) }) };
       case "SubagentStop":
@@ -64,7 +73,7 @@ export const cursorEvents: EventAdapter = {
       case "Stop": {
         const reply = session ? ctx.memory?.get(session) : undefined;
         if (session) ctx.memory?.delete(session);
-        return { event: compact({ ...base, last_assistant_message: reply, prompt_id: str(p.generation_id) }) };
+        return { event: compact({ ...base, last_assistant_message: reply, prompt_id: str(p.generation_id), usage: hookUsage(p) }) };
       }
       case "SessionEnd": {
         const status = str(p.final_status) ?? str(p.reason) ?? "";
