@@ -156,3 +156,27 @@ describe("Stella journal usage", () => {
     expect(p.bad).toBe(0);
   });
 });
+
+describe("finding the journal of a Stella session", () => {
+  it("picks the journal written since the session started that nobody follows, not an older one", async () => {
+    const { mkdtempSync, mkdirSync, writeFileSync, utimesSync } = await import("node:fs");
+    const { tmpdir } = await import("node:os");
+    const { join } = await import("node:path");
+    const { activeStellaJournal } = await import("../../collector/recorder/sources/tail.ts");
+    const dir = mkdtempSync(join(tmpdir(), "stella-data-"));
+    const journal = (id: string) => {
+      mkdirSync(join(dir, "sessions", id), { recursive: true });
+      const path = join(dir, "sessions", id, "journal.jsonl");
+      writeFileSync(path, "{}\n");
+      return path;
+    };
+    const old = journal("ses-old");
+    const past = (Date.now() - 3_600_000) / 1000;
+    utimesSync(old, past, past);
+    const since = Date.now() - 1000;
+    const current = journal("ses-current");
+    expect(activeStellaJournal(since, new Set(), dir)).toBe(current);
+    expect(activeStellaJournal(since, new Set([current]), dir)).toBeNull();
+    expect(activeStellaJournal(since, new Set(), join(dir, "missing"))).toBeNull();
+  });
+});

@@ -8,7 +8,7 @@ import { ClaudeTranscript, type ClaudeState } from "./claude.ts";
 import { CodexRollout, type CodexState } from "./codex.ts";
 import { codexToolSteps } from "./codex-tools.ts";
 import { StellaJournal } from "./stella.ts";
-import { findRollout, readFrom, stellaDataDir, subagentFiles } from "./tail.ts";
+import { activeStellaJournal, findRollout, readFrom, stellaDataDir, subagentFiles } from "./tail.ts";
 import { Worktrees, type TreeState } from "./worktrees.ts";
 import { Hookless } from "./hookless.ts";
 
@@ -61,6 +61,7 @@ export class Sources {
   readonly #rec: Recorder;
   readonly #opts: SourcesOptions;
   readonly #files = new Map<string, Watched>();
+  readonly #stellaSince = new Map<string, number>();
   readonly #parsers = new Map<string, Parser>();
   readonly #hooked = new Map<string, Set<string>>();
   readonly trees: Worktrees;
@@ -143,10 +144,14 @@ export class Sources {
   tick(): void {
     this.#guard(() => {
       for (const rec of this.#rec.running()) {
-        // Stella's hooks carry no log path: its session journal is found by the session id.
+        // Stella's hooks carry no log path or Stella session id: its journal is found by the session
+        // id when they agree, else as the journal that started with this session.
         if (rec.run?.harness !== "stella" || [...this.#files.values()].some((f) => f.chain === rec.chain)) continue;
-        const path = join(stellaDataDir(), "sessions", rec.run.session_id, "journal.jsonl");
-        if (existsSync(path)) this.follow("stella", rec.chain, rec.run, path);
+        if (!this.#stellaSince.has(rec.chain)) this.#stellaSince.set(rec.chain, this.#now());
+        const byId = join(stellaDataDir(), "sessions", rec.run.session_id, "journal.jsonl");
+        const taken = new Set([...this.#files.values()].map((f) => f.path));
+        const path = existsSync(byId) ? byId : activeStellaJournal(this.#stellaSince.get(rec.chain)! - 5_000, taken);
+        if (path) this.follow("stella", rec.chain, rec.run, path);
       }
       const chains = new Set([...this.#files.values()].map((f) => f.chain));
       for (const chain of chains) this.#readChain(chain, false, false);

@@ -69,6 +69,36 @@ export function stellaDataDir(): string {
   return process.env.STELLA_DATA_DIR || join(homedir(), ".stella");
 }
 
+/**
+ * The journal of the Stella session that started with a recorded session: Stella's hooks carry no
+ * session id, so it is the journal under `<data_dir>/sessions/*` written since `since` that no
+ * other session follows, the one first written closest after `since`. Two Stella sessions started
+ * in the same moment cannot be told apart this way.
+ */
+export function activeStellaJournal(since: number, taken: ReadonlySet<string>, dir = stellaDataDir()): string | null {
+  let best: { path: string; born: number } | null = null;
+  let names: string[];
+  try {
+    names = readdirSync(join(dir, "sessions"));
+  } catch {
+    return null;
+  }
+  for (const name of names) {
+    const path = join(dir, "sessions", name, "journal.jsonl");
+    if (taken.has(path)) continue;
+    let st;
+    try {
+      st = statSync(path);
+    } catch {
+      continue;
+    }
+    const born = st.birthtimeMs > 0 ? st.birthtimeMs : st.ctimeMs;
+    if (st.mtimeMs < since || born < since - 60_000) continue;
+    if (!best || Math.abs(born - since) < Math.abs(best.born - since)) best = { path, born };
+  }
+  return best?.path ?? null;
+}
+
 /** The rollout file of a Codex session, when its hooks carried no transcript_path: the last few days' folders. */
 export function findRollout(sessionId: string, now = Date.now(), home = codexHome()): string | null {
   for (let day = 0; day < 3; day++) {
