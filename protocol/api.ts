@@ -17,6 +17,7 @@ export const ROUTES = {
   body: (sha256: string) => `/v1/bodies/${sha256}`,
   policy: "/v1/policy",
   hostStatus: "/v1/host",
+  hostRun: (runId: string) => `/v1/host/runs/${runId}`,
 } as const;
 
 /** Every error answer: a stable code and a sentence. */

@@ -81,4 +81,21 @@ describe("oxagen agent backfill", () => {
     expect(refused.code).toBe(1);
     expect(JSON.parse(refused.stdout)).toMatchObject({ ok: false, error: "already_recorded", session_id: SESSION });
   });
+
+  it("asks the server first: refuses a run the server holds, and refuses when it cannot ask", async () => {
+    const server = new StubServer();
+    await server.start();
+    try {
+      const home = await makeHome({ server: `http://127.0.0.1:${server.port}` });
+      server.heldRuns.add(runIdFor(HOST, "claude-code", SESSION));
+      const held = await oxagen(home.dir, "agent", "backfill", FIX, "--json");
+      expect(held.code).toBe(1);
+      expect(JSON.parse(held.stdout)).toMatchObject({ ok: false, error: "already_recorded" });
+    } finally {
+      await server.stop();
+    }
+    const offline = await oxagen((await makeHome()).dir, "agent", "backfill", FIX, "--json");
+    expect(offline.code).toBe(1);
+    expect(JSON.parse(offline.stdout)).toMatchObject({ ok: false, error: "server_unreachable" });
+  });
 });

@@ -18,6 +18,8 @@ export class StubServer {
   readonly bodies = new Map<string, { bytes: Buffer; run: string; role: string }>();
   /** Answer this many next requests with 503 + Retry-After: 1. */
   unavailable = 0;
+  /** Runs the server says it holds (GET /v1/host/runs/:id), besides those ingested. */
+  readonly heldRuns = new Set<string>();
   requests = 0;
   policy: Policy = defaultPolicy("ws_test", 1);
   #server: Server | null = null;
@@ -75,6 +77,10 @@ export class StubServer {
       const parsed = IngestRequest.safeParse(JSON.parse(bytes.toString("utf8")));
       if (!parsed.success) return { status: 400, body: { error: "invalid_request", message: parsed.error.message } };
       return { status: 200, body: { chains: parsed.data.chains.map((part) => this.#take(part)) } };
+    }
+    const held = /^\/v1\/host\/runs\/(run_[0-9a-f]{32})$/.exec(req.url!);
+    if (req.method === "GET" && held && (this.chains.has(held[1]!) || this.heldRuns.has(held[1]!))) {
+      return { status: 200, body: { id: held[1], status: "ended", frame_count: this.stored(held[1]!).length } };
     }
     return { status: 404, body: { error: "not_found", message: req.url } };
   }

@@ -56,6 +56,20 @@ describe("runs", () => {
     expect(result.summary).toMatchObject({ frames: 3, finalLocked: true, bodiesChecked: 1 });
   });
 
+  it("tells a host whether the server holds one of its runs, and nobody else", async () => {
+    const run = new TestRun(host);
+    run.start();
+    await ingest(host, [run.part(run.frames, [])]);
+    const mine = await hostCall(host, "GET", `/v1/host/runs/${run.chain}`);
+    expect(mine.status).toBe(200);
+    expect(await mine.json()).toEqual({ id: run.chain, status: "live", frame_count: 1 });
+    expect((await hostCall(host, "GET", "/v1/host/runs/run_00000000000000000000000000000000")).status).toBe(404);
+    const other = await enrollHost(token);
+    const theirs = await hostCall(other, "GET", `/v1/host/runs/${run.chain}`);
+    expect(theirs.status).toBe(404);
+    expect(await theirs.json()).toMatchObject({ error: "not_found" });
+  });
+
   it("lists kept bodies that never arrived as missing_bodies in the export", async () => {
     const run = new TestRun(host);
     run.start();

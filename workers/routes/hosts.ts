@@ -68,6 +68,18 @@ export const hostSelf = new Hono<{ Bindings: Env }>()
     return c.json(await hostStatus(c.env, host));
   });
 
+/** Collector-facing: whether the server already holds one of this host's runs (backfill asks first). */
+export const hostRuns = new Hono<{ Bindings: Env }>().get("/v1/host/runs/:id", valid("param", IdParam), async (c) => {
+  const host = await authenticateHost(c, new Uint8Array());
+  const row = await db(c.env)
+    .select({ id: schema.runs.id, status: schema.runs.status, frameCount: schema.runs.frameCount })
+    .from(schema.runs)
+    .where(and(eq(schema.runs.id, c.req.valid("param").id), eq(schema.runs.hostId, host.id)))
+    .get();
+  if (!row) throw notFound("run");
+  return c.json({ id: row.id, status: row.status, frame_count: row.frameCount });
+});
+
 export const hosts = new Hono<OperatorEnv>()
   .use("/v1/hosts", operatorAuth)
   .use("/v1/hosts/*", operatorAuth)

@@ -1,11 +1,11 @@
 import { closeSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readSync, renameSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fromHex, runIdFor, type FrameKind, type Payload } from "../../../protocol/index.ts";
+import { fromHex, ROUTES, runIdFor, signRequest, type FrameKind, type Payload } from "../../../protocol/index.ts";
 import { parse } from "../../lib/args.ts";
 import { ExitError, UsageError } from "../../lib/errors.ts";
 import { useNodeCrypto } from "../../lib/node-crypto.ts";
-import { readHost, statePath } from "../../lib/state.ts";
+import { readHost, statePath, type HostConfig } from "../../lib/state.ts";
 import { Journal, type JournalFrame, type PendingBody } from "../../recorder/journal.ts";
 import { readPolicyFile } from "../../recorder/policy-cache.ts";
 import { Shipper } from "../../recorder/shipper.ts";
@@ -14,6 +14,17 @@ import { splitLines } from "../../recorder/sources/lines.ts";
 import { progressBar } from "../verify/progress.ts";
 
 const USAGE = "usage: oxagen agent backfill TRANSCRIPT [--json]";
+
+async function serverHolds(host: HostConfig, run: string): Promise<"yes" | "no" | "unknown"> {
+  const path = ROUTES.hostRun(run);
+  const headers = signRequest(fromHex(host.secret_key, 32), host.host_id, "GET", path, new Uint8Array(), Date.now());
+  try {
+    const res = await fetch(new URL(path, host.server), { headers, signal: AbortSignal.timeout(10_000) });
+    return res.status === 200 ? "yes" : res.status === 404 ? "no" : "unknown";
+  } catch {
+    return "unknown";
+  }
+}
 
 function out(json: boolean, value: Record<string, unknown>, text: string): void {
   process.stdout.write(json ? `${JSON.stringify(value)}\n` : `${text}\n`);
@@ -69,6 +80,16 @@ export async function backfill(args: string[]): Promise<number> {
   const mainDir = statePath("journal");
   if (existsSync(join(mainDir, `${run}.jsonl`))) {
     out(json, { ok: false, error: "already_recorded", run, session_id: b.sessionId }, `oxagen agent backfill: session ${b.sessionId} is already recorded as run ${run} (live or by an earlier backfill); nothing was written`);
+    return 1;
+  }
+  // The journal forgets nothing it recorded, but a reinstalled collector starts with an empty one.
+  const remote = await serverHolds(host, run);
+  if (remote !== "no") {
+    const [error, text] =
+      remote === "yes"
+        ? ["already_recorded", `the server already holds session ${b.sessionId} as run ${run}; nothing was written`]
+        : ["server_unreachable", `cannot ask the server whether it already holds run ${run}; nothing was written (try again when it is reachable)`];
+    out(json, { ok: false, error, run, session_id: b.sessionId }, `oxagen agent backfill: ${text}`);
     return 1;
   }
   const dir = mkdtempSync(join(tmpdir(), "oxagen-backfill-"));
