@@ -74,6 +74,28 @@ describe("recorder shipping", () => {
     await until(() => readJournal(home).get(chain)!.frames.length < frames.length);
   });
 
+  it("resends exactly the seqs the server says are missing, and nothing it already holds", async () => {
+    const port = await freePort();
+    const server = new StubServer();
+    servers.push(server);
+    const home = await makeHome({ server: `http://127.0.0.1:${port}` });
+    const d = await startDaemon(home, FAST);
+    running.push(d);
+    const send = (event: Record<string, unknown>) => agentEvent(home.port, "gap-agent", { session_id: "gap-1", ...event });
+    await send({ hook_event_name: "SessionStart" });
+    await send({ hook_event_name: "UserPromptSubmit", prompt: "tidy up" });
+    for (let i = 0; i < 3; i++) await send({ hook_event_name: "PreToolUse", tool_name: "Bash", tool_input: { command: `echo ${i}` }, tool_use_id: `t${i}` });
+    // Everything is journaled while the server is down; then the first batch loses seqs 2 and 3.
+    server.loseOnce.add(2).add(3);
+    await server.start(port);
+    const chain = runIdFor(HOST, "gap-agent", "gap-1");
+    await until(() => server.stored(chain).length === 8 && status(home.dir)?.pending.frames === 0);
+    const sends = new Map<number, number>();
+    for (const r of server.received.filter((r) => r.chain === chain)) for (const seq of r.seqs) sends.set(seq, (sends.get(seq) ?? 0) + 1);
+    expect([...sends.entries()].sort((a, b) => a[0] - b[0])).toEqual([[0, 1], [1, 1], [2, 2], [3, 2], [4, 1], [5, 1], [6, 1], [7, 1]]);
+    expect(verifyChain(chain, server.stored(chain)).problems).toEqual([]);
+  });
+
   it("refreshes the policy by ETag, verifies it under the pinned key and decides from it", async () => {
     const server = new StubServer();
     servers.push(server);

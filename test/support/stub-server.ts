@@ -18,6 +18,10 @@ export class StubServer {
   readonly bodies = new Map<string, { bytes: Buffer; run: string; role: string }>();
   /** Answer this many next requests with 503 + Retry-After: 1. */
   unavailable = 0;
+  /** Seqs to lose the first time they arrive (as if a batch were cut short), to test resending. */
+  readonly loseOnce = new Set<number>();
+  /** Every chain part received: which seqs it carried. */
+  readonly received: { chain: string; seqs: number[] }[] = [];
   /** Runs the server says it holds (GET /v1/host/runs/:id), besides those ingested. */
   readonly heldRuns = new Set<string>();
   requests = 0;
@@ -89,7 +93,9 @@ export class StubServer {
     let c = this.chains.get(part.chain);
     if (!c) this.chains.set(part.chain, (c = { frames: new Map(), locks: [], run: part.run ?? null }));
     const duplicates: number[] = [];
+    this.received.push({ chain: part.chain, seqs: part.frames.map((f) => f.seq) });
     for (const f of part.frames) {
+      if (this.loseOnce.delete(f.seq)) continue;
       if (c.frames.has(f.seq)) duplicates.push(f.seq);
       else c.frames.set(f.seq, f);
     }
