@@ -20,11 +20,10 @@ import { chainGaps, Gap } from "./gaps.ts";
 import { domainPrefix, sha256 } from "./hash.ts";
 import { ChainId, HostId, keyIdFor, Sha256Hex } from "./ids.ts";
 import { SignedLock } from "./lock.ts";
+import { BUNDLE_PREFIX } from "./bundle-layout.ts";
 
-/** The bundle's payload type; it names the manifest version. */
-export const BUNDLE_PAYLOAD_TYPE = "application/vnd.oxagen.bundle.v1+json";
-const PREFIX = `{"oxagen_bundle":1,"payload_type":"${BUNDLE_PAYLOAD_TYPE}","manifest":`;
-const SUFFIX_RE = /,"signature":\{"key_id":"([0-9a-f]{16})","sig":"([0-9a-f]{128})"\}\}\n?$/;
+export { BUNDLE_PAYLOAD_TYPE, splitBundle, type SplitBundle } from "./bundle-layout.ts";
+
 /** The largest bundle a verifier reads, in bytes. */
 export const MAX_BUNDLE_BYTES = 256 * 1024 * 1024;
 
@@ -87,31 +86,7 @@ export function writeBundle(manifest: Manifest, serverSecretKey: Uint8Array, ser
 /** Writes a bundle file around manifest text exactly as given (for servers and test corpora). */
 export function writeBundleText(manifestText: string, serverSecretKey: Uint8Array, serverKeyId: string): string {
   const sig = bytesToHex(sign(serverSecretKey, bundleSigningInput(manifestText)));
-  return `${PREFIX}${manifestText},"signature":{"key_id":"${serverKeyId}","sig":"${sig}"}}\n`;
-}
-
-/** A bundle file split into its parts, or why it cannot be. */
-export type SplitBundle =
-  | { ok: true; manifestText: string; keyId: string; sig: string; start: number; suffixLength: number }
-  | { ok: false; code: "BUNDLE_LAYOUT" | "UNSUPPORTED_VERSION"; message: string };
-
-/** Splits a bundle file into the manifest text and the signature, checking the exact layout. */
-export function splitBundle(text: string): SplitBundle {
-  if (!text.startsWith(PREFIX)) {
-    const version = /^\{"oxagen_bundle":(\d+)/.exec(text);
-    if (version && version[1] !== "1") {
-      return { ok: false, code: "UNSUPPORTED_VERSION", message: `bundle format ${version[1]} is not one this verifier knows (it knows 1)` };
-    }
-    if (/^\{"oxagen_bundle":1,"payload_type":"(?!application\/vnd\.oxagen\.bundle\.v1\+json")/.test(text)) {
-      return { ok: false, code: "UNSUPPORTED_VERSION", message: "the bundle's payload type is not one this verifier knows" };
-    }
-    return { ok: false, code: "BUNDLE_LAYOUT", message: "the file does not start the way an Oxagen export bundle does" };
-  }
-  const tail = text.slice(-260);
-  const match = SUFFIX_RE.exec(tail);
-  if (!match) return { ok: false, code: "BUNDLE_LAYOUT", message: "the file does not end with a bundle signature in the exported layout" };
-  const manifestText = text.slice(PREFIX.length, text.length - match[0].length);
-  return { ok: true, manifestText, keyId: match[1]!, sig: match[2]!, start: PREFIX.length, suffixLength: match[0].length };
+  return `${BUNDLE_PREFIX}${manifestText},"signature":{"key_id":"${serverKeyId}","sig":"${sig}"}}\n`;
 }
 
 /** True when `sig` (hex) is the server's signature over the manifest (its text or its UTF-8 bytes). */

@@ -51,6 +51,7 @@ export function toRecordJson(value: RecordJsonValue): string {
 
 const MAX_DEPTH = 32;
 const INDEX_RE = /^(?:0|[1-9][0-9]*)$/;
+const isDigit = (code: number) => code >= 48 && code <= 57;
 
 function valueProblem(value: unknown, depth: number): string | null {
   if (depth > MAX_DEPTH) return "nested too deeply";
@@ -70,10 +71,10 @@ function valueProblem(value: unknown, depth: number): string | null {
         }
         return null;
       }
-      for (const [key, item] of Object.entries(value)) {
+      for (const key of Object.keys(value)) {
         if (!key.isWellFormed()) return "member name holds a lone surrogate";
-        if (INDEX_RE.test(key) && Number(key) < 2 ** 32 - 1) return "member name is an array index";
-        const p = valueProblem(item, depth + 1);
+        if (isDigit(key.charCodeAt(0)) && INDEX_RE.test(key) && Number(key) < 2 ** 32 - 1) return "member name is an array index";
+        const p = valueProblem((value as Record<string, unknown>)[key], depth + 1);
         if (p) return p;
       }
       return null;

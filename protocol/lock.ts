@@ -9,15 +9,15 @@
  * @module
  */
 import { z } from "zod";
-import { bytesToHex, concatBytes, fromHex, utf8 } from "./bytes.ts";
+import { bytesToHex, utf8 } from "./bytes.ts";
 import { sha256 } from "./hash.ts";
-import { publicKeyOf, sign, verifyStrict } from "./ed25519.ts";
+import { publicKeyOf, sign } from "./ed25519.ts";
 import { ChainId, HostId, Sha256Hex } from "./ids.ts";
 import { parseRecordJson, toRecordJson } from "./json.ts";
 import { keyIdFor } from "./ids.ts";
+import { LOCK_PAYLOAD_TYPE, lockSignatureValid, pae } from "./lock-signature.ts";
 
-/** The DSSE payload type of a lock. */
-export const LOCK_PAYLOAD_TYPE = "application/vnd.oxagen.lock.v1+json";
+export { LOCK_PAYLOAD_TYPE, lockSignatureValid, pae } from "./lock-signature.ts";
 
 /** The fields of a lock, all required. */
 export const LockPayload = z.strictObject({
@@ -44,12 +44,6 @@ export const SignedLock = z.strictObject({
 /** One of {@link SignedLock}. */
 export type SignedLock = z.infer<typeof SignedLock>;
 
-/** DSSE pre-authentication encoding. */
-export function pae(type: string, body: Uint8Array): Uint8Array {
-  const t = utf8(type);
-  return concatBytes(utf8(`DSSEv1 ${t.length} `), t, utf8(` ${body.length} `), body);
-}
-
 /** The hash of a lock, which the next lock names as `prev_lock`. */
 export function lockHash(lock: SignedLock): string {
   return bytesToHex(sha256(pae(LOCK_PAYLOAD_TYPE, utf8(lock.payload))));
@@ -71,17 +65,6 @@ export function parseLock(lock: SignedLock): LockPayload {
   const parsed = LockPayload.parse(value);
   if (Object.keys(value as object).join(",") !== LOCK_MEMBERS) throw new Error(`lock members are not in the order ${LOCK_MEMBERS}`);
   return parsed;
-}
-
-/** True when the lock's signature verifies under `publicKey` (strict Ed25519). */
-export function lockSignatureValid(lock: SignedLock, publicKey: Uint8Array): boolean {
-  let sig: Uint8Array;
-  try {
-    sig = fromHex(lock.sig, 64);
-  } catch {
-    return false;
-  }
-  return verifyStrict(publicKey, pae(LOCK_PAYLOAD_TYPE, utf8(lock.payload)), sig);
 }
 
 /** One problem found by {@link verifyLocks}. */
@@ -113,6 +96,11 @@ export interface LockContext {
   serverKey: Uint8Array | null;
   /** When given, every lock must name this host. */
   hostId?: string;
+  /**
+   * Each lock's {@link lockSignatureValid} under the key of the signer its payload names, when
+   * computed elsewhere (e.g. another thread); by position. Missing entries are computed here.
+   */
+  signatures?: readonly boolean[];
 }
 
 /** Summary of a run of locks. */
@@ -156,7 +144,7 @@ export function verifyLocks(locks: readonly SignedLock[], ctx: LockContext): Loc
     if (p.chain !== ctx.chainId) problems.push({ lockSeq: at, code: "LOCK_CHAIN_MISMATCH", message: `lock names chain ${p.chain}, not ${ctx.chainId}` });
     if (ctx.hostId !== undefined && p.host !== ctx.hostId) problems.push({ lockSeq: at, code: "LOCK_HOST_MISMATCH", message: `lock names host ${p.host}, not ${ctx.hostId}` });
     const key = p.signer === "host" ? ctx.hostKey : ctx.serverKey;
-    if (!key || !lockSignatureValid(lock, key)) {
+    if (!key || !(ctx.signatures?.[index] ?? lockSignatureValid(lock, key))) {
       problems.push({ lockSeq: at, code: "LOCK_SIG_INVALID", message: `signature does not verify under the ${p.signer} key` });
     }
     if (at !== expectedSeq) {

@@ -6,12 +6,12 @@
 import { bytesToHex, fromHex, fromUtf8 } from "./bytes.ts";
 import { coverageFacts, enforcementTier, replayGrade } from "./assess.ts";
 import { bundleFrameProblem, bundleSignatureValid, type Manifest, ManifestHead, MAX_BUNDLE_BYTES, splitBundle, type SplitBundle } from "./bundle.ts";
-import { genesisHash, hashFrames, type HashedFrame, verifyChain } from "./chain.ts";
+import { checkFrames, genesisHash, hashFrames, type HashedFrame, verifyChain } from "./chain.ts";
 import { publicKeyProblem } from "./ed25519.ts";
 import { bodyMentions, chainGaps, gapKey } from "./gaps.ts";
 import { sha256 } from "./hash.ts";
 import { keyIdFor, runIdFor } from "./ids.ts";
-import { verifyLocks } from "./lock.ts";
+import { type SignedLock, verifyLocks } from "./lock.ts";
 
 /** How bad a finding is: `tamper` → exit 1, `unverifiable` → exit 2, `incomplete` → exit 3, `note` → no effect. */
 export type Severity = "tamper" | "unverifiable" | "incomplete" | "note";
@@ -43,6 +43,12 @@ export interface VerifyOptions {
    * thread; returns null to have them computed here. Its answer must equal `hashFrames`'s.
    */
   frameHashes?: (chainId: string, frames: readonly HashedFrame[]) => Uint8Array[] | null;
+  /**
+   * Supplies each lock's `lockSignatureValid` under the key of the signer its payload names (the
+   * manifest's host key or the pinned server key), e.g. from another thread; returns null to have
+   * them checked here. Its answer must equal what `verifyLocks` would compute.
+   */
+  lockSignatures?: (locks: readonly SignedLock[]) => boolean[] | null;
 }
 
 /** The result of verifying a bundle. */
@@ -185,9 +191,12 @@ export function verifyBundle(file: Uint8Array | string, options: VerifyOptions):
   };
 
   options.onProgress?.(0);
+  // Payloads are checked before the hashes are asked for, so hashing elsewhere can overlap it.
+  const checked = checkFrames(m.frames, (i) => options.onProgress?.((0.5 * i) / Math.max(1, m.frames.length)));
+  options.onProgress?.(0.5);
   const given = options.frameHashes?.(chainId, m.frames);
   const hashes = given && given.length === m.frames.length ? given : hashFrames(chainId, m.frames);
-  const chain = verifyChain(chainId, m.frames, (i) => options.onProgress?.(0.2 + (0.4 * i) / Math.max(1, m.frames.length)), hashes);
+  const chain = verifyChain(chainId, m.frames, undefined, hashes, checked);
   options.onProgress?.(0.6);
   for (const p of chain.problems) {
     if (p.code === "TIME_REGRESSION") {
@@ -200,7 +209,9 @@ export function verifyBundle(file: Uint8Array | string, options: VerifyOptions):
   const head = chain.hashes.at(-1) ?? genesisHash(chainId);
   summary.head = bytesToHex(head);
 
+  const signatures = options.lockSignatures?.(m.locks);
   const locks = verifyLocks(m.locks, {
+    ...(signatures && signatures.length === m.locks.length ? { signatures } : {}),
     chainId,
     frameHashes: chain.hashes,
     genesis: genesisHash(chainId),

@@ -1,5 +1,8 @@
 import { createPublicKey, hash, verify } from "node:crypto";
-import { bytesToHex, useFastVerify, useSha256 } from "../../protocol/index.ts";
+// The modules themselves, not protocol/index.ts: the verify worker loads this and nothing else.
+import { bytesToHex } from "../../protocol/bytes.ts";
+import { useFastVerify } from "../../protocol/ed25519.ts";
+import { useSha256 } from "../../protocol/hash.ts";
 
 const SPKI_ED25519_PREFIX = Buffer.from("302a300506032b6570032100", "hex");
 const keyObjects = new Map<string, ReturnType<typeof createPublicKey>>();

@@ -30,10 +30,11 @@ function floor(): number {
 
 function verifyOnce(parallel: boolean): number {
   const start = performance.now();
-  const hashing = parallel ? startFrameHashing(bundle) : null;
+  const hashing = parallel ? startFrameHashing(bundle, SERVER_PUBLIC) : null;
   const result = verifyBundle(hashing?.file ?? bundle, {
     serverKey: SERVER_PUBLIC,
     ...(hashing?.frameHashes ? { frameHashes: hashing.frameHashes } : {}),
+    ...(hashing?.lockSignatures ? { lockSignatures: hashing.lockSignatures } : {}),
   });
   const ms = performance.now() - start;
   hashing?.stop();

@@ -28,10 +28,11 @@ export async function verify(args: string[]): Promise<number> {
 
   useNodeCrypto();
   const bar = values.json ? null : progressBar(process.stderr);
-  const hashing = startFrameHashing(bundle);
+  const hashing = startFrameHashing(bundle, serverKey);
   const result = verifyBundle(hashing.file, {
     serverKey,
     ...(hashing.frameHashes ? { frameHashes: hashing.frameHashes } : {}),
+    ...(hashing.lockSignatures ? { lockSignatures: hashing.lockSignatures } : {}),
     ...(expectHead !== undefined ? { expectHead } : {}),
     ...(bodiesDir !== undefined ? { body: (sha: string) => readBody(bodiesDir, sha) } : {}),
     ...(bar ? { onProgress: bar.update } : {}),

@@ -1,45 +1,72 @@
 import { Worker } from "node:worker_threads";
-import type { HashedFrame } from "../../../protocol/index.ts";
+import type { HashedFrame, SignedLock } from "../../../protocol/index.ts";
 
 export const DONE = 1;
 export const FAILED = 2;
 
-/** What the hash worker is handed: the file, room for the hashes, and a control word. */
+/** Control words: the frame hashes' state and count, then the lock signatures' state and count. */
+export const HASHES = 0;
+export const SIGNATURES = 2;
+
+/** What the hash worker is handed: the file, room for its answers, a control block, the pinned server key. */
 export interface HashJob {
   file: SharedArrayBuffer;
   hashes: SharedArrayBuffer;
+  signatures: SharedArrayBuffer;
   control: SharedArrayBuffer;
+  serverKey: Uint8Array;
 }
 
 /** Below this size one thread is faster than starting a second. */
 const PARALLEL_MIN_BYTES = 2 * 1024 * 1024;
 
 /**
- * Starts hashing a bundle's frames on a worker thread and returns the `frameHashes` option for
- * verifyBundle, which blocks (Atomics.wait) until the worker is done. The worker's hashes come from
- * the same `hashFrames`; if it fails, verification computes them itself.
+ * Starts a worker thread that hashes a bundle's frames and then checks its lock signatures, and
+ * returns the `frameHashes` and `lockSignatures` options for verifyBundle, which block
+ * (Atomics.wait) until the worker has each answer. The worker's answers come from the same
+ * `hashFrames` and `lockSignatureValid`; where it fails, verification computes them itself.
  */
-export function startFrameHashing(bytes: Uint8Array): { file: Uint8Array; frameHashes?: (chainId: string, frames: readonly HashedFrame[]) => Uint8Array[] | null; stop: () => void } {
+export function startFrameHashing(
+  bytes: Uint8Array,
+  serverKey: Uint8Array,
+): {
+  file: Uint8Array;
+  frameHashes?: (chainId: string, frames: readonly HashedFrame[]) => Uint8Array[] | null;
+  lockSignatures?: (locks: readonly SignedLock[]) => boolean[] | null;
+  stop: () => void;
+} {
   if (bytes.length < PARALLEL_MIN_BYTES) return { file: bytes, stop: () => {} };
   const shared = new SharedArrayBuffer(bytes.length);
   const file = new Uint8Array(shared);
   file.set(bytes);
-  // A frame takes at least ~60 bytes in a bundle, which bounds how many hashes there can be.
-  const hashes = new SharedArrayBuffer(Math.ceil(bytes.length / 60) * 32);
-  const control = new SharedArrayBuffer(8);
-  const job: HashJob = { file: shared, hashes, control };
+  // A frame holds a 64-hex hash and a lock a 128-hex signature: that bounds how many answers there are.
+  const hashes = new SharedArrayBuffer(Math.ceil(bytes.length / 64) * 32);
+  const signatures = new SharedArrayBuffer(Math.ceil(bytes.length / 128));
+  const control = new SharedArrayBuffer(16);
+  const c = new Int32Array(control);
+  const job: HashJob = { file: shared, hashes, signatures, control, serverKey };
   const worker = new Worker(new URL("./hash-worker.ts", import.meta.url), { workerData: job });
   worker.on("error", () => {
-    const c = new Int32Array(control);
-    Atomics.store(c, 0, FAILED);
-    Atomics.notify(c, 0);
+    for (const at of [HASHES, SIGNATURES]) {
+      Atomics.compareExchange(c, at, 0, FAILED);
+      Atomics.notify(c, at);
+    }
   });
-  const frameHashes = (_chainId: string, frames: readonly HashedFrame[]) => {
-    const c = new Int32Array(control);
-    Atomics.wait(c, 0, 0);
-    if (Atomics.load(c, 0) !== DONE || c[1] !== frames.length) return null;
-    const all = new Uint8Array(hashes);
-    return frames.map((_, i) => all.slice(i * 32, i * 32 + 32));
+  // Waits for one answer; its count must be the one asked for.
+  const ready = (at: number, count: number) => {
+    Atomics.wait(c, at, 0);
+    return Atomics.load(c, at) === DONE && c[at + 1] === count;
   };
-  return { file, frameHashes, stop: () => void worker.terminate() };
+  const frameHashes = (_chainId: string, frames: readonly HashedFrame[]) => {
+    if (!ready(HASHES, frames.length)) return null;
+    // Views, not copies: the worker has finished writing them, and nothing writes them again.
+    const all = new Uint8Array(hashes);
+    return frames.map((_, i) => all.subarray(i * 32, i * 32 + 32));
+  };
+  const lockSignatures = (locks: readonly SignedLock[]) => {
+    if (!ready(SIGNATURES, locks.length)) return null;
+    const all = new Uint8Array(signatures);
+    return locks.map((_, i) => all[i] === 1);
+  };
+  return { file, frameHashes, lockSignatures, stop: () => void worker.terminate() };
 }
