@@ -2,16 +2,7 @@ import { type CoverageFacts, emptyHead, bytesToHex } from "../../protocol/index.
 import type { ChainInit, RunStatus } from "./types.ts";
 
 /** The single `state` row of a ChainObject, as held in memory while a call runs. */
-export interface ChainState {
-  chain: string;
-  kind: "run" | "host";
-  workspace: string;
-  hostId: string;
-  hostKey: string;
-  harness: string | null;
-  agent: string | null;
-  sessionId: string | null;
-  mode: "enforce" | "observe";
+export interface ChainState extends ChainInit {
   status: RunStatus;
   outcome: string | null;
   count: number;
