@@ -15,6 +15,9 @@ spawnSync(NODE, [`${ROOT}/scripts/build-collector.ts`], { stdio: "inherit" });
 const started = spawnSync(NODE, [TACHO, "daemon", "start", "--json"], { env, encoding: "utf8" });
 if (started.status !== 0) throw new Error(`tacho daemon start failed: ${started.stderr}`);
 const daemonPid = (JSON.parse(started.stdout) as { pid: number }).pid;
+const rssMb = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${daemonPid}/status`, "utf8"))?.[1] ?? NaN) / 1024;
+await sleep(6000);
+const idleRss = rssMb();
 
 function timed(args: string[], input?: string): number {
   const start = performance.now();
@@ -55,8 +58,8 @@ for (let i = 0; i < CALLS; i++) {
 }
 agent.destroy();
 
-await sleep(3000);
-const rssKb = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${daemonPid}/status`, "utf8"))?.[1] ?? NaN);
+await sleep(6000);
+const busyRss = rssMb();
 spawnSync(NODE, [TACHO, "daemon", "stop"], { env });
 
 const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))]!;
@@ -67,7 +70,8 @@ const rows = [
   [`floor: node -e 0, alternating, p50 / p99 ms`, `${floor.toFixed(1)} / ${pct(floorMs, 0.99).toFixed(1)}`],
   ["ratio (p50 / floor p50)", (value / floor).toFixed(2)],
   [`HTTP hook POST /hooks/claude-code (keep-alive) p50 / p99 ms`, `${pct(httpMs, 0.5).toFixed(2)} / ${pct(httpMs, 0.99).toFixed(2)}`],
-  ["recorder idle RSS (MB, 3 s after the calls)", (rssKb / 1024).toFixed(1)],
+  ["recorder idle RSS (MB, 6 s after start)", idleRss.toFixed(1)],
+  ["recorder RSS 6 s after the calls, holding their undelivered frames (MB)", busyRss.toFixed(1)],
 ];
 const width = Math.max(...rows.map(([k]) => k!.length));
 for (const [k, v] of rows) console.log(`${k!.padEnd(width)}  ${v}`);
