@@ -138,14 +138,14 @@ export function verifyChain(
     const frame = frames[index]!;
     if (frame.seq !== index) {
       const code = frame.seq < index ? (frames[index - 1]?.seq === frame.seq ? "SEQ_DUPLICATE" : "SEQ_ORDER") : "SEQ_GAP";
-      problems.push({ seq: frame.seq, code, message: `frame at position ${index} has seq ${frame.seq}` });
+      problems.push({ seq: index, code, message: `frame at position ${index} has seq ${frame.seq}` });
     }
     const problem = frameProblems[index];
-    if (problem) problems.push({ seq: frame.seq, code: "FRAME_INVALID", message: problem });
-    if (frame.t < lastT) problems.push({ seq: frame.seq, code: "TIME_REGRESSION", message: `time goes back ${lastT - frame.t} ms` });
+    if (problem) problems.push({ seq: index, code: "FRAME_INVALID", message: problem });
+    if (frame.t < lastT) problems.push({ seq: index, code: "TIME_REGRESSION", message: `time goes back ${lastT - frame.t} ms` });
     lastT = Math.max(lastT, frame.t);
     if (frame.hash !== undefined && !hashEquals(recomputed[index]!, frame.hash)) {
-      problems.push({ seq: frame.seq, code: "FRAME_HASH_MISMATCH", message: "content does not match the frame's recorded hash" });
+      problems.push({ seq: index, code: "FRAME_HASH_MISMATCH", message: "content does not match the frame's recorded hash" });
     }
   }
   return { hashes: recomputed, payloads, problems };

@@ -3,7 +3,7 @@
  * hashes frames loads no schemas.
  * @module
  */
-import { concatBytes, equalsHex, fromHex, isHex, u16, u64, utf8 } from "./bytes.ts";
+import { concatBytes, equalsHex, fromHex, isHex, u16, utf8 } from "./bytes.ts";
 import { domainPrefix, sha256, taggedHash } from "./hash.ts";
 
 /** A frame as it travels and is stored: the payload is the exact Record JSON text. */
@@ -56,14 +56,6 @@ export function payloadHash(payload: string | Uint8Array): Uint8Array {
   scratch.set(prefix, 0);
   const written = putText(payload, prefix.length);
   return sha256(scratch.subarray(0, prefix.length + written));
-}
-
-/** The header bytes a frame hash covers, given the payload hash. */
-export function frameHeader(chainId: string, seq: number, prev: Uint8Array, t: number, kind: string, payloadDigest: Uint8Array): Uint8Array {
-  const id = utf8(chainId);
-  const k = utf8(kind);
-  if (k.length > 255) throw new RangeError("kind too long");
-  return concatBytes(u16(id.length), id, u64(seq), prev, u64(t), Uint8Array.of(k.length), k, payloadDigest);
 }
 
 /** The hash of one frame, given the hash of the frame before it (or the genesis hash). */

@@ -7,6 +7,7 @@
  */
 import { z } from "zod";
 import type { ParsedPayload } from "./chain.ts";
+import { PAYLOADS } from "./frames.ts";
 import { Sha256Hex } from "./ids.ts";
 
 /** Gap kinds the server derives. */
@@ -21,17 +22,8 @@ export const SERVER_GAP_KINDS = [
   "equivocation",
 ] as const;
 
-/** Causes a computer reports in a `telemetry_gap` frame. */
-export const COMPUTER_GAP_CAUSES = [
-  "daemon_down",
-  "spool_overflow",
-  "unobserved_tail",
-  "rebuilt",
-  "hooks_missing",
-  "log_unreadable",
-  "clock_skew",
-  "other",
-] as const;
+/** Causes a computer reports in a `telemetry_gap` frame (the frame schema's own list). */
+export const COMPUTER_GAP_CAUSES = PAYLOADS.telemetry_gap.shape.cause.options;
 
 /** Every gap kind. */
 export const GapKind = z.enum([...new Set([...SERVER_GAP_KINDS, ...COMPUTER_GAP_CAUSES])] as [string, ...string[]]);

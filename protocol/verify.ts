@@ -176,7 +176,7 @@ export function verifyBundle(file: Uint8Array | string, options: VerifyOptions):
   summary.gaps = m.gaps.length;
   summary.tier = m.tier.value;
   summary.grade = m.grade.value;
-  if (runIdFor(m.run.host, m.run.harness, m.run.session_id) !== chainId) {
+  if (!sameRunId(m.run.host, m.run.harness, m.run.session_id, chainId)) {
     add("RUN_ID_MISMATCH", "tamper", "manifest", "The run id is not the one its host, harness and session id give.");
   }
   if (m.server_key_id !== split.keyId) add("SERVER_KEY_MISMATCH", "tamper", "manifest", "The manifest names a different server key than its signature.");
@@ -308,6 +308,15 @@ export function verifyBundle(file: Uint8Array | string, options: VerifyOptions):
 function manifestBytes(file: Uint8Array | string, split: Extract<SplitBundle, { ok: true }>): Uint8Array | string {
   if (typeof file === "string") return split.manifestText;
   return file.subarray(split.start, file.length - split.suffixLength);
+}
+
+function sameRunId(host: string, harness: string, session: string, chainId: string): boolean {
+  try {
+    return runIdFor(host, harness, session) === chainId;
+  } catch {
+    // A string with a lone surrogate has no UTF-8 form, so no run id derives from it.
+    return false;
+  }
 }
 
 function sameText(value: unknown, text: string): boolean {

@@ -93,18 +93,28 @@ export async function startDaemon(host: HostConfig, log: (msg: string) => void):
       policyError = (err as Error).message;
     }
   };
-  const timers = [
+  // A failing timer (disk full, say) must not take the recorder down: nothing would restart it.
+  const every = (ms: number, work: () => unknown) =>
     setInterval(() => {
+      try {
+        const done = work();
+        if (done instanceof Promise) done.catch((err: unknown) => log(`timer failed: ${(err as Error).message}`));
+      } catch (err) {
+        log(`timer failed: ${(err as Error).message}`);
+      }
+    }, ms);
+  const timers = [
+    every(envMs("OXAGEN_LOCK_INTERVAL_MS", 60_000), () => {
       recorder.endQuiet(Date.now());
       recorder.lockAll(Date.now());
-    }, envMs("OXAGEN_LOCK_INTERVAL_MS", 60_000)),
-    setInterval(() => recorder.endGone(Date.now()), envMs("OXAGEN_PID_POLL_MS", 5000)),
-    setInterval(() => sources.tick(), envMs("OXAGEN_SOURCES_INTERVAL_MS", 5000)),
-    setInterval(() => sources.scanHookless(started), envMs("OXAGEN_HOOKLESS_INTERVAL_MS", 60_000)),
-    setInterval(() => void refreshPolicy(), envMs("OXAGEN_POLICY_INTERVAL_MS", 5 * 60_000)),
-    setInterval(() => writeStatus(), envMs("OXAGEN_STATUS_INTERVAL_MS", 2000)),
+    }),
+    every(envMs("OXAGEN_PID_POLL_MS", 5000), () => recorder.endGone(Date.now())),
+    every(envMs("OXAGEN_SOURCES_INTERVAL_MS", 5000), () => sources.tick()),
+    every(envMs("OXAGEN_HOOKLESS_INTERVAL_MS", 60_000), () => sources.scanHookless(started)),
+    every(envMs("OXAGEN_POLICY_INTERVAL_MS", 5 * 60_000), () => void refreshPolicy()),
+    every(envMs("OXAGEN_STATUS_INTERVAL_MS", 2000), () => writeStatus()),
     // Also what keeps the server from taking this computer for down (it waits 15 minutes).
-    setInterval(() => void report(), envMs("OXAGEN_REPORT_INTERVAL_MS", 2 * 60_000)),
+    every(envMs("OXAGEN_REPORT_INTERVAL_MS", 2 * 60_000), () => void report()),
   ];
   for (const t of timers) t.unref();
   void refreshPolicy();

@@ -1,4 +1,4 @@
-import { closeSync, existsSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeSync } from "node:fs";
+import { closeSync, existsSync, fstatSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { ChainWriter, type Frame, type SignedLock, type WriterState } from "../../protocol/index.ts";
 
@@ -168,9 +168,22 @@ export class Journal {
     return join(this.dir, `${chain}.jsonl`);
   }
 
+  // A short or failed write must leave no partial line: loading stops at the first bad line and
+  // would drop every later (answered) event with it.
   #write(rec: ChainRecord, line: Line): void {
-    writeSync(rec.fd, `${JSON.stringify(line)}\n`);
-    fsyncSync(rec.fd);
+    const bytes = Buffer.from(`${JSON.stringify(line)}\n`);
+    const size = fstatSync(rec.fd).size;
+    try {
+      if (writeSync(rec.fd, bytes) !== bytes.length) throw new Error("short write to the journal");
+      fsyncSync(rec.fd);
+    } catch (err) {
+      try {
+        ftruncateSync(rec.fd, size);
+      } catch {
+        // The next load cuts a torn last line anyway.
+      }
+      throw err;
+    }
     rec.lines++;
   }
 

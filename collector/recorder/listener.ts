@@ -99,7 +99,9 @@ function onLine(socket: Socket, first: Buffer, handlers: ListenerHandlers): void
       reply(handlers.line(request));
     } catch (err) {
       handlers.log(`line request failed: ${(err as Error).stack ?? err}`);
-      reply({ v: 1, answer: {}, error: `recorder error: ${(err as Error).message}` });
+      // No answer: the hook then decides from the cached policy and spools the event, so a step the
+      // recorder could not record is neither let through unchecked nor lost.
+      reply({ v: 1, error: `recorder error: ${(err as Error).message}` });
     }
   };
   socket.on("data", take);

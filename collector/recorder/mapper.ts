@@ -12,6 +12,8 @@ export interface HookRequest {
   agent: string | null;
   event: Record<string, unknown>;
   spooled_ms?: number;
+  /** Set by `tacho hook` when the payload was over 1 MiB: its size and the fields it dropped. */
+  oversize?: { bytes: number; dropped_fields: string[] };
   answer?: unknown;
   /** The harness process the hook ran under, and its start time (wire `pid`, `pid_start`). */
   pid?: number;
@@ -63,6 +65,11 @@ export function sessionOf(req: HookRequest, hostId: string): { chain: string; ru
   if (!label || !AgentName.safeParse(label).success || !session) return null;
   const agent = req.agent && AgentName.safeParse(req.agent).success ? req.agent : null;
   return { chain: runIdFor(hostId, label, session), run: { harness: label, agent, session_id: session } };
+}
+
+function spooledReason(answer: unknown): string | undefined {
+  const r = (answer as { hookSpecificOutput?: { permissionDecisionReason?: unknown } } | undefined)?.hookSpecificOutput?.permissionDecisionReason;
+  return typeof r === "string" && r.length > 0 ? r : undefined;
 }
 
 function spooledDecision(answer: unknown): PolicyDecision["decision"] | undefined {
@@ -139,7 +146,18 @@ export function mapEvent(req: HookRequest, ctx: MapContext): Plan {
       const input = makeBody("tool_input", e.tool_input ?? null, retention);
       const d = decide(ctx, session.chain, tool, e.tool_input);
       const offline = req.spooled_ms !== undefined ? spooledDecision(req.answer) : undefined;
-      let decision = offline ?? d.decision;
+      if (offline) {
+        // Record what the agent was told offline, with the reason it was given then.
+        d.reason = spooledReason(req.answer) ?? d.reason;
+        d.rule = "offline";
+      }
+      if (req.oversize) {
+        // `tacho hook` denied it: an input over 1 MiB cannot be checked against the command clauses.
+        d.decision = "deny";
+        d.reason = `the tool call's payload (${req.oversize.bytes} bytes) is over the 1 MiB Oxagen can check`;
+        d.rule = "oversize";
+      }
+      let decision = req.oversize ? "deny" : (offline ?? d.decision);
       if (decision === "ask" && ctx.ask === "deny" && d.mode === "enforce") {
         decision = "deny";
         d.reason = `the policy asks a person to approve this tool call, and ${session.run.harness} cannot ask: refused. ${d.reason}`;

@@ -27,6 +27,10 @@ export function parseRequest(value: unknown): HookRequest | null {
     event: r.event as Record<string, unknown>,
   };
   if (typeof r.spooled_ms === "number") req.spooled_ms = r.spooled_ms;
+  const o = r.oversize as { bytes?: unknown; dropped_fields?: unknown } | undefined;
+  if (o && typeof o === "object" && typeof o.bytes === "number" && Array.isArray(o.dropped_fields)) {
+    req.oversize = { bytes: o.bytes, dropped_fields: o.dropped_fields.filter((f): f is string => typeof f === "string").slice(0, 64) };
+  }
   if (typeof r.pid === "number" && Number.isSafeInteger(r.pid) && r.pid > 1) req.pid = r.pid;
   if (typeof r.pid_start === "string" && r.pid_start.length <= 64) req.pid_start = r.pid_start;
   if (r.answer !== undefined) req.answer = r.answer;

@@ -8,6 +8,10 @@ type Reconciled = Payload<"oxagen:worktree_reconciled">;
 type Changed = Reconciled["changed"][number];
 
 export const MAX_PATHS = 10_000;
+/** Characters of a frame's payload the changed paths may take (escaping counted at worst). */
+const CHANGED_BUDGET = 40_000;
+/** Commits that fit in the rest of a payload (each about 150 characters). */
+const COMMITS_FIT = 100;
 const MAX_COMMITS = 1000;
 const MAX_COUNT_BYTES = 8 * 1024 * 1024;
 
@@ -110,8 +114,17 @@ export function reconcile(root: string, baseHead: string | null, final = false):
   const entries = parseStatus(status);
   const counts = head ? parseNumstat(git(root, ["diff", "--numstat", "-z", "HEAD"]) ?? "") : new Map();
   const changed: Changed[] = [];
+  // A frame payload is at most 64 KiB: paths and commits each get a share, and what does not fit
+  // is left out with `truncated: true` (a frame the server would refuse would stop the chain's upload).
+  let room = CHANGED_BUDGET;
+  let cut = entries.length > MAX_PATHS;
   for (const e of entries.slice(0, MAX_PATHS)) {
     if (e.file.length > 4096) continue;
+    room -= e.file.length * 2 + 64;
+    if (room < 0) {
+      cut = true;
+      break;
+    }
     const c: Changed = { file: e.file, status: e.status };
     const lines = e.status === "untracked" ? { added: lineCount(join(root, e.file)) } : counts.get(e.file);
     if (lines?.added !== undefined) c.added = lines.added;
@@ -125,11 +138,15 @@ export function reconcile(root: string, baseHead: string | null, final = false):
       const [sha, raw = ""] = line.split("\0");
       // Redacted before hashing, like every body: a credential never reaches a hash.
       const subject = redact(raw.toWellFormed()).text;
+      if (commits.length >= COMMITS_FIT) {
+        cut = true;
+        break;
+      }
       if (sha && /^[0-9a-f]{40,64}$/.test(sha)) commits.push({ sha, subject: { sha256: sha256Hex(subject), size: utf8(subject).length } });
     }
   }
   return {
     path: "worktree", root: root.slice(0, 4096), ...(head ? { head } : {}), changed, commits,
-    ...(entries.length > MAX_PATHS ? { truncated: true as const } : {}), ...(final ? { final: true as const } : {}),
+    ...(cut ? { truncated: true as const } : {}), ...(final ? { final: true as const } : {}),
   };
 }

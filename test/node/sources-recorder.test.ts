@@ -158,16 +158,21 @@ describe("worktree reconciliation", () => {
     r.close();
   });
 
-  it("truncates at 10,000 paths", () => {
+  it("keeps the worktree frame within the 64 KiB payload limit, marked truncated, when too much changed", () => {
     const repo = gitRepo();
-    for (let i = 0; i < 10_005; i++) writeFileSync(join(repo, `f${i}.txt`), "x\n");
+    for (let i = 0; i < 2_000; i++) writeFileSync(join(repo, `f${i}.txt`), "x\n");
     const r = rig();
     const base = { session_id: "wt-2", cwd: repo };
     r.event("claude-code", { ...base, hook_event_name: "SessionStart" });
     r.event("claude-code", { ...base, hook_event_name: "SessionEnd", reason: "other" });
-    const [rec] = payloadsOf(r.frames(runIdFor(HOST_ID, "claude-code", "wt-2")), "oxagen:worktree_reconciled");
+    const frames = r.frames(runIdFor(HOST_ID, "claude-code", "wt-2"));
+    const [rec] = payloadsOf(frames, "oxagen:worktree_reconciled");
     expect(rec).toMatchObject({ truncated: true, final: true });
-    expect((rec!.changed as unknown[]).length).toBe(10_000);
+    const listed = (rec!.changed as unknown[]).length;
+    expect(listed).toBeGreaterThan(100);
+    expect(listed).toBeLessThan(2_000);
+    const frame = frames.find((f) => f.kind === "oxagen:worktree_reconciled")!;
+    expect(frame.payload.length).toBeLessThanOrEqual(64 * 1024);
     r.close();
   });
 });

@@ -85,6 +85,13 @@ describe("frame kinds", () => {
     expect(frameSchemaProblem({ seq: 0, t: 1, kind: "bogus", payload: "{}" })).toMatch(/unknown frame kind/);
   });
 
+  it("refuses to write a payload the server would refuse for its size", () => {
+    const w = new ChainWriter(chainVectors.chain);
+    const changed = Array.from({ length: 1000 }, (_, i) => ({ file: `${"d/".repeat(40)}f${i}.txt`, status: "added" as const }));
+    expect(() => w.append("oxagen:worktree_reconciled", { path: "worktree", root: "/r", changed, commits: [] }, 1)).toThrow(/over 65536/);
+    expect(w.state.count).toBe(0);
+  });
+
   it("marks a backfilled frame and keeps the recording path", () => {
     const w = new ChainWriter(chainVectors.chain);
     const { frame } = w.append("agent_start", { path: "backfill", backfilled: true, harness: "claude-code", session_id: "s" }, 1);

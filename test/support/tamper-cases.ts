@@ -176,6 +176,8 @@ export const TAMPER_CASES: TamperCase[] = [
     bundle: edit((m) => { m.run.id = "run_00000000000000000000000000000000"; }) },
   { name: "session id changed, so the run id no longer derives from it", ref: 41, exit: 1, code: "RUN_ID_MISMATCH",
     bundle: edit((m) => { m.run.session_id = "another-session"; }) },
+  { name: "lone surrogate in the session id (no run id derives from it)", exit: 1, code: "RUN_ID_MISMATCH",
+    bundle: edit((m) => { m.run.session_id = "my-run-42\ud800"; }) },
   { name: "lock names another host", exit: 1, code: "LOCK_HOST_MISMATCH",
     bundle: edit((m) => { m.locks[1] = hostLock({ host: "h-other" }, 1); }) },
   { name: "gap removed from the list", exit: 1, code: "GAP_LIST_MISMATCH",

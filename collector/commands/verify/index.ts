@@ -29,16 +29,20 @@ export async function verify(args: string[]): Promise<number> {
   useNodeCrypto();
   const bar = values.json ? null : progressBar(process.stderr);
   const hashing = startFrameHashing(bundle, serverKey);
-  const result = verifyBundle(hashing.file, {
+  let result: VerifyResult;
+  try {
+    result = verifyBundle(hashing.file, {
     serverKey,
     ...(hashing.frameHashes ? { frameHashes: hashing.frameHashes } : {}),
     ...(hashing.lockSignatures ? { lockSignatures: hashing.lockSignatures } : {}),
     ...(expectHead !== undefined ? { expectHead } : {}),
     ...(bodiesDir !== undefined ? { body: (sha: string) => readBody(bodiesDir, sha) } : {}),
     ...(bar ? { onProgress: bar.update } : {}),
-  });
-  hashing.stop();
-  bar?.done();
+    });
+  } finally {
+    hashing.stop();
+    bar?.done();
+  }
   process.stdout.write(values.json ? `${JSON.stringify(toJson(result), null, 2)}\n` : render(result));
   return result.exit;
 }

@@ -17,6 +17,9 @@ export interface HashJob {
   serverKey: Uint8Array;
 }
 
+/** How long the main thread waits for one of the worker's answers before doing the work itself. */
+const WAIT_LIMIT_MS = 30_000;
+
 /** Below this size one thread is faster than starting a second. */
 const PARALLEL_MIN_BYTES = 2 * 1024 * 1024;
 
@@ -53,8 +56,10 @@ export function startFrameHashing(
     }
   });
   // Waits for one answer; its count must be the one asked for.
+  // Bounded: a worker that dies before answering cannot mark itself failed while this thread waits
+  // (its error event needs this thread's event loop), so verification then does the work itself.
   const ready = (at: number, count: number) => {
-    Atomics.wait(c, at, 0);
+    Atomics.wait(c, at, 0, WAIT_LIMIT_MS);
     return Atomics.load(c, at) === DONE && c[at + 1] === count;
   };
   const frameHashes = (_chainId: string, frames: readonly HashedFrame[]) => {
