@@ -66,12 +66,12 @@ const NAME = (words: string) => `(?<![A-Za-z0-9_.-])(?:[A-Za-z0-9_.-]*[_.-])?(?:
 const QUOTED_VALUE = `\\\\?(?<q>["'])(?<secret>[^"'\\\\\\r\\n]{1,1024})\\\\?\\k<q>`;
 // Unquoted only in env/CLI/query form (`KEY=value`, `--password=value`, `?token=value`): no spaces
 // around `=`, which keeps `token = getToken()` and `password: string` in code out.
-const BARE_VALUE = `(?<secret>\\$\\{[A-Za-z_][A-Za-z0-9_]*\\}|[^\\s"'\`;&,()<>\\[\\]{}]{1,1024})(?![(\\w])`;
+const BARE_VALUE = `(?<secret>\\$\\{[A-Za-z_][A-Za-z0-9_]*\\}|[^\\s"'\`;&,()<>\\[\\]{}]{1,1024})(?![(\\w.-])`;
 
 function assignment(kind: string, words: string): Detector[] {
   return [
-    { kind, re: new RegExp(`${NAME(words)}\\\\?["']?\\s*[:=]\\s*${QUOTED_VALUE}`, "dgi"), accept: notPlaceholder },
-    { kind, re: new RegExp(`${NAME(words)}=${BARE_VALUE}`, "dgi"), accept: notPlaceholder },
+    { kind, re: new RegExp(`${NAME(words)}\\\\?["']?\\s*[:=]\\s*${QUOTED_VALUE}`, "dgiu"), accept: notPlaceholder },
+    { kind, re: new RegExp(`${NAME(words)}=${BARE_VALUE}`, "dgiu"), accept: notPlaceholder },
   ];
 }
 
@@ -79,7 +79,7 @@ function assignment(kind: string, words: string): Detector[] {
 const GENERIC: Detector[] = [
   {
     kind: "url_password",
-    re: /(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{1,31}:\/\/[^\s/:@"'<>]{0,256}:(?<secret>[^\s/@"'<>]{1,256})@/dg,
+    re: /(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{1,31}:\/\/[^\s/:@"'<>]{0,256}:(?<secret>[^\s/@"'<>]{1,256})@/dgu,
     accept: notPlaceholder,
   },
   { kind: "bearer_token", re: /(?<![A-Za-z])bearer\s+(?<secret>[A-Za-z0-9._~+/-]{16,}=*)/dgi, accept: notPlaceholder },

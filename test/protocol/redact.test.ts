@@ -212,4 +212,11 @@ describe("redact", () => {
   it("names every kind in snake_case", () => {
     for (const kind of CREDENTIAL_KINDS) expect(kind).toMatch(/^[a-z][a-z0-9]*(?:_[a-z0-9]+)*$/);
   });
+
+  it("never cuts a character in half, and leaves a call in code alone", () => {
+    expect(() => redact("token=😀(")).not.toThrow();
+    expect(() => redact(`token=${"a".repeat(1023)}😀`)).not.toThrow();
+    expect(redact("token=self.getToken()").text).toBe("token=self.getToken()");
+    expect(redact("PASSWORD=hunter2hunter2").redactions).toHaveLength(1);
+  });
 });
