@@ -24,10 +24,25 @@ describe("PUT /v1/bodies/:sha256", () => {
     const sha = sha256Hex(text);
     const first = await put(host, sha, text);
     expect(first.status).toBe(201);
-    expect(await (await env.BODIES.get(`bodies/${sha}`))?.text()).toBe(text);
+    expect(await (await env.BODIES.get(`bodies/${host.workspaceId}/${sha}`))?.text()).toBe(text);
     const second = await put(host, sha, text);
     expect(second.status).toBe(200);
     expect(await second.json()).toEqual({ sha256: sha, stored: false, duplicate: true });
+  });
+
+  it("keeps each workspace's bodies apart: another tenant cannot learn that a body is already stored", async () => {
+    const text = "a body both tenants happen to hold";
+    const sha = sha256Hex(text);
+    expect((await put(host, sha, text)).status).toBe(201);
+    const { token: other } = await seedWorkspace();
+    const theirHost = await enrollHost(other);
+    const theirRun = new TestRun(theirHost);
+    theirRun.start();
+    await ingest(theirHost, [theirRun.part()]);
+    const theirs = await hostCall(theirHost, "PUT", `/v1/bodies/${sha}`, text, { "x-oxagen-run": theirRun.chain, "x-oxagen-role": "tool_output", "content-type": "application/octet-stream" });
+    expect(theirs.status).toBe(201);
+    expect(await theirs.json()).toEqual({ sha256: sha, stored: true, duplicate: false });
+    expect(await env.BODIES.head(`bodies/${theirHost.workspaceId}/${sha}`)).not.toBeNull();
   });
 
   it("refuses a body whose hash is not the one in the path, storing nothing", async () => {
@@ -35,7 +50,7 @@ describe("PUT /v1/bodies/:sha256", () => {
     const res = await put(host, sha, "not that");
     expect(res.status).toBe(400);
     expect(await res.json()).toMatchObject({ error: "hash_mismatch" });
-    expect(await env.BODIES.head(`bodies/${sha}`)).toBeNull();
+    expect(await env.BODIES.head(`bodies/${host.workspaceId}/${sha}`)).toBeNull();
   });
 
   it("refuses a body over 1 MiB with 413", async () => {
@@ -51,7 +66,7 @@ describe("PUT /v1/bodies/:sha256", () => {
     const res = await put(host, sha, text);
     expect(res.status).toBe(422);
     expect(await res.json()).toMatchObject({ error: "body_refused" });
-    expect(await env.BODIES.head(`bodies/${sha}`)).toBeNull();
+    expect(await env.BODIES.head(`bodies/${host.workspaceId}/${sha}`)).toBeNull();
     const view = (await (await op(token, `/v1/runs/${run.chain}`)).json()) as { gaps: { kind: string; bodies?: string[] }[] };
     expect(view.gaps).toContainEqual(expect.objectContaining({ kind: "body_refused", bodies: [sha] }));
   });

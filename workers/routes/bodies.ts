@@ -27,7 +27,8 @@ export const bodies = new Hono<{ Bindings: Env }>().put("/v1/bodies/:sha256", as
   if (!run) throw notFound("run");
   if (bytesToHex(sha256(bytes)) !== sha) throw new AppError(400, "hash_mismatch", "The body's SHA-256 is not the one in the path.");
   const ws = await d.select().from(schema.workspaces).where(eq(schema.workspaces.id, host.workspaceId)).get();
-  if (!ws || ws.retentionMode === "digest_only") throw new AppError(409, "not_retained", "The workspace keeps digests only: no body is stored.");
+  if (!ws) throw new AppError(500, "internal", "The host's workspace is missing.");
+  if (ws.retentionMode === "digest_only") throw new AppError(409, "not_retained", "The workspace keeps digests only: no body is stored.");
   if (!parseRoles(ws.retentionKeep).includes(role)) throw new AppError(409, "not_retained", `The workspace does not keep ${role} bodies.`);
   const stub = c.env.CHAINS.get(c.env.CHAINS.idFromName(runId));
   const found = findCredentials(new TextDecoder().decode(bytes));
@@ -36,7 +37,8 @@ export const bodies = new Hono<{ Bindings: Env }>().put("/v1/bodies/:sha256", as
     await syncRun(d, await stub.bodyRefused(sha, role, kinds));
     throw new AppError(422, "body_refused", `The body still holds a credential (${kinds.join(", ")}); it was refused and the run records the gap.`);
   }
-  const key = `bodies/${sha}`;
+  // Per workspace: one tenant must not learn, from "already present", what another one holds.
+  const key = `bodies/${host.workspaceId}/${sha}`;
   const present = (await c.env.BODIES.head(key)) !== null;
   if (!present) await c.env.BODIES.put(key, bytes, { sha256: sha, customMetadata: { role } });
   await stub.bodyReceived(sha, Date.now());
