@@ -38,8 +38,9 @@ export async function ownHost(env: Env, workspaceId: string, id: string): Promis
 }
 
 async function setSuspended(env: Env, host: HostRow, suspended: boolean) {
-  await db(env).update(schema.hosts).set({ status: suspended ? "suspended" : "active" }).where(eq(schema.hosts.id, host.id));
+  // The policy first: if it cannot be updated (409), the host's row has not changed either.
   await updatePolicy(env, host.workspaceId, (p) => ({ ...p, suspended_hosts: toggle(p.suspended_hosts, host.id, suspended) }));
+  await db(env).update(schema.hosts).set({ status: suspended ? "suspended" : "active" }).where(eq(schema.hosts.id, host.id));
   return { ...hostView(host), status: suspended ? "suspended" : "active" };
 }
 

@@ -81,9 +81,10 @@ export const runs = new Hono<OperatorEnv>()
   })
   .post("/v1/runs/:id/seal", valid("param", IdParam), async (c) => {
     const row = await ownRun(c.env, c.var.workspaceId, c.req.valid("param").id);
+    // Stop the agent first: if the policy cannot be updated (409), the run is not sealed either.
+    await updatePolicy(c.env, row.workspaceId, (p) => ({ ...p, paused_runs: toggle(p.paused_runs, row.id, true) }));
     const summary = await chain(c.env, row.id).seal(Date.now());
     await syncRun(db(c.env), summary);
-    await updatePolicy(c.env, row.workspaceId, (p) => ({ ...p, paused_runs: toggle(p.paused_runs, row.id, true) }));
     return c.json(runView(await ownRun(c.env, c.var.workspaceId, row.id)));
   })
   .post("/v1/runs/:id/pause", valid("param", IdParam), async (c) => {
@@ -93,7 +94,8 @@ export const runs = new Hono<OperatorEnv>()
   })
   .post("/v1/runs/:id/resume", valid("param", IdParam), async (c) => {
     const row = await ownRun(c.env, c.var.workspaceId, c.req.valid("param").id);
-    if (row.status === "sealed") throw new AppError(409, "sealed", "A sealed run stays stopped; it cannot be resumed.");
+    // The chain, not its D1 copy, knows whether it is sealed.
+    if ((await chain(c.env, row.id).summary())?.status === "sealed") throw new AppError(409, "sealed", "A sealed run stays stopped; it cannot be resumed.");
     await updatePolicy(c.env, row.workspaceId, (p) => ({ ...p, paused_runs: toggle(p.paused_runs, row.id, false) }));
     return c.json({ id: row.id, paused: false });
   })

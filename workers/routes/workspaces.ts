@@ -31,13 +31,17 @@ export const workspaces = new Hono<OperatorEnv>()
   .patch("/v1/workspaces/:id", valid("param", IdParam), valid("json", Settings), async (c) => {
     const ws = await ownWorkspace(c.env, c.var.workspaceId, c.req.valid("param").id);
     const s = c.req.valid("json");
-    const mode = s.mode ?? ws.mode;
-    const retention = s.retention ?? { mode: ws.retentionMode, keep: parseRoles(ws.retentionKeep) };
-    await db(c.env)
-      .update(schema.workspaces)
-      .set({ name: s.name ?? ws.name, mode, retentionMode: retention.mode, retentionKeep: JSON.stringify(retention.keep) })
-      .where(eq(schema.workspaces.id, ws.id));
-    await updatePolicy(c.env, ws.id, (p) => ({ ...p, mode, retention }));
+    // The policy first: if it cannot be updated (409), nothing has changed. Only the fields sent
+    // are written, so a concurrent change to the others is not undone.
+    if (s.mode !== undefined || s.retention !== undefined) {
+      await updatePolicy(c.env, ws.id, (p) => ({ ...p, mode: s.mode ?? p.mode, retention: s.retention ?? p.retention }));
+    }
+    const set = {
+      ...(s.name !== undefined ? { name: s.name } : {}),
+      ...(s.mode !== undefined ? { mode: s.mode } : {}),
+      ...(s.retention !== undefined ? { retentionMode: s.retention.mode, retentionKeep: JSON.stringify(s.retention.keep) } : {}),
+    };
+    if (Object.keys(set).length > 0) await db(c.env).update(schema.workspaces).set(set).where(eq(schema.workspaces.id, ws.id));
     return c.json(view((await db(c.env).select().from(schema.workspaces).where(eq(schema.workspaces.id, ws.id)).get())!));
   })
   .get("/v1/workspaces/:id/policy", valid("param", IdParam), async (c) => {
