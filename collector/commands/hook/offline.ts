@@ -1,4 +1,4 @@
-import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, writeSync } from "node:fs";
+import { closeSync, fstatSync, fsyncSync, mkdirSync, openSync, readFileSync, statSync, writeSync } from "node:fs";
 import { decideTool, runIdFor, type Policy } from "../../../protocol/index.ts";
 import { askBecomes, neutralAnswer, normalizeEvent, shapeAnswer } from "../../harnesses/events.ts";
 import { decisionAnswer, type HookAnswer } from "../../hook-fast/answers.cjs";
@@ -102,9 +102,31 @@ function spool(line: string, answer: HookAnswer): boolean {
     const record = `${JSON.stringify({ ...request, spooled_ms: Date.now(), answer })}\n`;
     writeSync(fd, record);
     fsyncSync(fd);
+    // The recorder may have taken the spool (renamed it to replay it) between our open and our
+    // write, and the line would go with the replayed file. Write it again to the new spool: the
+    // event id makes the second copy harmless.
+    if (!sameFile(fd, path)) {
+      const again = openSync(path, "a", 0o600);
+      try {
+        writeSync(again, record);
+        fsyncSync(again);
+      } finally {
+        closeSync(again);
+      }
+    }
     return true;
   } finally {
     closeSync(fd);
+  }
+}
+
+function sameFile(fd: number, path: string): boolean {
+  try {
+    const open = fstatSync(fd);
+    const named = statSync(path);
+    return open.ino === named.ino && open.dev === named.dev;
+  } catch {
+    return false;
   }
 }
 
