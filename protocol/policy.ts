@@ -99,9 +99,19 @@ export interface PolicyDecision {
 
 /** Matches a glob (`*`, `?`) against a whole string. */
 export function globMatch(pattern: string, text: string): boolean {
-  const re = new RegExp(`^${pattern.replace(/[.+^${}()|[\]\\]/g, "\\$&").replaceAll("*", ".*").replaceAll("?", ".")}$`, "s");
+  let re = globs.get(pattern);
+  if (!re) {
+    // Runs of `*` collapse to one, so a pattern cannot make the match backtrack without bound.
+    const source = pattern.replace(/\*+/g, "*").replace(/[.+^${}()|[\]\\]/g, "\\$&").replaceAll("*", ".*").replaceAll("?", ".");
+    re = new RegExp(`^${source}$`, "s");
+    if (globs.size > 2048) globs.clear();
+    globs.set(pattern, re);
+  }
   return re.test(text);
 }
+
+// Tool decisions run on every hook: each pattern is compiled once.
+const globs = new Map<string, RegExp>();
 
 /**
  * Decides a tool call: a suspended host or a paused run is denied first, then the first tool

@@ -286,15 +286,19 @@ export function verifyBundle(file: Uint8Array | string, options: VerifyOptions):
   }
 
   if (options.body) {
+    // A body named by several frames is read and hashed once; each frame's reference is still checked.
+    const seen = new Map<string, { size: number; hashOk: boolean } | null>();
     for (const mention of bodyMentions(chain.payloads)) {
       if (!mention.kept) continue;
-      const bytes = options.body(mention.sha256);
-      if (!bytes) {
-        add("BODY_MISSING", "incomplete", `body ${mention.sha256}`, `Frame ${mention.seq}'s ${mention.role} body is not in the bodies folder.`);
-        continue;
+      if (!seen.has(mention.sha256)) {
+        const bytes = options.body(mention.sha256);
+        seen.set(mention.sha256, bytes ? { size: bytes.length, hashOk: bytesToHex(sha256(bytes)) === mention.sha256 } : null);
+        if (bytes) summary.bodiesChecked++;
       }
-      summary.bodiesChecked++;
-      if (bytesToHex(sha256(bytes)) !== mention.sha256 || bytes.length !== mention.size) {
+      const body = seen.get(mention.sha256)!;
+      if (!body) {
+        add("BODY_MISSING", "incomplete", `body ${mention.sha256}`, `Frame ${mention.seq}'s ${mention.role} body is not in the bodies folder.`);
+      } else if (!body.hashOk || body.size !== mention.size) {
         add("BODY_HASH_MISMATCH", "tamper", `body ${mention.sha256}`, `Frame ${mention.seq}'s ${mention.role} body does not match its hash or size.`);
       }
     }

@@ -19,7 +19,9 @@ export async function closeQuietRuns(env: Env, now: number): Promise<number> {
     .orderBy(schema.runs.lastReceivedMs)
     .limit(CLOSE_BATCH)
     .all();
-  const summaries = (await Promise.all(quiet.map((r) => env.CHAINS.get(env.CHAINS.idFromName(r.id)).close(now, QUIET_MS)))) as (ChainSummary | null)[];
+  // One unreachable chain must not keep the others' rows from being written.
+  const settled = await Promise.allSettled(quiet.map((r) => env.CHAINS.get(env.CHAINS.idFromName(r.id)).close(now, QUIET_MS)));
+  const summaries = settled.map((s) => (s.status === "fulfilled" ? s.value : null)) as (ChainSummary | null)[];
   const writes = summaries.filter((s): s is ChainSummary => s !== null).map((s) => runRowUpsert(d, s, now));
   if (writes.length > 0) await d.batch(writes as [(typeof writes)[number], ...(typeof writes)[number][]]);
   return summaries.filter((s) => s?.status === "closed").length;

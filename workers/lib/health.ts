@@ -1,3 +1,4 @@
+import { HARNESSES } from "../../protocol/index.ts";
 import type { schema } from "../db/client.ts";
 
 type AgentRow = typeof schema.agents.$inferSelect;
@@ -32,4 +33,9 @@ export function agentHealth(agent: AgentRow | null, host: HostRow, now: number):
   if (agent.pendingSinceMs !== null) return { state: "pending", reason: "recorded, waiting to send" };
   if (agent.firstSeenMs === null) return { state: "idle", reason: "wrapped, no runs yet" };
   return { state: "healthy", reason: "runs recorded and delivered to Oxagen" };
+}
+
+/** Whether a wrapped name is a built-in harness or a custom agent. */
+export function agentKind(name: string): "harness" | "custom" {
+  return (HARNESSES as readonly string[]).includes(name) ? "harness" : "custom";
 }

@@ -1,9 +1,10 @@
 import { and, eq, isNull } from "drizzle-orm";
 import { Hono } from "hono";
-import { AgentName, bytesToHex, EnrollRequest, fromHex, HARNESSES, keyIdFor, publicKeyProblem, ROUTES } from "../../protocol/index.ts";
+import { AgentName, bytesToHex, EnrollRequest, fromHex, keyIdFor, publicKeyProblem, ROUTES } from "../../protocol/index.ts";
 import { db, schema } from "../db/client.ts";
 import { AppError } from "../errors.ts";
 import { serverKey } from "../keys.ts";
+import { agentKind } from "../lib/health.ts";
 import { newId, parseToken, secretMatches } from "../lib/tokens.ts";
 import { valid } from "../validate.ts";
 
@@ -37,7 +38,7 @@ export const enroll = new Hono<{ Bindings: Env }>().post(ROUTES.enroll, valid("j
     }),
     ...names.map((name) =>
       d.insert(schema.agents).values({
-        hostId, name, workspaceId: row.workspaceId, kind: (HARNESSES as readonly string[]).includes(name) ? "harness" : "custom", wrappedMs: now,
+        hostId, name, workspaceId: row.workspaceId, kind: agentKind(name), wrappedMs: now,
       }),
     ),
   ]);

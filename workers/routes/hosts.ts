@@ -6,7 +6,7 @@ import { authenticateHost, type HostRow, readBody } from "../auth/host.ts";
 import { operatorAuth, type OperatorEnv } from "../auth/operator.ts";
 import { db, schema } from "../db/client.ts";
 import { notFound } from "../errors.ts";
-import { agentHealth } from "../lib/health.ts";
+import { agentHealth, agentKind } from "../lib/health.ts";
 import { signedPolicy, toggle, updatePolicy } from "../lib/policy-store.ts";
 import { check, parseJson, valid } from "../validate.ts";
 
@@ -25,7 +25,7 @@ export async function agentsOf(env: Env, host: HostRow, now: number) {
     const row = byName.get(name) ?? null;
     const health = agentHealth(row, host, now);
     return {
-      host_id: host.id, name, kind: row?.kind ?? ((HARNESSES as readonly string[]).includes(name) ? "harness" : "custom"), health: health.state, reason: health.reason,
+      host_id: host.id, name, kind: row?.kind ?? agentKind(name), health: health.state, reason: health.reason,
       first_seen_ms: row?.firstSeenMs ?? null, last_seen_ms: row?.lastSeenMs ?? null, last_delivered_ms: row?.lastDeliveredMs ?? null, pending_since_ms: row?.pendingSinceMs ?? null,
     };
   });
@@ -62,7 +62,7 @@ export const hostSelf = new Hono<{ Bindings: Env }>()
     const writes = report.agents.map((a) => {
       const pendingSince = a.pending_frames > 0 ? Math.min(a.oldest_pending_ms ?? now, now) : null;
       return d.insert(schema.agents)
-        .values({ hostId: host.id, name: a.name, workspaceId: host.workspaceId, kind: (HARNESSES as readonly string[]).includes(a.name) ? "harness" : "custom", wrappedMs: now, pendingSinceMs: pendingSince, hooksMissing: a.hooks_ok ? 0 : 1 })
+        .values({ hostId: host.id, name: a.name, workspaceId: host.workspaceId, kind: agentKind(a.name), wrappedMs: now, pendingSinceMs: pendingSince, hooksMissing: a.hooks_ok ? 0 : 1 })
         .onConflictDoUpdate({ target: [schema.agents.hostId, schema.agents.name], set: { pendingSinceMs: pendingSince, hooksMissing: a.hooks_ok ? 0 : 1, ...(pendingSince === null ? { degradedMs: null } : {}) } });
     });
     if (writes.length > 0) await d.batch(writes as [(typeof writes)[number], ...(typeof writes)[number][]]);

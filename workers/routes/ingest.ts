@@ -3,7 +3,6 @@ import { Hono } from "hono";
 import {
   type ChainAck,
   frameSchemaProblem,
-  HARNESSES,
   hostChainId,
   IngestRequest,
   MAX_BATCH_FRAMES,
@@ -17,6 +16,7 @@ import { authenticateHost, type HostRow, readBody, requireActive } from "../auth
 import type { ChainIngestResult, ChainInit } from "../chain/types.ts";
 import { db, schema } from "../db/client.ts";
 import { AppError } from "../errors.ts";
+import { agentKind } from "../lib/health.ts";
 import { runRowUpsert } from "../lib/run-rows.ts";
 import { check, parseJson } from "../validate.ts";
 
@@ -113,7 +113,7 @@ export const ingest = new Hono<{ Bindings: Env }>().post(ROUTES.ingest, async (c
     writes.push(
       d.insert(schema.agents)
         .values({
-          hostId: host.id, name, workspaceId: host.workspaceId, kind: (HARNESSES as readonly string[]).includes(name) ? "harness" : "custom",
+          hostId: host.id, name, workspaceId: host.workspaceId, kind: agentKind(name),
           firstSeenMs: now, lastSeenMs: now, lastDeliveredMs: now, pendingSinceMs: pending ? now : null, lastRefusedMs: refused ? now : null,
         })
         .onConflictDoUpdate({
