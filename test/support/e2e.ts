@@ -117,3 +117,10 @@ export async function drained(computer: Computer, since = Date.now(), ms = 60_00
     return status.pending.frames + status.pending.locks + status.pending.bodies === 0 && status.heartbeat_ms > since;
   }, "the recorder to deliver everything", ms);
 }
+
+/** Stops a foreground recorder and the local Worker (afterAll of an end-to-end file). */
+export async function stopAll(daemon: ReturnType<typeof runDaemon> | undefined, worker: { stop: () => Promise<void> } | undefined): Promise<void> {
+  daemon?.proc.kill("SIGTERM");
+  await daemon?.exited;
+  await worker?.stop();
+}

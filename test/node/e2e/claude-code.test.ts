@@ -5,7 +5,7 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runIdFor } from "../../../protocol/index.ts";
-import { daemonUp, drained, enroll, eventually, newComputer, runDaemon, type Computer } from "../../support/e2e.ts";
+import { daemonUp, stopAll, drained, enroll, eventually, newComputer, runDaemon, type Computer } from "../../support/e2e.ts";
 import { startWorker, type LocalWorker } from "../../support/worker.ts";
 
 const OTHER_SETTINGS = `{
@@ -67,11 +67,7 @@ beforeAll(async () => {
   await daemonUp(computer);
 }, 240_000);
 
-afterAll(async () => {
-  daemon?.proc.kill("SIGTERM");
-  await daemon?.exited;
-  await worker?.stop();
-});
+afterAll(() => stopAll(daemon, worker));
 
 describe("Claude Code, end to end", () => {
   it("keeps every entry it did not write, and re-enrolling changes nothing", () => {

@@ -2,7 +2,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { daemonUp, drained, enroll, eventually, newComputer, oxagen, runDaemon, type Computer } from "../../support/e2e.ts";
+import { daemonUp, stopAll, drained, enroll, eventually, newComputer, oxagen, runDaemon, type Computer } from "../../support/e2e.ts";
 import { startWorker, type LocalWorker } from "../../support/worker.ts";
 
 interface RunView {
@@ -55,11 +55,7 @@ beforeAll(async () => {
   await daemonUp(computer);
 }, 240_000);
 
-afterAll(async () => {
-  daemon?.proc.kill("SIGTERM");
-  await daemon?.exited;
-  await worker?.stop();
-});
+afterAll(() => stopAll(daemon, worker));
 
 describe("a custom agent wrapped with tacho hook, end to end", () => {
   it("runs the six-event sequence, a policy deny stops the tool, and the exported bundle verifies", async () => {

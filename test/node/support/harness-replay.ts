@@ -1,11 +1,11 @@
 // Drives a harness's written hook entries as the harness would: the command string from its
 // configuration run through `sh -c` with the payload on stdin, against the real recorder.
-import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Policy } from "../../../protocol/index.ts";
 import { makeHome, NODE, TACHO, type Home } from "../../support/recorder.ts";
+import { collect, type Ran } from "./tacho.ts";
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- walks parsed configs
 
@@ -44,25 +44,12 @@ export function writtenCommand(h: HarnessHome, harness: string, event: string): 
   return String(ours.command);
 }
 
-export interface ShRun {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
+/** What `sh` gives back: exit code and output. */
+export type ShRun = Ran;
 
 /** `sh -c command` with `input` on stdin. */
 export function sh(command: string, input: string, env: Record<string, string>): Promise<ShRun> {
-  return new Promise((resolve, reject) => {
-    // The test tsconfig's worker types declare extra required env keys, hence the cast.
-    const child = spawn("sh", ["-c", command], { env: env as unknown as NodeJS.ProcessEnv, stdio: ["pipe", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d));
-    child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-    child.stdin.end(input);
-  });
+  return collect("sh", ["-c", command], env, input);
 }
 
 /** Fires one event through the written entry; returns the parsed answer (exactly one JSON document, exit 0). */

@@ -14,15 +14,15 @@ export interface Ran {
   stderr: string;
 }
 
-/** A clean environment: PATH plus `extra` (the test tsconfig's worker types declare extra required env keys, hence the cast). */
+/** A clean environment: PATH plus `extra`. */
 export function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  return { PATH: process.env.PATH ?? "", ...extra } as unknown as NodeJS.ProcessEnv;
+  return { PATH: process.env.PATH ?? "", ...extra };
 }
 
-/** Runs a collector binary as a real process with the given environment and stdin. */
-export function run(bin: string, args: string[], options: { env: Record<string, string>; input?: string | Buffer }): Promise<Ran> {
+/** Runs a command as a real process with `env` and `input` on stdin; collects its output. */
+export function collect(command: string, args: string[], env: NodeJS.ProcessEnv, input: string | Buffer = ""): Promise<Ran> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [bin, ...args], { env: childEnv(options.env), stdio: ["pipe", "pipe", "pipe"] });
+    const child = spawn(command, args, { env, stdio: ["pipe", "pipe", "pipe"] });
     let stdout = "";
     let stderr = "";
     child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d));
@@ -30,8 +30,13 @@ export function run(bin: string, args: string[], options: { env: Record<string, 
     child.on("error", reject);
     child.on("close", (code) => resolve({ code, stdout, stderr }));
     child.stdin.on("error", () => {});
-    child.stdin.end(options.input ?? "");
+    child.stdin.end(input);
   });
+}
+
+/** Runs a collector binary as a real process with the given environment and stdin. */
+export function run(bin: string, args: string[], options: { env: Record<string, string>; input?: string | Buffer }): Promise<Ran> {
+  return collect(process.execPath, [bin, ...args], childEnv(options.env), options.input);
 }
 
 /** A port nothing listens on (taken from the OS, then released). */
