@@ -5,8 +5,8 @@
  * @module
  */
 import { z } from "zod";
-import type { ParsedPayload } from "./chain.ts";
-import { bodyMentions, type Gap } from "./gaps.ts";
+import { type ParsedPayload, type PayloadTally, tallyPayloads } from "./frame-check.ts";
+import type { Gap } from "./gaps.ts";
 
 /** Enforcement tiers, from most to least. */
 export const TIERS = ["contained", "gateway", "harness", "observe"] as const;
@@ -41,41 +41,22 @@ export type CoverageFacts = z.infer<typeof CoverageFacts>;
 
 /** Counts the coverage facts of a chain from its kinds and parsed payloads. */
 export function coverageFacts(kinds: readonly string[], payloads: readonly (ParsedPayload | null)[]): CoverageFacts {
-  const byPath: Record<string, number> = {};
-  const byKind: Record<string, number> = {};
-  let gateway = 0;
-  let transcript = 0;
-  let replayable = 0;
-  let enforced = 0;
-  let backfilled = 0;
-  kinds.forEach((kind, i) => {
-    const p = payloads[i];
-    byKind[kind] = (byKind[kind] ?? 0) + 1;
-    if (!p) return;
-    const path = String(p.path);
-    byPath[path] = (byPath[path] ?? 0) + 1;
-    if (p.backfilled === true) backfilled++;
-    if (kind === "llm_call") {
-      if (path === "gateway") {
-        gateway++;
-        const kept = bodyMentions([p]).filter((b) => b.kept).map((b) => b.role);
-        if (kept.includes("llm_request") && kept.includes("llm_response")) replayable++;
-      } else if (path === "transcript") transcript++;
-    }
-    if (kind === "policy_decision" && path === "hook" && p.mode === "enforce") enforced++;
-  });
-  const mentions = bodyMentions(payloads);
+  return tallyCoverage(tallyPayloads(kinds, payloads));
+}
+
+/** {@link coverageFacts} from a chain's tally. */
+export function tallyCoverage(t: PayloadTally): CoverageFacts {
   return {
-    frames: kinds.length,
-    by_path: sortKeys(byPath),
-    by_kind: sortKeys(byKind),
-    llm_calls_gateway: gateway,
-    llm_calls_transcript: transcript,
-    llm_calls_replayable: replayable,
-    enforced_hook_decisions: enforced,
-    bodies_named: mentions.length,
-    bodies_not_kept: mentions.filter((m) => !m.kept).length,
-    backfilled_frames: backfilled,
+    frames: t.frames,
+    by_path: sortKeys(t.byPath),
+    by_kind: sortKeys(t.byKind),
+    llm_calls_gateway: t.llmGateway,
+    llm_calls_transcript: t.llmTranscript,
+    llm_calls_replayable: t.llmReplayable,
+    enforced_hook_decisions: t.enforcedHook,
+    bodies_named: t.mentions.length,
+    bodies_not_kept: t.mentions.filter((m) => !m.kept).length,
+    backfilled_frames: t.backfilled,
   };
 }
 

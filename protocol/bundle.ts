@@ -20,9 +20,9 @@ import { chainGaps, Gap } from "./gaps.ts";
 import { domainPrefix, sha256 } from "./hash.ts";
 import { ChainId, HostId, keyIdFor, Sha256Hex } from "./ids.ts";
 import { SignedLock } from "./lock.ts";
-import { BUNDLE_PREFIX } from "./bundle-layout.ts";
+import { BUNDLE_PREFIX, bundleSigningInput } from "./bundle-layout.ts";
 
-export { BUNDLE_PAYLOAD_TYPE, splitBundle, type SplitBundle } from "./bundle-layout.ts";
+export { BUNDLE_PAYLOAD_TYPE, bundleSignatureValid, bundleSigningInput, inExportedForm, splitBundle, type SplitBundle } from "./bundle-layout.ts";
 
 /** The largest bundle a verifier reads, in bytes. */
 export const MAX_BUNDLE_BYTES = 256 * 1024 * 1024;
@@ -68,16 +68,6 @@ export const Manifest = z.strictObject({
 /** One of {@link Manifest}. */
 export type Manifest = z.infer<typeof Manifest>;
 
-/** The exact bytes a bundle signature covers, given the manifest's text or its UTF-8 bytes. */
-export function bundleSigningInput(manifest: string | Uint8Array): Uint8Array {
-  const digest = sha256(typeof manifest === "string" ? utf8(manifest) : manifest);
-  const prefix = domainPrefix("oxagen/bundle/v1");
-  const out = new Uint8Array(prefix.length + digest.length);
-  out.set(prefix);
-  out.set(digest, prefix.length);
-  return out;
-}
-
 /** Writes a bundle file: the manifest as JSON, signed with the server's secret key. */
 export function writeBundle(manifest: Manifest, serverSecretKey: Uint8Array, serverKeyId: string): string {
   return writeBundleText(JSON.stringify(manifest), serverSecretKey, serverKeyId);
@@ -87,15 +77,6 @@ export function writeBundle(manifest: Manifest, serverSecretKey: Uint8Array, ser
 export function writeBundleText(manifestText: string, serverSecretKey: Uint8Array, serverKeyId: string): string {
   const sig = bytesToHex(sign(serverSecretKey, bundleSigningInput(manifestText)));
   return `${BUNDLE_PREFIX}${manifestText},"signature":{"key_id":"${serverKeyId}","sig":"${sig}"}}\n`;
-}
-
-/** True when `sig` (hex) is the server's signature over the manifest (its text or its UTF-8 bytes). */
-export function bundleSignatureValid(manifest: string | Uint8Array, sig: string, serverKey: Uint8Array): boolean {
-  try {
-    return verifyStrict(serverKey, bundleSigningInput(manifest), fromHex(sig, 64));
-  } catch {
-    return false;
-  }
 }
 
 /** What the server knows of a run when it exports it. */

@@ -15,15 +15,13 @@
  */
 import { z } from "zod";
 import { bytesToHex } from "./bytes.ts";
-import { type Frame, frameHash, genesisHash, type HashedFrame, hashEquals, hashFrames } from "./frame-hash.ts";
-import { type FrameKind, isFrameKind, PAYLOADS } from "./frames.ts";
+import { checkFrame, type FrameSlice, MAX_PAYLOAD_BYTES, sliceWithHashes } from "./frame-check.ts";
+import { type Frame, frameHash, genesisHash, type HashedFrame, hashFrames } from "./frame-hash.ts";
+import { type FrameKind, PAYLOADS } from "./frames.ts";
 import { ChainId } from "./ids.ts";
-import { readRecordJson } from "./json.ts";
 
+export * from "./frame-check.ts";
 export * from "./frame-hash.ts";
-
-/** The largest frame payload, in bytes of UTF-8. */
-export const MAX_PAYLOAD_BYTES = 64 * 1024;
 
 /** zod schema of a {@link Frame} on the wire (structure only; see {@link frameProblem} for the rest). */
 export const FrameWire = z.strictObject({
@@ -32,24 +30,6 @@ export const FrameWire = z.strictObject({
   kind: z.string().min(1).max(64),
   payload: z.string().min(2).max(MAX_PAYLOAD_BYTES),
 });
-
-/** A payload as parsed (Record JSON object). */
-export type ParsedPayload = Record<string, unknown>;
-
-/**
- * Checks a frame's kind, size and payload form, parsing the payload once. Returns the problem
- * (null when the frame may enter a chain) and the parsed payload (null when it is not an object).
- */
-export function checkFrame(frame: Frame): { problem: string | null; payload: ParsedPayload | null } {
-  if (frame.payload.length > MAX_PAYLOAD_BYTES) return { problem: "payload over 64 KiB", payload: null };
-  const read = readRecordJson(frame.payload);
-  if (read.problem !== null) return { problem: `payload ${read.problem}`, payload: null };
-  const value = read.value;
-  const payload = value !== null && typeof value === "object" && !Array.isArray(value) ? value : null;
-  if (!payload) return { problem: "payload is not a JSON object", payload: null };
-  if (!isFrameKind(frame.kind)) return { problem: `unknown frame kind "${frame.kind}"`, payload };
-  return { problem: null, payload };
-}
 
 /** Why a frame may not enter a chain (kind, payload form, size), or null when it may. */
 export function frameProblem(frame: Frame): string | null {
@@ -96,42 +76,15 @@ export interface ChainProblem {
   message: string;
 }
 
-/** Each frame's {@link checkFrame} result, by position: what {@link verifyChain} needs besides the hashes. */
-export interface CheckedFrames {
-  payloads: (ParsedPayload | null)[];
-  problems: (string | null)[];
-}
-
-/** Runs {@link checkFrame} on every frame; needs no hashes, so it can run while they are computed elsewhere. */
-export function checkFrames(frames: readonly Frame[], progress?: (index: number) => void): CheckedFrames {
-  const payloads: (ParsedPayload | null)[] = [];
-  const problems: (string | null)[] = [];
-  for (let index = 0; index < frames.length; index++) {
-    if (progress && (index & 8191) === 0) progress(index);
-    const { problem, payload } = checkFrame(frames[index]!);
-    payloads.push(payload);
-    problems.push(problem);
-  }
-  return { payloads, problems };
-}
-
 /**
- * Checks every frame of a chain that starts at seq 0 — seq continuity, kind and payload form, its
- * recomputed hash against the one it carries (see {@link hashFrames}), time order — and reports
- * what does not fit. Returns each frame's recomputed hash and parsed payload (index = position)
- * and the problems. `hashes` may be given when they were computed elsewhere (e.g. another thread),
- * and `checked` when {@link checkFrames} already ran. Time going backwards is reported but is not
- * a break: clocks move.
+ * The problems of a chain that starts at seq 0, given its frames and the slices that checked
+ * them (in order, covering every frame): seq continuity, frames that may not enter a chain,
+ * recomputed hashes that differ from the ones the frames carry, and time going backwards (which
+ * is reported but is not a break: clocks move). One frame's problems come in that order.
  */
-export function verifyChain(
-  chainId: string,
-  frames: readonly HashedFrame[],
-  progress?: (index: number) => void,
-  hashes?: Uint8Array[],
-  checked?: CheckedFrames,
-): { hashes: Uint8Array[]; payloads: (ParsedPayload | null)[]; problems: ChainProblem[] } {
-  const recomputed = hashes ?? hashFrames(chainId, frames);
-  const { payloads, problems: frameProblems } = checked ?? checkFrames(frames, progress);
+export function chainProblems(frames: readonly Frame[], slices: readonly FrameSlice[]): ChainProblem[] {
+  const invalid = new Map(slices.flatMap((s) => s.invalid));
+  const mismatched = new Set(slices.flatMap((s) => s.mismatched.map(([index]) => index)));
   const problems: ChainProblem[] = [];
   let lastT = 0;
   for (let index = 0; index < frames.length; index++) {
@@ -140,15 +93,24 @@ export function verifyChain(
       const code = frame.seq < index ? (frames[index - 1]?.seq === frame.seq ? "SEQ_DUPLICATE" : "SEQ_ORDER") : "SEQ_GAP";
       problems.push({ seq: index, code, message: `frame at position ${index} has seq ${frame.seq}` });
     }
-    const problem = frameProblems[index];
+    const problem = invalid.get(index);
     if (problem) problems.push({ seq: index, code: "FRAME_INVALID", message: problem });
     if (frame.t < lastT) problems.push({ seq: index, code: "TIME_REGRESSION", message: `time goes back ${lastT - frame.t} ms` });
     lastT = Math.max(lastT, frame.t);
-    if (frame.hash !== undefined && !hashEquals(recomputed[index]!, frame.hash)) {
+    if (mismatched.has(index)) {
       problems.push({ seq: index, code: "FRAME_HASH_MISMATCH", message: "content does not match the frame's recorded hash" });
     }
   }
-  return { hashes: recomputed, payloads, problems };
+  return problems;
+}
+
+/**
+ * Checks every frame of a chain that starts at seq 0 (see {@link chainProblems}) and returns
+ * each frame's recomputed hash (index = position; see {@link hashFrames}) and the problems.
+ */
+export function verifyChain(chainId: string, frames: readonly HashedFrame[]): { hashes: Uint8Array[]; problems: ChainProblem[] } {
+  const hashes = hashFrames(chainId, frames);
+  return { hashes, problems: chainProblems(frames, [sliceWithHashes(frames, 0, frames.length, hashes)]) };
 }
 
 /** Lowercase hex of a hash. */

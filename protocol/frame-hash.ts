@@ -4,7 +4,7 @@
  * @module
  */
 import { concatBytes, equalsHex, fromHex, isHex, u16, utf8 } from "./bytes.ts";
-import { domainPrefix, sha256, taggedHash } from "./hash.ts";
+import { domainPrefix, sha256Into, taggedHash } from "./hash.ts";
 
 /** A frame as it travels and is stored: the payload is the exact Record JSON text. */
 export interface Frame {
@@ -29,95 +29,127 @@ export function genesisHash(chainId: string): Uint8Array {
   return taggedHash("oxagen/genesis/v1", u16(id.length), id);
 }
 
-// Hashing runs once or twice per frame, so inputs are laid out in one reused buffer instead of
-// concatenated copies. Safe: everything here is synchronous and the hash keeps no reference.
+// Hashing runs twice per frame, so inputs are laid out in reused buffers and digests written into
+// them instead of allocated. Safe: everything here is synchronous and the hash keeps no reference.
 const encoder = new TextEncoder();
 let scratch = new Uint8Array(1 << 16);
-let view = new DataView(scratch.buffer);
 
 function room(bytes: number): void {
-  if (scratch.length >= bytes) return;
-  scratch = new Uint8Array(Math.max(bytes, scratch.length * 2));
-  view = new DataView(scratch.buffer);
+  if (scratch.length < bytes) scratch = new Uint8Array(Math.max(bytes, scratch.length * 2));
 }
 
-// The caller has made room for `at + text.length * 3` bytes: growing here would drop what it wrote.
-function putText(text: string, at: number): number {
-  if (!text.isWellFormed()) throw new Error("string holds a lone surrogate");
-  if (scratch.length < at + text.length * 3) throw new RangeError("hash buffer too small");
-  return encoder.encodeInto(text, scratch.subarray(at)).written;
+/** Writes SHA-256("oxagen/payload/v1" 0x00 || payload bytes) into `out` at `at`. */
+function payloadHashInto(payload: string, out: Uint8Array, at: number): void {
+  if (!payload.isWellFormed()) throw new Error("string holds a lone surrogate");
+  const prefix = domainPrefix("oxagen/payload/v1");
+  room(prefix.length + payload.length * 3);
+  scratch.set(prefix, 0);
+  const written = encoder.encodeInto(payload, scratch.subarray(prefix.length)).written;
+  sha256Into(scratch.subarray(0, prefix.length + written), out, at);
 }
 
 /** SHA-256 of a payload's bytes, domain-separated. */
 export function payloadHash(payload: string | Uint8Array): Uint8Array {
-  const prefix = domainPrefix("oxagen/payload/v1");
   if (typeof payload !== "string") return taggedHash("oxagen/payload/v1", payload);
-  room(prefix.length + payload.length * 3);
-  scratch.set(prefix, 0);
-  const written = putText(payload, prefix.length);
-  return sha256(scratch.subarray(0, prefix.length + written));
+  const out = new Uint8Array(32);
+  payloadHashInto(payload, out, 0);
+  return out;
+}
+
+const MAX_KIND_BYTES = 255;
+
+/**
+ * A frame hasher for one chain: its buffer holds the frame hash input, whose start (tag, length,
+ * chain id) is written once and whose `prev` field, at `prevAt`, is where each frame's hash is
+ * written, ready to link the next frame.
+ */
+interface Hasher {
+  buf: Uint8Array;
+  view: DataView;
+  prevAt: number;
+  problem: string | null;
+}
+
+function hasher(chainId: string): Hasher {
+  const prefix = domainPrefix("oxagen/frame/v1");
+  const id = chainId.isWellFormed() ? encoder.encode(chainId) : null;
+  const problem = !id ? "string holds a lone surrogate" : id.length > 0xffff ? "chain id too long" : null;
+  const start = id && !problem ? concatBytes(prefix, u16(id.length), id) : new Uint8Array(0);
+  const buf = new Uint8Array(start.length + 8 + 32 + 8 + 1 + MAX_KIND_BYTES + 32);
+  buf.set(start);
+  return { buf, view: new DataView(buf.buffer), prevAt: start.length + 8, problem };
+}
+
+// Hashes one frame over the prev in h.buf and leaves its hash there. Throws where frameHash throws.
+function hashNext(h: Hasher, frame: Frame): void {
+  if (!Number.isSafeInteger(frame.seq) || frame.seq < 0 || !Number.isSafeInteger(frame.t) || frame.t < 0) {
+    throw new RangeError("seq and t must be non-negative safe integers");
+  }
+  if (h.problem) throw new Error(h.problem);
+  if (!frame.kind.isWellFormed()) throw new Error("string holds a lone surrogate");
+  const { buf, view, prevAt } = h;
+  let at = prevAt + 32;
+  view.setUint32(prevAt - 8, Math.floor(frame.seq / 2 ** 32));
+  view.setUint32(prevAt - 4, frame.seq >>> 0);
+  view.setUint32(at, Math.floor(frame.t / 2 ** 32));
+  view.setUint32(at + 4, frame.t >>> 0);
+  at += 8;
+  const kind = encoder.encodeInto(frame.kind, buf.subarray(at + 1, at + 1 + MAX_KIND_BYTES));
+  if (kind.read !== frame.kind.length) throw new RangeError("kind too long");
+  const kindLen = kind.written;
+  buf[at] = kindLen;
+  at += 1 + kindLen;
+  payloadHashInto(frame.payload, buf, at);
+  sha256Into(buf.subarray(0, at + 32), buf, prevAt);
 }
 
 /** The hash of one frame, given the hash of the frame before it (or the genesis hash). */
 export function frameHash(chainId: string, frame: Frame, prev: Uint8Array): Uint8Array {
-  return frameHasher(chainId)(frame, prev);
-}
-
-// frameHash for many frames of one chain: the tag, length and chain id that start every frame
-// hash input are encoded once. Throws exactly where frameHash throws.
-function frameHasher(chainId: string): (frame: Frame, prev: Uint8Array) => Uint8Array {
-  const prefix = domainPrefix("oxagen/frame/v1");
-  const id = chainId.isWellFormed() ? encoder.encode(chainId) : null;
-  const start = id && id.length <= 0xffff ? concatBytes(prefix, u16(id.length), id) : null;
-  return (frame, prev) => {
-    const digest = payloadHash(frame.payload);
-    if (!Number.isSafeInteger(frame.seq) || frame.seq < 0 || !Number.isSafeInteger(frame.t) || frame.t < 0) {
-      throw new RangeError("seq and t must be non-negative safe integers");
-    }
-    if (!id) throw new Error("string holds a lone surrogate");
-    if (!start) throw new RangeError("chain id too long");
-    let at = start.length;
-    room(at + 8 + 32 + 8 + 1 + frame.kind.length * 3 + 32);
-    scratch.set(start, 0);
-    view.setUint32(at, Math.floor(frame.seq / 2 ** 32));
-    view.setUint32(at + 4, frame.seq >>> 0);
-    scratch.set(prev, at + 8);
-    at += 40;
-    view.setUint32(at, Math.floor(frame.t / 2 ** 32));
-    view.setUint32(at + 4, frame.t >>> 0);
-    at += 8;
-    const kindLen = putText(frame.kind, at + 1);
-    if (kindLen > 255) throw new RangeError("kind too long");
-    scratch[at] = kindLen;
-    at += 1 + kindLen;
-    scratch.set(digest, at);
-    return sha256(scratch.subarray(0, at + 32));
-  };
+  const h = hasher(chainId);
+  h.buf.set(prev, h.prevAt);
+  hashNext(h, frame);
+  return h.buf.slice(h.prevAt, h.prevAt + 32);
 }
 
 /**
- * Recomputes the hash of frames `from` … `to − 1`. Where a frame carries the hash its holder
- * claims, that claimed hash (when it is well-formed hex) links the next frame, so one edited frame
- * breaks only its own hash, and any slice can be hashed on its own (in parallel with others).
+ * Recomputes the hash of frames `from` … `to − 1` and hands each to `visit` (a view, valid only
+ * during the call), saying whether it equals the hash the frame carries (false when it carries
+ * none). Where a frame carries the hash its holder claims, that claimed hash (when it
+ * is well-formed hex) links the next frame, so one edited frame breaks only its own hash, and any
+ * slice can be hashed on its own (in parallel with others). A frame that cannot be hashed (bad
+ * seq, time or kind, a lone surrogate) gets 32 zero bytes.
  */
-export function hashFrames(chainId: string, frames: readonly HashedFrame[], from = 0, to = frames.length): Uint8Array[] {
-  const hashes: Uint8Array[] = [];
+export function visitFrameHashes(
+  chainId: string,
+  frames: readonly HashedFrame[],
+  from: number,
+  to: number,
+  visit: (index: number, hash: Uint8Array, matchesClaim: boolean) => void,
+): void {
+  const h = hasher(chainId);
   const before = from > 0 ? frames[from - 1]!.hash : undefined;
-  let prev = from === 0 ? genesisHash(chainId) : before !== undefined && isHex(before, 32) ? fromHex(before, 32) : null;
-  if (!prev) prev = hashFrames(chainId, frames, 0, from).at(-1)!;
-  const hashOf = frameHasher(chainId);
+  if (from === 0) h.buf.set(genesisHash(chainId), h.prevAt);
+  else if (before !== undefined && isHex(before, 32)) h.buf.set(fromHex(before, 32), h.prevAt);
+  else h.buf.set(hashFrames(chainId, frames, 0, from).at(-1)!, h.prevAt);
+  const hash = h.buf.subarray(h.prevAt, h.prevAt + 32);
   for (let index = from; index < to; index++) {
     const frame = frames[index]!;
-    let hash: Uint8Array;
     try {
-      hash = hashOf(frame, prev);
+      hashNext(h, frame);
     } catch {
-      hash = new Uint8Array(32);
+      hash.fill(0);
     }
-    hashes.push(hash);
+    const matches = frame.hash !== undefined && equalsHex(hash, frame.hash);
+    visit(index, hash, matches);
     // A claimed hash that matches is well-formed hex, so the common case skips the hex check.
-    prev = frame.hash === undefined || hashEquals(hash, frame.hash) || !isHex(frame.hash, 32) ? hash : fromHex(frame.hash, 32);
+    if (!matches && frame.hash !== undefined && isHex(frame.hash, 32)) hash.set(fromHex(frame.hash, 32));
   }
+}
+
+/** Recomputes the hash of frames `from` … `to − 1` (see {@link visitFrameHashes}). */
+export function hashFrames(chainId: string, frames: readonly HashedFrame[], from = 0, to = frames.length): Uint8Array[] {
+  const hashes: Uint8Array[] = [];
+  visitFrameHashes(chainId, frames, from, to, (_index, hash) => hashes.push(hash.slice()));
   return hashes;
 }
 

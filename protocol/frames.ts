@@ -4,6 +4,7 @@
  * @module
  */
 import { z } from "zod";
+import { FRAME_KIND_NAMES } from "./frame-check.ts";
 import { Sha256Hex } from "./ids.ts";
 
 /** Which recording path wrote a frame. */
@@ -203,7 +204,11 @@ export const PAYLOADS = {
 } as const;
 
 /** Every frame kind, in the order the coverage statement names them. */
-export const FRAME_KINDS = Object.keys(PAYLOADS) as FrameKind[];
+export const FRAME_KINDS: FrameKind[] = [...FRAME_KIND_NAMES];
+// The schema-free list that frame-check.ts checks kinds against names exactly these kinds.
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const sameKinds: Same<keyof typeof PAYLOADS, (typeof FRAME_KIND_NAMES)[number]> = true;
+void sameKinds;
 /** A frame kind. */
 export type FrameKind = keyof typeof PAYLOADS;
 /** The payload type of a frame kind. */

@@ -6,7 +6,7 @@
  * @module
  */
 import { z } from "zod";
-import type { ParsedPayload } from "./chain.ts";
+import { type ParsedPayload, type PayloadTally, tallyPayloads } from "./frame-check.ts";
 import { PAYLOADS } from "./frames.ts";
 import { Sha256Hex } from "./ids.ts";
 
@@ -46,38 +46,6 @@ export const Gap = z.strictObject({
 /** One of {@link Gap}. */
 export type Gap = z.infer<typeof Gap>;
 
-/** A body named by a frame. */
-export interface BodyMention {
-  seq: number;
-  role: string;
-  sha256: string;
-  size: number;
-  kept: boolean;
-  why?: string;
-}
-
-/** Every body reference in a chain's payloads, in order. */
-export function bodyMentions(payloads: readonly (ParsedPayload | null)[]): BodyMention[] {
-  const out: BodyMention[] = [];
-  payloads.forEach((payload, seq) => {
-    const bodies = payload?.bodies;
-    if (!Array.isArray(bodies)) return;
-    for (const b of bodies) {
-      if (!b || typeof b !== "object") continue;
-      const ref = b as Record<string, unknown>;
-      out.push({
-        seq,
-        role: String(ref.role),
-        sha256: String(ref.sha256),
-        size: Number(ref.size),
-        kept: ref.kept === true,
-        ...(typeof ref.why === "string" ? { why: ref.why } : {}),
-      });
-    }
-  });
-  return out;
-}
-
 /**
  * The gaps a chain shows by itself, in a fixed order: each `telemetry_gap` frame (source
  * `computer`), then `unobserved_tail` when the chain has no `agent_stop` or ends as crashed,
@@ -85,29 +53,23 @@ export function bodyMentions(payloads: readonly (ParsedPayload | null)[]): BodyM
  * body not kept because it was over the limit.
  */
 export function chainGaps(kinds: readonly string[], payloads: readonly (ParsedPayload | null)[]): Gap[] {
-  const gaps: Gap[] = [];
-  let stop: ParsedPayload | null = null;
-  kinds.forEach((kind, seq) => {
-    const p = payloads[seq];
-    if (!p) return;
-    if (kind === "telemetry_gap" && typeof p.cause === "string") {
-      gaps.push({ kind: p.cause, source: "computer", seq, detail: `the computer reported ${p.cause.replaceAll("_", " ")}` });
-    }
-    if (kind === "agent_stop") stop = p;
-  });
-  const outcome = (stop as ParsedPayload | null)?.outcome;
-  if (!stop || outcome === "crashed") {
+  return tallyGaps(tallyPayloads(kinds, payloads));
+}
+
+/** {@link chainGaps} from a chain's tally. */
+export function tallyGaps(t: PayloadTally): Gap[] {
+  const gaps: Gap[] = t.reported.map(({ seq, cause }) => ({ kind: cause, source: "computer", seq, detail: `the computer reported ${cause.replaceAll("_", " ")}` }));
+  if (!t.stop || t.stop.crashed) {
     gaps.push({
       kind: "unobserved_tail",
       source: "chain",
-      detail: stop ? "the session crashed; what happened after its last frame was not observed" : "the record has no agent_stop; what came after its last frame was not observed",
+      detail: t.stop ? "the session crashed; what happened after its last frame was not observed" : "the record has no agent_stop; what came after its last frame was not observed",
     });
   }
-  const mentions = bodyMentions(payloads);
-  if (mentions.some((m) => m.why === "digest_only")) {
+  if (t.mentions.some((m) => m.why === "digest_only")) {
     gaps.push({ kind: "digest_only", source: "chain", detail: "the workspace keeps digests only: no body was kept" });
   }
-  const over = [...new Set(mentions.filter((m) => m.why === "over_limit").map((m) => m.sha256))];
+  const over = [...new Set(t.mentions.filter((m) => m.why === "over_limit").map((m) => m.sha256))];
   if (over.length > 0) {
     gaps.push({ kind: "missing_bodies", source: "chain", bodies: over, detail: `${over.length} bodies over 1 MiB were not kept` });
   }

@@ -10,11 +10,24 @@ import { bytesToHex, concatBytes, utf8 } from "./bytes.ts";
 /** A SHA-256 implementation: bytes in, 32 bytes out. */
 export type Sha256 = (data: Uint8Array) => Uint8Array;
 
-let impl: Sha256 = (data) => nobleSha256(data);
+/** A SHA-256 implementation that writes the 32-byte digest into `out` at `at`. */
+export type Sha256Into = (data: Uint8Array, out: Uint8Array, at: number) => void;
 
-/** Replaces the SHA-256 implementation (e.g. with `node:crypto` in the CLI). */
-export function useSha256(fn: Sha256): void {
+let impl: Sha256 = (data) => nobleSha256(data);
+let intoImpl: Sha256Into = (data, out, at) => out.set(impl(data), at);
+
+/**
+ * Replaces the SHA-256 implementation (e.g. with `node:crypto` in the CLI). `into`, when given,
+ * is the same function writing into a buffer, for hot loops that should not allocate.
+ */
+export function useSha256(fn: Sha256, into?: Sha256Into): void {
   impl = fn;
+  intoImpl = into ?? ((data, out, at) => out.set(fn(data), at));
+}
+
+/** Writes SHA-256 of `data` into `out` at `at` (32 bytes). */
+export function sha256Into(data: Uint8Array, out: Uint8Array, at: number): void {
+  intoImpl(data, out, at);
 }
 
 /** SHA-256 of `data`. */

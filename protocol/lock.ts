@@ -88,8 +88,10 @@ export interface LockProblem {
 /** What {@link verifyLocks} needs to know of the chain and the keys. */
 export interface LockContext {
   chainId: string;
-  /** Recomputed hash of every frame, by seq. */
-  frameHashes: readonly Uint8Array[];
+  /** How many frames the chain holds. */
+  frameCount: number;
+  /** The recomputed hash (hex) of the frame at a position below `frameCount`. */
+  frameHash: (index: number) => string;
   /** The chain's genesis hash (the head of a lock with count 0). */
   genesis: Uint8Array;
   hostKey: Uint8Array;
@@ -128,6 +130,7 @@ export function verifyLocks(locks: readonly SignedLock[], ctx: LockContext): Loc
   let finalSeen = false;
   let lockedCount = 0;
   let finalLocked = false;
+  const genesis = bytesToHex(ctx.genesis);
   locks.forEach((lock, index) => {
     let p: LockPayload;
     try {
@@ -155,10 +158,9 @@ export function verifyLocks(locks: readonly SignedLock[], ctx: LockContext): Loc
     if (finalSeen) problems.push({ lockSeq: at, code: "LOCK_AFTER_FINAL", message: "a lock follows a final lock" });
     if (p.count < prevCount) problems.push({ lockSeq: at, code: "LOCK_REGRESSION", message: `count ${p.count} is below the previous lock's ${prevCount}` });
     if (p.t < prevT) problems.push({ lockSeq: at, code: "LOCK_TIME_REGRESSION", message: `time goes back ${prevT - p.t} ms` });
-    const expectedHead = p.count === 0 ? ctx.genesis : ctx.frameHashes[p.count - 1];
-    if (!expectedHead) {
-      problems.push({ lockSeq: at, code: "LOCK_HEAD_MISMATCH", message: `lock covers ${p.count} frames but the chain holds ${ctx.frameHashes.length}` });
-    } else if (bytesToHex(expectedHead) !== p.head) {
+    if (p.count > ctx.frameCount) {
+      problems.push({ lockSeq: at, code: "LOCK_HEAD_MISMATCH", message: `lock covers ${p.count} frames but the chain holds ${ctx.frameCount}` });
+    } else if ((p.count === 0 ? genesis : ctx.frameHash(p.count - 1)) !== p.head) {
       problems.push({ lockSeq: at, code: "LOCK_HEAD_MISMATCH", message: `head does not match frame ${p.count - 1}` });
     }
     prevHash = lockHash(lock);
@@ -169,7 +171,7 @@ export function verifyLocks(locks: readonly SignedLock[], ctx: LockContext): Loc
     if (p.final) finalSeen = true;
   });
   const last = parsed.at(-1);
-  finalLocked = !!last && last.final && last.count === ctx.frameHashes.length;
+  finalLocked = !!last && last.final && last.count === ctx.frameCount;
   return { problems, lockedCount, finalLocked, parsed };
 }
 

@@ -4,11 +4,12 @@
  * @module
  */
 import { bytesToHex, fromHex, fromUtf8 } from "./bytes.ts";
-import { coverageFacts, enforcementTier, replayGrade } from "./assess.ts";
-import { bundleFrameProblem, bundleSignatureValid, type Manifest, ManifestHead, MAX_BUNDLE_BYTES, splitBundle, type SplitBundle } from "./bundle.ts";
-import { checkFrames, genesisHash, hashFrames, type HashedFrame, verifyChain } from "./chain.ts";
+import { enforcementTier, replayGrade, tallyCoverage } from "./assess.ts";
+import { bundleFrameProblem, bundleSignatureValid, inExportedForm, type Manifest, ManifestHead, MAX_BUNDLE_BYTES, splitBundle, type SplitBundle } from "./bundle.ts";
+import { chainProblems, genesisHash, type HashedFrame } from "./chain.ts";
 import { publicKeyProblem } from "./ed25519.ts";
-import { bodyMentions, chainGaps, gapKey } from "./gaps.ts";
+import { checkFrameSlice, completeSlices, type FrameSlice, mergeSlices } from "./frame-check.ts";
+import { gapKey, tallyGaps } from "./gaps.ts";
 import { sha256 } from "./hash.ts";
 import { keyIdFor, runIdFor } from "./ids.ts";
 import { type SignedLock, verifyLocks } from "./lock.ts";
@@ -25,6 +26,9 @@ export interface Finding {
   message: string;
 }
 
+// Frames checked here are checked this many at a time, so progress can be reported between.
+const PROGRESS_STEP = 8192;
+
 /** Exit codes of `oxagen verify`. */
 export const EXIT = { valid: 0, tampered: 1, unverifiable: 2, incomplete: 3 } as const;
 
@@ -39,16 +43,21 @@ export interface VerifyOptions {
   /** Called now and then with the fraction done, for a progress bar. */
   onProgress?: (done: number) => void;
   /**
-   * Supplies the frames' recomputed hashes (as `hashFrames` computes them), e.g. from another
-   * thread; returns null to have them computed here. Its answer must equal `hashFrames`'s.
+   * Shares the frames' checking, e.g. with another thread. Called once the manifest's head has
+   * the bundle's shape (its frames are not checked yet), it may start work elsewhere at once; the function it returns is called when
+   * this thread is ready to check frames, with `check` (which checks frames `from` … `to − 1`
+   * here), and returns slices as `checkFrameSlice` makes them, or null. Frames no slice covers
+   * are checked here; overlapping slices are not trusted.
    */
-  frameHashes?: (chainId: string, frames: readonly HashedFrame[]) => Uint8Array[] | null;
+  shareFrames?: (manifest: Manifest) => (check: (from: number, to: number) => FrameSlice) => FrameSlice[] | null;
   /**
    * Supplies each lock's `lockSignatureValid` under the key of the signer its payload names (the
    * manifest's host key or the pinned server key), e.g. from another thread; returns null to have
    * them checked here. Its answer must equal what `verifyLocks` would compute.
    */
   lockSignatures?: (locks: readonly SignedLock[]) => boolean[] | null;
+  /** Supplies whether the server's signature over the manifest holds, e.g. from another thread; null to check it here. */
+  bundleSignature?: () => boolean | null;
 }
 
 /** The result of verifying a bundle. */
@@ -110,35 +119,54 @@ const emptySummary = (): VerifyResult["summary"] => ({
 export function verifyBundle(file: Uint8Array | string, options: VerifyOptions): VerifyResult {
   const findings: Finding[] = [];
   const add = (code: string, severity: Severity, where: string, message: string) => findings.push({ code, severity, where, message });
-  const done = (firstBrokenSeq: number | null, summary = emptySummary()): VerifyResult => ({ exit: exitFor(findings), findings, firstBrokenSeq, summary });
+  const result = (firstBrokenSeq: number | null, summary = emptySummary()): VerifyResult => ({ exit: exitFor(findings), findings, firstBrokenSeq, summary });
 
   const keyProblem = options.serverKey.length === 32 ? publicKeyProblem(options.serverKey) : "the server key is not 32 bytes";
   if (keyProblem) {
     add("KEY_INVALID", "unverifiable", "server key", `The pinned server key cannot be used: ${keyProblem}.`);
-    return done(null);
+    return result(null);
   }
   if (file.length > MAX_BUNDLE_BYTES) {
     add("TOO_LARGE", "unverifiable", "bundle", `The bundle is over ${MAX_BUNDLE_BYTES / 1024 / 1024} MiB.`);
-    return done(null);
+    return result(null);
   }
   let text: string;
   try {
     text = typeof file === "string" ? file : fromUtf8(file);
   } catch {
     add("UNREADABLE", "unverifiable", "bundle", "The bundle is not valid UTF-8.");
-    return done(null);
+    return result(null);
   }
   const split = splitBundle(text);
   if (!split.ok) {
     add(split.code, "unverifiable", "bundle", `${split.message}.`);
-    return done(null);
+    return result(null);
   }
+  // The server signature may be answered elsewhere (another thread), and the manifest's exported
+  // form is checked once the frames' work is shared: both answers come late, and their findings
+  // are put in the place and precedence they would have if checked first, before any result.
   const pinnedId = keyIdFor(options.serverKey);
+  let signature: { at: number; valid: () => boolean } | null = null;
   if (split.keyId !== pinnedId) {
     add("SERVER_KEY_MISMATCH", "tamper", "bundle", `The bundle is signed by key ${split.keyId}, not by the pinned server key ${pinnedId}.`);
-  } else if (!bundleSignatureValid(manifestBytes(file, split), split.sig, options.serverKey)) {
-    add("SERVER_SIG_INVALID", "tamper", "bundle", "The server's signature does not match the bundle's contents.");
+  } else {
+    const given = options.bundleSignature;
+    const valid = () => given?.() ?? bundleSignatureValid(manifestBytes(file, split), split.sig, options.serverKey);
+    signature = { at: findings.length, valid: given ? valid : ((ok) => () => ok)(valid()) };
   }
+  let form: { at: number; exported: () => boolean } | null = null;
+  const done = (firstBrokenSeq: number | null, summary = emptySummary()): VerifyResult => {
+    if (form && !form.exported()) {
+      findings.length = form.at;
+      add("MANIFEST_INVALID", "unverifiable", "manifest", "The manifest is not in its exported form (duplicate member, white space or escaping changed).");
+      [firstBrokenSeq, summary] = [null, emptySummary()];
+    }
+    if (signature && !signature.valid()) {
+      findings.splice(signature.at, 0, { code: "SERVER_SIG_INVALID", severity: "tamper", where: "bundle", message: "The server's signature does not match the bundle's contents." });
+    }
+    signature = form = null;
+    return result(firstBrokenSeq, summary);
+  };
   let raw: unknown;
   try {
     raw = JSON.parse(split.manifestText);
@@ -150,24 +178,26 @@ export function verifyBundle(file: Uint8Array | string, options: VerifyOptions):
     add("UNSUPPORTED_VERSION", "unverifiable", "manifest", `Manifest version ${String((raw as { v: unknown }).v)} is not one this verifier knows.`);
     return done(null);
   }
-  if (!sameText(raw, split.manifestText)) {
-    add("MANIFEST_INVALID", "unverifiable", "manifest", "The manifest is not in its exported form (duplicate member, white space or escaping changed).");
-    return done(null);
-  }
+  let exportedForm: boolean | undefined;
+  form = { at: findings.length, exported: () => (exportedForm ??= inExportedForm(raw, split.manifestText)) };
   const parsed = ManifestHead.safeParse(raw);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     add("MANIFEST_INVALID", "unverifiable", "manifest", `The manifest does not have the bundle's shape (${issue ? `${issue.path.join(".")}: ${issue.message}` : "invalid"}).`);
     return done(null);
   }
-  for (let i = 0; i < parsed.data.frames.length; i++) {
-    const problem = bundleFrameProblem(parsed.data.frames[i]);
+  const m = parsed.data as Manifest;
+  // Shared before the frames' own shape is checked, so the help starts sooner: a sharer checks
+  // the types it relies on, and nothing it returns is used when a frame is malformed.
+  const shared = options.shareFrames?.(m);
+  for (let i = 0; i < m.frames.length; i++) {
+    const problem = bundleFrameProblem(m.frames[i]);
     if (problem) {
       add("MANIFEST_INVALID", "unverifiable", `frame ${i}`, `The manifest's frame at position ${i} is malformed: ${problem}.`);
       return done(null);
     }
   }
-  const m = parsed.data as Manifest;
+  form.exported();
   const chainId = m.run.id;
   const summary = emptySummary();
   summary.run = chainId;
@@ -191,14 +221,21 @@ export function verifyBundle(file: Uint8Array | string, options: VerifyOptions):
   };
 
   options.onProgress?.(0);
-  // Payloads are checked before the hashes are asked for, so hashing elsewhere can overlap it.
-  const checked = checkFrames(m.frames, (i) => options.onProgress?.((0.5 * i) / Math.max(1, m.frames.length)));
-  options.onProgress?.(0.5);
-  const given = options.frameHashes?.(chainId, m.frames);
-  const hashes = given && given.length === m.frames.length ? given : hashFrames(chainId, m.frames);
-  const chain = verifyChain(chainId, m.frames, undefined, hashes, checked);
-  options.onProgress?.(0.6);
-  for (const p of chain.problems) {
+  const n = m.frames.length;
+  const check = (from: number, to: number) => {
+    const slice = checkFrameSlice(chainId, m.frames, from, to);
+    options.onProgress?.((0.8 * to) / Math.max(1, n));
+    return slice;
+  };
+  const here = (from: number, to: number) => {
+    const parts: FrameSlice[] = [];
+    for (let at = from; at < to; at += PROGRESS_STEP) parts.push(check(at, Math.min(to, at + PROGRESS_STEP)));
+    return parts.length ? mergeSlices(parts) : check(from, to);
+  };
+  const frames = mergeSlices(completeSlices(shared?.(check) ?? [], n, here));
+  const recomputed = new Map(frames.mismatched);
+  const hashAt = (index: number) => recomputed.get(index) ?? m.frames[index]!.hash;
+  for (const p of chainProblems(m.frames, [frames])) {
     if (p.code === "TIME_REGRESSION") {
       add(p.code, "note", `frame ${p.seq}`, `Frame ${p.seq}'s time is earlier than the frame before it (${p.message}).`);
       continue;
@@ -206,20 +243,20 @@ export function verifyBundle(file: Uint8Array | string, options: VerifyOptions):
     broke(p.seq);
     add(p.code, "tamper", `frame ${p.seq}`, sentence(p.message));
   }
-  const head = chain.hashes.at(-1) ?? genesisHash(chainId);
-  summary.head = bytesToHex(head);
+  summary.head = n > 0 ? hashAt(n - 1) : bytesToHex(genesisHash(chainId));
 
   const signatures = options.lockSignatures?.(m.locks);
   const locks = verifyLocks(m.locks, {
     ...(signatures && signatures.length === m.locks.length ? { signatures } : {}),
     chainId,
-    frameHashes: chain.hashes,
+    frameCount: n,
+    frameHash: hashAt,
     genesis: genesisHash(chainId),
     hostKey,
     serverKey: options.serverKey,
     hostId: m.run.host,
   });
-  options.onProgress?.(0.8);
+  options.onProgress?.(0.9);
   for (const p of locks.problems) {
     if (p.code === "LOCK_TIME_REGRESSION") {
       add(p.code, "note", `lock ${p.lockSeq}`, sentence(p.message));
@@ -244,8 +281,7 @@ export function verifyBundle(file: Uint8Array | string, options: VerifyOptions):
     add("UNLOCKED_TAIL", "incomplete", `frame ${locks.lockedCount}`, `Frames ${locks.lockedCount} to ${m.frames.length - 1} come after the last lock; only the server vouches for them.`);
   }
 
-  const kinds = m.frames.map((f) => f.kind);
-  const derivedGaps = chainGaps(kinds, chain.payloads);
+  const derivedGaps = tallyGaps(frames.tally);
   const listed = new Map(m.gaps.map((g) => [gapKey(g), g]));
   for (const gap of derivedGaps) {
     const match = listed.get(gapKey(gap));
@@ -266,7 +302,7 @@ export function verifyBundle(file: Uint8Array | string, options: VerifyOptions):
     add("GAPS", "incomplete", "gap list", `The record has ${m.gaps.length} gap${m.gaps.length === 1 ? "" : "s"} (${kindsListed}).`);
   }
 
-  const facts = coverageFacts(kinds, chain.payloads);
+  const facts = tallyCoverage(frames.tally);
   if (JSON.stringify(facts) !== JSON.stringify(m.coverage)) {
     add("COVERAGE_MISMATCH", "tamper", "coverage", "The coverage facts do not match what the chain holds.");
   }
@@ -288,7 +324,7 @@ export function verifyBundle(file: Uint8Array | string, options: VerifyOptions):
   if (options.body) {
     // A body named by several frames is read and hashed once; each frame's reference is still checked.
     const seen = new Map<string, { size: number; hashOk: boolean } | null>();
-    for (const mention of bodyMentions(chain.payloads)) {
+    for (const mention of frames.tally.mentions) {
       if (!mention.kept) continue;
       if (!seen.has(mention.sha256)) {
         const bytes = options.body(mention.sha256);
@@ -319,14 +355,6 @@ function sameRunId(host: string, harness: string, session: string, chainId: stri
     return runIdFor(host, harness, session) === chainId;
   } catch {
     // A string with a lone surrogate has no UTF-8 form, so no run id derives from it.
-    return false;
-  }
-}
-
-function sameText(value: unknown, text: string): boolean {
-  try {
-    return JSON.stringify(value) === text;
-  } catch {
     return false;
   }
 }

@@ -17,14 +17,24 @@ function keyObject(publicKey: Uint8Array) {
   return key;
 }
 
+// A "binary" (latin1) digest comes back as a short string, which costs about half what a Buffer does to
+// return from C++ (measured: 0.5 vs 1.2 µs a call); its 32 characters are the digest's bytes.
+function sha256NodeInto(data: Uint8Array, out: Uint8Array, at: number): void {
+  const digest = hash("sha256", data, "binary");
+  for (let i = 0; i < 32; i++) out[at + i] = digest.charCodeAt(i);
+}
+
+function sha256Node(data: Uint8Array): Uint8Array {
+  const out = new Uint8Array(32);
+  sha256NodeInto(data, out, 0);
+  return out;
+}
+
 /**
  * Uses node:crypto for SHA-256 and as the fast path of Ed25519 verification. Decisions do not
  * change: see protocol/ed25519.ts for why an OpenSSL acceptance implies the strict one.
  */
 export function useNodeCrypto(): void {
-  useSha256((data) => {
-    const digest = hash("sha256", data, "buffer");
-    return new Uint8Array(digest.buffer, digest.byteOffset, digest.byteLength);
-  });
+  useSha256(sha256Node, sha256NodeInto);
   useFastVerify((publicKey, message, signature) => verify(null, message, keyObject(publicKey), signature));
 }

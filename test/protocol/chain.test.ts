@@ -11,8 +11,19 @@ import {
   verifyChain,
   FRAME_KINDS,
   PAYLOADS,
+  bodyMentions,
+  chainGaps,
+  checkFrame,
+  checkFrameSlice,
+  completeSlices,
+  coverageFacts,
+  hashFrames,
+  mergeSlices,
+  tallyCoverage,
+  tallyGaps,
 } from "../../protocol/index.ts";
 import chainVectors from "../vectors/chain.json";
+import { sampleRun } from "../support/sample-run.ts";
 
 describe("frame hashing known answers (test/vectors/chain.json)", () => {
   it("reproduces the genesis, payload and frame hashes", () => {
@@ -112,5 +123,56 @@ describe("hashing long and non-ASCII payloads", () => {
     const expected = sha256(concatBytes(tag("oxagen/frame/v1"), u16(id.length), id, u64(0), prev, u64(5), Uint8Array.of(kind.length), kind, ph));
     expect(bytesToHex(payloadHash(payload))).toBe(bytesToHex(ph));
     expect(bytesToHex(frameHash(chain, { seq: 0, t: 5, kind: "agent_start", payload }, prev))).toBe(bytesToHex(expected));
+  });
+});
+
+describe("checking frames in slices", () => {
+  const run = sampleRun({ lockEvery: 10, extraToolCalls: 60 });
+  const chain = run.manifest.run.id;
+  const frames = run.manifest.frames.map((f) => ({ ...f }));
+  // One frame with a payload that is not Record JSON, one with an edited claimed hash, one edited
+  // payload (its own hash no longer matches), and a telemetry gap and an over-limit body to tally.
+  frames[5] = { ...frames[5]!, payload: frames[5]!.payload.replace(/^\{/, "{ ") };
+  frames[17] = { ...frames[17]!, hash: "0".repeat(64) };
+  frames[40] = { ...frames[40]!, payload: frames[40]!.payload.replace("hook", "hooc") };
+  const gap = { path: "recorder", cause: "daemon_down", from_ms: 1, to_ms: 2 };
+  frames[60] = { ...frames[60]!, kind: "telemetry_gap", payload: JSON.stringify(gap) };
+  const over = { role: "tool_output", sha256: "ab".repeat(32), size: 2_000_000, kept: false, why: "over_limit" };
+  frames[70] = { ...frames[70]!, payload: frames[70]!.payload.replace(/\}$/, `,"bodies":[${JSON.stringify(over)}]}`) };
+  const whole = checkFrameSlice(chain, frames, 0, frames.length);
+
+  // An edited claimed hash breaks its own frame and the next, which it links.
+  it("finds each problem at its frame, and the claimed hash links the next frame", () => {
+    expect(whole.invalid.map(([i]) => i)).toEqual([5]);
+    expect(whole.mismatched.map(([i]) => i)).toEqual([5, 17, 18, 40, 60, 70]);
+    expect(whole.mismatched.find(([i]) => i === 17)![1]).toBe(run.manifest.frames[17]!.hash);
+    const hashes = hashFrames(chain, frames);
+    for (const [i, hex] of whole.mismatched) expect(bytesToHex(hashes[i]!)).toBe(hex);
+  });
+
+  it("gives the same answer in any slices, merged in order", () => {
+    for (const cuts of [[1], [5, 6], [17, 18, 40], [3, 33, 63, 64], [frames.length - 1]]) {
+      const bounds = [0, ...cuts, frames.length];
+      const slices = bounds.slice(1).map((to, k) => checkFrameSlice(chain, frames, bounds[k]!, to));
+      expect(mergeSlices(slices)).toEqual(whole);
+    }
+  });
+
+  it("tallies what coverageFacts and chainGaps count", () => {
+    const payloads = frames.map((f) => checkFrame(f).payload);
+    const kinds = frames.map((f) => f.kind);
+    expect(tallyCoverage(whole.tally)).toEqual(coverageFacts(kinds, payloads));
+    expect(tallyGaps(whole.tally)).toEqual(chainGaps(kinds, payloads));
+    expect(tallyGaps(whole.tally).map((g) => g.kind)).toEqual(["daemon_down", "missing_bodies"]);
+    expect(whole.tally.mentions).toEqual(bodyMentions(payloads));
+  });
+
+  it("checks any range no slice covers, and trusts no overlapping slices", () => {
+    const check = (a: number, b: number) => checkFrameSlice(chain, frames, a, b);
+    expect(mergeSlices(completeSlices([check(10, 20), check(50, 60)], frames.length, check))).toEqual(whole);
+    expect(mergeSlices(completeSlices([], frames.length, check))).toEqual(whole);
+    const lie = { ...check(10, 20), invalid: [] };
+    expect(completeSlices([check(0, 30), lie], frames.length, check)).toEqual([whole]);
+    expect(completeSlices([{ ...check(0, 10), to: frames.length + 1 }], frames.length, check)).toEqual([whole]);
   });
 });

@@ -4,7 +4,7 @@ import { fromHex, isHex, MAX_BUNDLE_BYTES, STATEMENT, verifyBundle, type Finding
 import { parse } from "../../lib/args.ts";
 import { ExitError, UsageError } from "../../lib/errors.ts";
 import { useNodeCrypto } from "../../lib/node-crypto.ts";
-import { startFrameHashing } from "./parallel.ts";
+import { startParallelVerify } from "./parallel.ts";
 import { progressBar } from "./progress.ts";
 
 const USAGE = "usage: oxagen verify BUNDLE --server-key KEY [--bodies DIR] [--expect-head HEX] [--json]";
@@ -28,19 +28,18 @@ export async function verify(args: string[]): Promise<number> {
 
   useNodeCrypto();
   const bar = values.json ? null : progressBar(process.stderr);
-  const hashing = startFrameHashing(bundle, serverKey);
+  const parallel = startParallelVerify(bundle, serverKey);
   let result: VerifyResult;
   try {
-    result = verifyBundle(hashing.file, {
-    serverKey,
-    ...(hashing.frameHashes ? { frameHashes: hashing.frameHashes } : {}),
-    ...(hashing.lockSignatures ? { lockSignatures: hashing.lockSignatures } : {}),
-    ...(expectHead !== undefined ? { expectHead } : {}),
-    ...(bodiesDir !== undefined ? { body: (sha: string) => readBody(bodiesDir, sha) } : {}),
-    ...(bar ? { onProgress: bar.update } : {}),
+    result = verifyBundle(bundle, {
+      serverKey,
+      ...parallel.options,
+      ...(expectHead !== undefined ? { expectHead } : {}),
+      ...(bodiesDir !== undefined ? { body: (sha: string) => readBody(bodiesDir, sha) } : {}),
+      ...(bar ? { onProgress: bar.update } : {}),
     });
   } finally {
-    hashing.stop();
+    parallel.stop();
     bar?.done();
   }
   process.stdout.write(values.json ? `${JSON.stringify(toJson(result), null, 2)}\n` : render(result));
