@@ -92,3 +92,28 @@ describe("oxagen verify (the real command)", () => {
     expect(r.stdout).toMatch(/CANNOT VERIFY/);
   });
 });
+
+describe("oxagen verify on a bundle large enough to share the work with a second thread", () => {
+  it("decides as the in-process verifier does, clean and tampered", async () => {
+    const { sampleRun, SERVER_PUBLIC } = await import("../support/sample-run.ts");
+    const { bytesToHex, verifyBundle } = await import("../../protocol/index.ts");
+    const run = sampleRun({ lockEvery: 50, extraToolCalls: 3000 });
+    expect(run.bundle.length).toBeGreaterThan(2 * 1024 * 1024);
+    const serverKey = bytesToHex(SERVER_PUBLIC);
+    const m = run.manifest;
+    const cases = [
+      ["large.json", run.bundle],
+      ["large-edited.json", run.bundle.replace(m.frames[9000]!.hash, "1".repeat(64))],
+    ] as const;
+    for (const [name, text] of cases) {
+      const r = oxagen("verify", write(name, text), "--server-key", serverKey, "--json");
+      const expected = verifyBundle(Buffer.from(text), { serverKey: SERVER_PUBLIC });
+      const out = JSON.parse(r.stdout);
+      expect(r.exit).toBe(expected.exit);
+      expect(out.findings).toEqual(expected.findings);
+      expect(out.summary).toEqual(expected.summary);
+      expect(out.first_broken_seq).toBe(expected.firstBrokenSeq);
+    }
+    expect(cases.map(([name]) => oxagen("verify", join(tmp, name), "--server-key", serverKey).exit)).toEqual([0, 1]);
+  });
+});

@@ -70,7 +70,8 @@ function readBundle(path: string): Uint8Array {
     const st = fstatSync(fd);
     if (!st.isFile()) throw new ExitError(2, `oxagen verify: ${path} is not a file`);
     if (st.size > MAX_BUNDLE_BYTES) throw new ExitError(2, `oxagen verify: ${path} is ${st.size} bytes, over the ${MAX_BUNDLE_BYTES}-byte limit`);
-    const buf = Buffer.alloc(st.size);
+    // Shared memory, so a second thread can read it without a copy (see parallel.ts).
+    const buf = Buffer.from(new SharedArrayBuffer(st.size));
     let off = 0;
     while (off < st.size) {
       const n = readSync(fd, buf, off, st.size - off, off);

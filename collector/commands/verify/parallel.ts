@@ -71,8 +71,11 @@ export interface ParallelVerify {
  */
 export function startParallelVerify(bytes: Uint8Array, serverKey: Uint8Array): ParallelVerify {
   if (bytes.length < PARALLEL_MIN_BYTES) return { options: {}, stop: () => {} };
-  const shared = new SharedArrayBuffer(bytes.length);
-  new Uint8Array(shared).set(bytes);
+  let shared = bytes.buffer;
+  if (!(shared instanceof SharedArrayBuffer) || bytes.byteOffset !== 0 || bytes.byteLength !== shared.byteLength) {
+    shared = new SharedArrayBuffer(bytes.length);
+    new Uint8Array(shared).set(bytes);
+  }
   const control = new SharedArrayBuffer(4 * CONTROL_WORDS);
   const c = new Int32Array(control);
   const { port1, port2 } = new MessageChannel();
