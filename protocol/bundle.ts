@@ -12,12 +12,11 @@
  * @module
  */
 import { z } from "zod";
-import { bytesToHex, fromHex, utf8 } from "./bytes.ts";
+import { bytesToHex } from "./bytes.ts";
 import { coverageFacts, CoverageFacts, enforcementTier, Environment, GRADES, replayGrade, TIERS } from "./assess.ts";
 import { checkFrame, FrameWire, MAX_PAYLOAD_BYTES } from "./chain.ts";
-import { sign, verifyStrict } from "./ed25519.ts";
+import { sign } from "./ed25519.ts";
 import { chainGaps, Gap } from "./gaps.ts";
-import { domainPrefix, sha256 } from "./hash.ts";
 import { ChainId, HostId, keyIdFor, Sha256Hex } from "./ids.ts";
 import { SignedLock } from "./lock.ts";
 import { BUNDLE_PREFIX, bundleSigningInput } from "./bundle-layout.ts";

@@ -152,8 +152,3 @@ export function hashFrames(chainId: string, frames: readonly HashedFrame[], from
   visitFrameHashes(chainId, frames, from, to, (_index, hash) => hashes.push(hash.slice()));
   return hashes;
 }
-
-/** True when `hash` equals the hex `expected`. */
-export function hashEquals(hash: Uint8Array, expected: string): boolean {
-  return equalsHex(hash, expected);
-}

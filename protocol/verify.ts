@@ -44,10 +44,10 @@ export interface VerifyOptions {
   onProgress?: (done: number) => void;
   /**
    * Shares the frames' checking, e.g. with another thread. Called once the manifest's head has
-   * the bundle's shape (its frames are not checked yet), it may start work elsewhere at once; the function it returns is called when
-   * this thread is ready to check frames, with `check` (which checks frames `from` … `to − 1`
-   * here), and returns slices as `checkFrameSlice` makes them, or null. Frames no slice covers
-   * are checked here; overlapping slices are not trusted.
+   * the bundle's shape (its frames are not checked yet), it may start work elsewhere at once;
+   * the function it returns is called when this thread is ready to check frames, with `check`
+   * (which checks frames `from` … `to − 1` here), and returns slices as `checkFrameSlice` makes
+   * them, or null. Frames no slice covers are checked here; overlapping slices are not trusted.
    */
   shareFrames?: (manifest: Manifest) => (check: (from: number, to: number) => FrameSlice) => FrameSlice[] | null;
   /**
@@ -150,9 +150,8 @@ export function verifyBundle(file: Uint8Array | string, options: VerifyOptions):
   if (split.keyId !== pinnedId) {
     add("SERVER_KEY_MISMATCH", "tamper", "bundle", `The bundle is signed by key ${split.keyId}, not by the pinned server key ${pinnedId}.`);
   } else {
-    const given = options.bundleSignature;
-    const valid = () => given?.() ?? bundleSignatureValid(manifestBytes(file, split), split.sig, options.serverKey);
-    signature = { at: findings.length, valid: given ? valid : ((ok) => () => ok)(valid()) };
+    const valid = () => options.bundleSignature?.() ?? bundleSignatureValid(manifestBytes(file, split), split.sig, options.serverKey);
+    signature = { at: findings.length, valid };
   }
   let form: { at: number; exported: () => boolean } | null = null;
   const done = (firstBrokenSeq: number | null, summary = emptySummary()): VerifyResult => {
@@ -197,6 +196,7 @@ export function verifyBundle(file: Uint8Array | string, options: VerifyOptions):
       return done(null);
     }
   }
+  // Checked now, while the shared frames are being checked elsewhere.
   form.exported();
   const chainId = m.run.id;
   const summary = emptySummary();
