@@ -198,13 +198,8 @@ export class Journal {
     }
   }
 
-  #applyAck(rec: ChainRecord, a: { stored: number; locks: number[]; bodies: string[] }): void {
-    rec.stored = Math.max(rec.stored, a.stored);
-    rec.frames = rec.frames.filter((f) => f.seq >= rec.stored);
-    const acked = new Set(a.locks);
-    rec.locks = rec.locks.filter((l) => !acked.has(lockSeqOf(l)));
-    const bodies = new Set(a.bodies);
-    rec.bodies = rec.bodies.filter((b) => !bodies.has(b.sha));
+  #applyAck(rec: ChainRecord, a: Ack): void {
+    dropAcked(rec, a);
     for (const sha of a.bodies) if (!this.#bodyWanted(sha)) rmSync(join(this.dir, "bodies", sha), { force: true });
   }
 
@@ -274,15 +269,26 @@ export class Journal {
       rec.bodies.push(...line.bodies);
       if (line.id !== undefined) rec.ids.set(line.id, line.answer ?? {});
     } else {
-      rec.stored = Math.max(rec.stored, line.stored);
-      rec.frames = rec.frames.filter((f) => f.seq >= rec.stored);
-      const locks = new Set(line.locks);
-      rec.locks = rec.locks.filter((l) => !locks.has(lockSeqOf(l)));
-      const bodies = new Set(line.bodies);
-      rec.bodies = rec.bodies.filter((b) => !bodies.has(b.sha));
+      dropAcked(rec, line);
     }
     return rec;
   }
+}
+
+interface Ack {
+  stored: number;
+  locks: number[];
+  bodies: string[];
+}
+
+// What the server holds leaves the record, live and when the journal is read back alike.
+function dropAcked(rec: ChainRecord, a: Ack): void {
+  rec.stored = Math.max(rec.stored, a.stored);
+  rec.frames = rec.frames.filter((f) => f.seq >= rec.stored);
+  const locks = new Set(a.locks);
+  rec.locks = rec.locks.filter((l) => !locks.has(lockSeqOf(l)));
+  const bodies = new Set(a.bodies);
+  rec.bodies = rec.bodies.filter((b) => !bodies.has(b.sha));
 }
 
 /** The lock_seq of a signed lock (its payload is Record JSON). */
