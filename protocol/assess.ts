@@ -77,12 +77,16 @@ export interface AssessInput {
 /** The enforcement tier: how much of the run Oxagen could enforce. */
 export function enforcementTier({ facts, environment, mode }: AssessInput): Derived<Tier> {
   if (environment === "contained") return { value: "contained", reason: "the run ran in an Oxagen sandbox" };
-  if (mode === "observe") return { value: "observe", reason: "the workspace's policy was in observe mode: activity was recorded, not enforced" };
+  if (mode === "observe")
+    return { value: "observe", reason: "the workspace's policy was in observe mode: activity was recorded, not enforced" };
   if (facts.llm_calls_gateway > 0) {
     return { value: "gateway", reason: `the gateway carried ${facts.llm_calls_gateway} of the run's model calls` };
   }
   if (facts.enforced_hook_decisions > 0) {
-    return { value: "harness", reason: `the harness's hooks asked Oxagen ${facts.enforced_hook_decisions} times and no model call passed the gateway` };
+    return {
+      value: "harness",
+      reason: `the harness's hooks asked Oxagen ${facts.enforced_hook_decisions} times and no model call passed the gateway`,
+    };
   }
   return { value: "observe", reason: "no model call passed the gateway and no hook asked Oxagen for a decision" };
 }
@@ -97,10 +101,16 @@ export function replayGrade({ facts, gaps, environment }: AssessInput): Derived<
   const llm = facts.by_kind.llm_call ?? 0;
   if (llm === 0) return { value: "view", reason: "every body is kept, but the record holds no model call to fork from" };
   if (facts.llm_calls_replayable < llm) {
-    return { value: "view", reason: "every body is kept, but not every model call was carried by the gateway with its request and response" };
+    return {
+      value: "view",
+      reason: "every body is kept, but not every model call was carried by the gateway with its request and response",
+    };
   }
   if (environment !== "contained") {
-    return { value: "fork", reason: "every model exchange is kept; a run on a customer's computer cannot be reproduced, so it never reaches retry" };
+    return {
+      value: "fork",
+      reason: "every model exchange is kept; a run on a customer's computer cannot be reproduced, so it never reaches retry",
+    };
   }
   return { value: "retry", reason: "every model exchange is kept and the run ran in an Oxagen sandbox" };
 }

@@ -21,7 +21,14 @@ import { ChainId, HostId, keyIdFor, Sha256Hex } from "./ids.ts";
 import { SignedLock } from "./lock.ts";
 import { BUNDLE_PREFIX, bundleSigningInput } from "./bundle-layout.ts";
 
-export { BUNDLE_PAYLOAD_TYPE, bundleSignatureValid, bundleSigningInput, inExportedForm, splitBundle, type SplitBundle } from "./bundle-layout.ts";
+export {
+  BUNDLE_PAYLOAD_TYPE,
+  bundleSignatureValid,
+  bundleSigningInput,
+  inExportedForm,
+  splitBundle,
+  type SplitBundle,
+} from "./bundle-layout.ts";
 
 /** The largest bundle a verifier reads, in bytes. */
 export const MAX_BUNDLE_BYTES = 256 * 1024 * 1024;
@@ -57,7 +64,12 @@ export const Manifest = z.strictObject({
   frames: z.array(BundleFrame),
   locks: z.array(BundleLock),
   equivocations: z.array(
-    z.strictObject({ what: z.enum(["frame", "lock"]), seq: z.number().int().nonnegative(), evidence: z.string().max(70_000), received_ms: ms }),
+    z.strictObject({
+      what: z.enum(["frame", "lock"]),
+      seq: z.number().int().nonnegative(),
+      evidence: z.string().max(70_000),
+      received_ms: ms,
+    }),
   ),
   gaps: z.array(Gap),
   tier: z.strictObject({ value: z.enum(TIERS), reason: z.string() }),
@@ -137,7 +149,8 @@ export function bundleFrameProblem(value: unknown): string | null {
   if (!Number.isSafeInteger(f.seq) || (f.seq as number) < 0) return "seq is not a non-negative integer";
   if (!Number.isSafeInteger(f.t) || (f.t as number) < 0) return "t is not a non-negative integer";
   if (typeof f.kind !== "string" || f.kind.length < 1 || f.kind.length > 64) return "kind is not a string of 1 to 64 characters";
-  if (typeof f.payload !== "string" || f.payload.length < 2 || f.payload.length > MAX_PAYLOAD_BYTES) return "payload is not a string of 2 to 65536 characters";
+  if (typeof f.payload !== "string" || f.payload.length < 2 || f.payload.length > MAX_PAYLOAD_BYTES)
+    return "payload is not a string of 2 to 65536 characters";
   if (typeof f.hash !== "string" || !HEX64.test(f.hash)) return "hash is not 64 lowercase hex characters";
   return null;
 }

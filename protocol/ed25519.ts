@@ -58,7 +58,7 @@ function acceptableKey(publicKey: Uint8Array): boolean {
 export function verifyStrict(publicKey: Uint8Array, message: Uint8Array, signature: Uint8Array): boolean {
   if (signature.length !== 64 || !acceptableKey(publicKey)) return false;
   try {
-    if (fast && fast(publicKey, message, signature)) return true;
+    if (fast?.(publicKey, message, signature)) return true;
   } catch {
     // A fast verifier that throws decides nothing; noble below does.
   }

@@ -85,7 +85,9 @@ function mentionsOf(payload: ParsedPayload | null, seq: number, out: BodyMention
 /** Every body reference in a chain's payloads (index = seq), in order. */
 export function bodyMentions(payloads: readonly (ParsedPayload | null)[]): BodyMention[] {
   const out: BodyMention[] = [];
-  payloads.forEach((payload, seq) => mentionsOf(payload, seq, out));
+  payloads.forEach((payload, seq) => {
+    mentionsOf(payload, seq, out);
+  });
   return out;
 }
 
@@ -116,7 +118,19 @@ export interface PayloadTally {
 
 /** A tally of no frames. */
 export function emptyTally(): PayloadTally {
-  return { frames: 0, byKind: {}, byPath: {}, llmGateway: 0, llmTranscript: 0, llmReplayable: 0, enforcedHook: 0, backfilled: 0, reported: [], stop: null, mentions: [] };
+  return {
+    frames: 0,
+    byKind: {},
+    byPath: {},
+    llmGateway: 0,
+    llmTranscript: 0,
+    llmReplayable: 0,
+    enforcedHook: 0,
+    backfilled: 0,
+    reported: [],
+    stop: null,
+    mentions: [],
+  };
 }
 
 /** Adds one frame (its kind and parsed payload, null when unreadable) to a tally. */
@@ -132,7 +146,10 @@ export function tallyFrame(t: PayloadTally, seq: number, kind: string, p: Parsed
   if (kind === "llm_call") {
     if (path === "gateway") {
       t.llmGateway++;
-      const kept = t.mentions.slice(first).filter((b) => b.kept).map((b) => b.role);
+      const kept = t.mentions
+        .slice(first)
+        .filter((b) => b.kept)
+        .map((b) => b.role);
       if (kept.includes("llm_request") && kept.includes("llm_response")) t.llmReplayable++;
     } else if (path === "transcript") t.llmTranscript++;
   }
@@ -144,7 +161,9 @@ export function tallyFrame(t: PayloadTally, seq: number, kind: string, p: Parsed
 /** The tally of a chain's frames, given their kinds and parsed payloads (index = seq). */
 export function tallyPayloads(kinds: readonly string[], payloads: readonly (ParsedPayload | null)[]): PayloadTally {
   const t = emptyTally();
-  kinds.forEach((kind, seq) => tallyFrame(t, seq, kind, payloads[seq] ?? null));
+  kinds.forEach((kind, seq) => {
+    tallyFrame(t, seq, kind, payloads[seq] ?? null);
+  });
   return t;
 }
 
@@ -210,7 +229,8 @@ export function sliceWithHashes(frames: readonly HashedFrame[], from: number, to
   const slice = checkPayloads(frames, from, to);
   for (let index = from; index < to; index++) {
     const claimed = frames[index]!.hash;
-    if (claimed !== undefined && !equalsHex(hashes[index - from]!, claimed)) slice.mismatched.push([index, bytesToHex(hashes[index - from]!)]);
+    if (claimed !== undefined && !equalsHex(hashes[index - from]!, claimed))
+      slice.mismatched.push([index, bytesToHex(hashes[index - from]!)]);
   }
   return slice;
 }
@@ -220,12 +240,17 @@ export function sliceWithHashes(frames: readonly HashedFrame[], from: number, to
  * `check`. Slices that overlap, or fall outside the chain, are not trusted: then every frame is
  * checked with `check`.
  */
-export function completeSlices(slices: readonly FrameSlice[], count: number, check: (from: number, to: number) => FrameSlice): FrameSlice[] {
+export function completeSlices(
+  slices: readonly FrameSlice[],
+  count: number,
+  check: (from: number, to: number) => FrameSlice,
+): FrameSlice[] {
   const sorted = [...slices].sort((a, b) => a.from - b.from);
   const out: FrameSlice[] = [];
   let at = 0;
   for (const s of sorted) {
-    if (!Number.isSafeInteger(s.from) || !Number.isSafeInteger(s.to) || s.from < at || s.to <= s.from || s.to > count) return [check(0, count)];
+    if (!Number.isSafeInteger(s.from) || !Number.isSafeInteger(s.to) || s.from < at || s.to <= s.from || s.to > count)
+      return [check(0, count)];
     if (s.from > at) out.push(check(at, s.from));
     out.push(s);
     at = s.to;

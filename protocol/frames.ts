@@ -13,15 +13,7 @@ export const RecordingPath = z.enum(["hook", "gateway", "transcript", "worktree"
 export type RecordingPath = z.infer<typeof RecordingPath>;
 
 /** What a body is. */
-export const BodyRole = z.enum([
-  "prompt",
-  "tool_input",
-  "tool_output",
-  "message",
-  "llm_request",
-  "llm_response",
-  "error",
-]);
+export const BodyRole = z.enum(["prompt", "tool_input", "tool_output", "message", "llm_request", "llm_response", "error"]);
 
 /** Why a body is not kept: over the 1 MiB limit, the workspace keeps digests only, or its retention excludes this role. */
 export const BodyNotKept = z.enum(["over_limit", "digest_only", "retention"]);
@@ -126,7 +118,12 @@ export const PAYLOADS = {
     turn_id: name.optional(),
     /** Token counts a harness reports on its own hooks (Cursor): recorded, never metered as spend. */
     usage: z
-      .strictObject({ input_tokens: count, output_tokens: count, cache_read_tokens: count.optional(), cache_write_tokens: count.optional() })
+      .strictObject({
+        input_tokens: count,
+        output_tokens: count,
+        cache_read_tokens: count.optional(),
+        cache_write_tokens: count.optional(),
+      })
       .optional(),
   }),
   subagent_start: z.strictObject({ ...common, agent_id: name.optional(), agent_type: name.optional() }),
@@ -186,7 +183,10 @@ export const PAYLOADS = {
   "oxagen:worktree_reconciled": z.strictObject({
     ...common,
     root: z.string().max(4096),
-    head: z.string().regex(/^[0-9a-f]{40,64}$/).optional(),
+    head: z
+      .string()
+      .regex(/^[0-9a-f]{40,64}$/)
+      .optional(),
     changed: z
       .array(
         z.strictObject({

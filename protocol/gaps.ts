@@ -58,12 +58,19 @@ export function chainGaps(kinds: readonly string[], payloads: readonly (ParsedPa
 
 /** {@link chainGaps} from a chain's tally. */
 export function tallyGaps(t: PayloadTally): Gap[] {
-  const gaps: Gap[] = t.reported.map(({ seq, cause }) => ({ kind: cause, source: "computer", seq, detail: `the computer reported ${cause.replaceAll("_", " ")}` }));
+  const gaps: Gap[] = t.reported.map(({ seq, cause }) => ({
+    kind: cause,
+    source: "computer",
+    seq,
+    detail: `the computer reported ${cause.replaceAll("_", " ")}`,
+  }));
   if (!t.stop || t.stop.crashed) {
     gaps.push({
       kind: "unobserved_tail",
       source: "chain",
-      detail: t.stop ? "the session crashed; what happened after its last frame was not observed" : "the record has no agent_stop; what came after its last frame was not observed",
+      detail: t.stop
+        ? "the session crashed; what happened after its last frame was not observed"
+        : "the record has no agent_stop; what came after its last frame was not observed",
     });
   }
   if (t.mentions.some((m) => m.why === "digest_only")) {

@@ -26,7 +26,8 @@ export function readRecordJson(text: string): { value: RecordJsonValue; problem:
   }
   const problem = valueProblem(value, 0);
   if (problem) return { value: null, problem };
-  if (JSON.stringify(value) !== text) return { value: null, problem: "not in Record JSON form (white space, duplicate member, or escaping)" };
+  if (JSON.stringify(value) !== text)
+    return { value: null, problem: "not in Record JSON form (white space, duplicate member, or escaping)" };
   return { value: value as RecordJsonValue, problem: null };
 }
 

@@ -136,7 +136,11 @@ export function verifyLocks(locks: readonly SignedLock[], ctx: LockContext): Loc
     try {
       p = parseLock(lock);
     } catch (err) {
-      problems.push({ lockSeq: index, code: "LOCK_FORMAT_INVALID", message: `lock at position ${index} is not a valid lock: ${short(err)}` });
+      problems.push({
+        lockSeq: index,
+        code: "LOCK_FORMAT_INVALID",
+        message: `lock at position ${index} is not a valid lock: ${short(err)}`,
+      });
       parsed.push(null);
       prevHash = safeLockHash(lock);
       expectedSeq = index + 1;
@@ -144,8 +148,10 @@ export function verifyLocks(locks: readonly SignedLock[], ctx: LockContext): Loc
     }
     parsed.push(p);
     const at = p.lock_seq;
-    if (p.chain !== ctx.chainId) problems.push({ lockSeq: at, code: "LOCK_CHAIN_MISMATCH", message: `lock names chain ${p.chain}, not ${ctx.chainId}` });
-    if (ctx.hostId !== undefined && p.host !== ctx.hostId) problems.push({ lockSeq: at, code: "LOCK_HOST_MISMATCH", message: `lock names host ${p.host}, not ${ctx.hostId}` });
+    if (p.chain !== ctx.chainId)
+      problems.push({ lockSeq: at, code: "LOCK_CHAIN_MISMATCH", message: `lock names chain ${p.chain}, not ${ctx.chainId}` });
+    if (ctx.hostId !== undefined && p.host !== ctx.hostId)
+      problems.push({ lockSeq: at, code: "LOCK_HOST_MISMATCH", message: `lock names host ${p.host}, not ${ctx.hostId}` });
     const key = p.signer === "host" ? ctx.hostKey : ctx.serverKey;
     if (!key || !(ctx.signatures?.[index] ?? lockSignatureValid(lock, key))) {
       problems.push({ lockSeq: at, code: "LOCK_SIG_INVALID", message: `signature does not verify under the ${p.signer} key` });
@@ -154,12 +160,18 @@ export function verifyLocks(locks: readonly SignedLock[], ctx: LockContext): Loc
       const code = at < expectedSeq ? "LOCK_SEQ_DUPLICATE" : "LOCK_SEQ_GAP";
       problems.push({ lockSeq: at, code, message: `expected lock_seq ${expectedSeq}, found ${at}` });
     }
-    if (p.prev_lock !== prevHash) problems.push({ lockSeq: at, code: "LOCK_CHAIN_BREAK", message: "prev_lock does not name the lock before it" });
+    if (p.prev_lock !== prevHash)
+      problems.push({ lockSeq: at, code: "LOCK_CHAIN_BREAK", message: "prev_lock does not name the lock before it" });
     if (finalSeen) problems.push({ lockSeq: at, code: "LOCK_AFTER_FINAL", message: "a lock follows a final lock" });
-    if (p.count < prevCount) problems.push({ lockSeq: at, code: "LOCK_REGRESSION", message: `count ${p.count} is below the previous lock's ${prevCount}` });
+    if (p.count < prevCount)
+      problems.push({ lockSeq: at, code: "LOCK_REGRESSION", message: `count ${p.count} is below the previous lock's ${prevCount}` });
     if (p.t < prevT) problems.push({ lockSeq: at, code: "LOCK_TIME_REGRESSION", message: `time goes back ${prevT - p.t} ms` });
     if (p.count > ctx.frameCount) {
-      problems.push({ lockSeq: at, code: "LOCK_HEAD_MISMATCH", message: `lock covers ${p.count} frames but the chain holds ${ctx.frameCount}` });
+      problems.push({
+        lockSeq: at,
+        code: "LOCK_HEAD_MISMATCH",
+        message: `lock covers ${p.count} frames but the chain holds ${ctx.frameCount}`,
+      });
     } else if ((p.count === 0 ? genesis : ctx.frameHash(p.count - 1)) !== p.head) {
       problems.push({ lockSeq: at, code: "LOCK_HEAD_MISMATCH", message: `head does not match frame ${p.count - 1}` });
     }

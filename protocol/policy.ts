@@ -102,7 +102,11 @@ export function globMatch(pattern: string, text: string): boolean {
   let re = globs.get(pattern);
   if (!re) {
     // Runs of `*` collapse to one, so a pattern cannot make the match backtrack without bound.
-    const source = pattern.replace(/\*+/g, "*").replace(/[.+^${}()|[\]\\]/g, "\\$&").replaceAll("*", ".*").replaceAll("?", ".");
+    const source = pattern
+      .replace(/\*+/g, "*")
+      .replace(/[.+^${}()|[\]\\]/g, "\\$&")
+      .replaceAll("*", ".*")
+      .replaceAll("?", ".");
     re = new RegExp(`^${source}$`, "s");
     if (globs.size > 2048) globs.clear();
     globs.set(pattern, re);
@@ -119,7 +123,8 @@ const globs = new Map<string, RegExp>();
  * recorded) but the caller lets the call through.
  */
 export function decideTool(policy: Policy, call: { hostId: string; runId: string; toolName: string; command?: string }): PolicyDecision {
-  if (policy.suspended_hosts.includes(call.hostId)) return { decision: "deny", reason: "this computer is suspended by an operator", rule: "suspended_host" };
+  if (policy.suspended_hosts.includes(call.hostId))
+    return { decision: "deny", reason: "this computer is suspended by an operator", rule: "suspended_host" };
   if (policy.paused_runs.includes(call.runId)) return { decision: "deny", reason: "this run is paused by an operator", rule: "paused_run" };
   for (const clause of policy.tools) {
     if (!globMatch(clause.tool, call.toolName)) continue;
@@ -131,8 +136,10 @@ export function decideTool(policy: Policy, call: { hostId: string; runId: string
 
 /** Decides a model call: suspended host, paused run, then the model allow-list. Budgets are the gateway's to meter. */
 export function decideModel(policy: Policy, call: { hostId: string; runId: string | null; model: string }): PolicyDecision {
-  if (policy.suspended_hosts.includes(call.hostId)) return { decision: "deny", reason: "this computer is suspended by an operator", rule: "suspended_host" };
-  if (call.runId && policy.paused_runs.includes(call.runId)) return { decision: "deny", reason: "this run is paused by an operator", rule: "paused_run" };
+  if (policy.suspended_hosts.includes(call.hostId))
+    return { decision: "deny", reason: "this computer is suspended by an operator", rule: "suspended_host" };
+  if (call.runId && policy.paused_runs.includes(call.runId))
+    return { decision: "deny", reason: "this run is paused by an operator", rule: "paused_run" };
   if (policy.models && !policy.models.some((g) => globMatch(g, call.model))) {
     return { decision: "deny", reason: `model ${call.model} is not on the workspace's allow-list`, rule: "models" };
   }

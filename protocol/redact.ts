@@ -43,7 +43,10 @@ const E = "(?![A-Za-z0-9_-])";
 
 /** Vendor formats: matched anywhere. */
 const SPECIFIC: Detector[] = [
-  { kind: "private_key", re: /-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY( BLOCK)?-----[\s\S]*?(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY( BLOCK)?-----|$)/dg },
+  {
+    kind: "private_key",
+    re: /-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY( BLOCK)?-----[\s\S]*?(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY( BLOCK)?-----|$)/dg,
+  },
   { kind: "anthropic_api_key", re: new RegExp(`${B}sk-ant-[A-Za-z0-9_-]{20,}`, "dg") },
   { kind: "openai_api_key", re: new RegExp(`${B}sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{20,}`, "dg") },
   { kind: "openai_api_key", re: new RegExp(`${B}sk-[A-Za-z0-9]{20,}${E}`, "dg"), accept: mixedCharacters },
@@ -89,7 +92,8 @@ const GENERIC: Detector[] = [
   ...assignment("api_key", "api[_-]?key|apikey"),
 ];
 
-const PLACEHOLDER = /^(?:\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|\{\{.*\}\}|<[^>]*>|\*+|x+|X+|\.+|true|false|null|none|nil|undefined|\[REDACTED(?::[a-z0-9_]+)?\]|REDACTED)$/i;
+const PLACEHOLDER =
+  /^(?:\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|\{\{.*\}\}|<[^>]*>|\*+|x+|X+|\.+|true|false|null|none|nil|undefined|\[REDACTED(?::[a-z0-9_]+)?\]|REDACTED)$/i;
 
 function notPlaceholder(secret: string): boolean {
   return !PLACEHOLDER.test(secret);

@@ -5,8 +5,17 @@
  */
 import { bytesToHex, fromHex, fromUtf8 } from "./bytes.ts";
 import { enforcementTier, replayGrade, tallyCoverage } from "./assess.ts";
-import { bundleFrameProblem, bundleSignatureValid, inExportedForm, type Manifest, ManifestHead, MAX_BUNDLE_BYTES, splitBundle, type SplitBundle } from "./bundle.ts";
-import { chainProblems, genesisHash, type HashedFrame } from "./chain.ts";
+import {
+  bundleFrameProblem,
+  bundleSignatureValid,
+  inExportedForm,
+  type Manifest,
+  ManifestHead,
+  MAX_BUNDLE_BYTES,
+  splitBundle,
+  type SplitBundle,
+} from "./bundle.ts";
+import { chainProblems, genesisHash } from "./chain.ts";
 import { publicKeyProblem } from "./ed25519.ts";
 import { checkFrameSlice, completeSlices, type FrameSlice, mergeSlices } from "./frame-check.ts";
 import { gapKey, tallyGaps } from "./gaps.ts";
@@ -119,7 +128,12 @@ const emptySummary = (): VerifyResult["summary"] => ({
 export function verifyBundle(file: Uint8Array | string, options: VerifyOptions): VerifyResult {
   const findings: Finding[] = [];
   const add = (code: string, severity: Severity, where: string, message: string) => findings.push({ code, severity, where, message });
-  const result = (firstBrokenSeq: number | null, summary = emptySummary()): VerifyResult => ({ exit: exitFor(findings), findings, firstBrokenSeq, summary });
+  const result = (firstBrokenSeq: number | null, summary = emptySummary()): VerifyResult => ({
+    exit: exitFor(findings),
+    findings,
+    firstBrokenSeq,
+    summary,
+  });
 
   const keyProblem = options.serverKey.length === 32 ? publicKeyProblem(options.serverKey) : "the server key is not 32 bytes";
   if (keyProblem) {
@@ -157,11 +171,21 @@ export function verifyBundle(file: Uint8Array | string, options: VerifyOptions):
   const done = (firstBrokenSeq: number | null, summary = emptySummary()): VerifyResult => {
     if (form && !form.exported()) {
       findings.length = form.at;
-      add("MANIFEST_INVALID", "unverifiable", "manifest", "The manifest is not in its exported form (duplicate member, white space or escaping changed).");
+      add(
+        "MANIFEST_INVALID",
+        "unverifiable",
+        "manifest",
+        "The manifest is not in its exported form (duplicate member, white space or escaping changed).",
+      );
       [firstBrokenSeq, summary] = [null, emptySummary()];
     }
     if (signature && !signature.valid()) {
-      findings.splice(signature.at, 0, { code: "SERVER_SIG_INVALID", severity: "tamper", where: "bundle", message: "The server's signature does not match the bundle's contents." });
+      findings.splice(signature.at, 0, {
+        code: "SERVER_SIG_INVALID",
+        severity: "tamper",
+        where: "bundle",
+        message: "The server's signature does not match the bundle's contents.",
+      });
     }
     signature = form = null;
     return result(firstBrokenSeq, summary);
@@ -174,7 +198,12 @@ export function verifyBundle(file: Uint8Array | string, options: VerifyOptions):
     return done(null);
   }
   if (raw && typeof raw === "object" && "v" in raw && (raw as { v: unknown }).v !== 1) {
-    add("UNSUPPORTED_VERSION", "unverifiable", "manifest", `Manifest version ${String((raw as { v: unknown }).v)} is not one this verifier knows.`);
+    add(
+      "UNSUPPORTED_VERSION",
+      "unverifiable",
+      "manifest",
+      `Manifest version ${String((raw as { v: unknown }).v)} is not one this verifier knows.`,
+    );
     return done(null);
   }
   let exportedForm: boolean | undefined;
@@ -182,7 +211,12 @@ export function verifyBundle(file: Uint8Array | string, options: VerifyOptions):
   const parsed = ManifestHead.safeParse(raw);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    add("MANIFEST_INVALID", "unverifiable", "manifest", `The manifest does not have the bundle's shape (${issue ? `${issue.path.join(".")}: ${issue.message}` : "invalid"}).`);
+    add(
+      "MANIFEST_INVALID",
+      "unverifiable",
+      "manifest",
+      `The manifest does not have the bundle's shape (${issue ? `${issue.path.join(".")}: ${issue.message}` : "invalid"}).`,
+    );
     return done(null);
   }
   const m = parsed.data as Manifest;
@@ -209,7 +243,8 @@ export function verifyBundle(file: Uint8Array | string, options: VerifyOptions):
   if (!sameRunId(m.run.host, m.run.harness, m.run.session_id, chainId)) {
     add("RUN_ID_MISMATCH", "tamper", "manifest", "The run id is not the one its host, harness and session id give.");
   }
-  if (m.server_key_id !== split.keyId) add("SERVER_KEY_MISMATCH", "tamper", "manifest", "The manifest names a different server key than its signature.");
+  if (m.server_key_id !== split.keyId)
+    add("SERVER_KEY_MISMATCH", "tamper", "manifest", "The manifest names a different server key than its signature.");
   const hostKey = fromHex(m.host_key.pub, 32);
   const hostKeyProblem = publicKeyProblem(hostKey);
   if (hostKeyProblem) add("HOST_KEY_INVALID", "tamper", "manifest", `The host key is unacceptable: ${hostKeyProblem}.`);
@@ -269,16 +304,27 @@ export function verifyBundle(file: Uint8Array | string, options: VerifyOptions):
   const finalLock = locks.parsed.find((l) => l?.final);
   if (finalLock && m.frames.length > finalLock.count) {
     broke(finalLock.count);
-    add("FRAMES_AFTER_FINAL", "tamper", `frame ${finalLock.count}`, `The chain holds ${m.frames.length - finalLock.count} frames after its final lock.`);
+    add(
+      "FRAMES_AFTER_FINAL",
+      "tamper",
+      `frame ${finalLock.count}`,
+      `The chain holds ${m.frames.length - finalLock.count} frames after its final lock.`,
+    );
   }
   summary.lockedFrames = locks.lockedCount;
   summary.finalLocked = locks.finalLocked;
   if (!locks.finalLocked) {
     const last = locks.parsed.at(-1);
-    if (!last || !last.final) add("NOT_FINAL_LOCKED", "incomplete", "locks", "The run's record has no final lock, so a cut-off tail cannot be ruled out.");
+    if (!last?.final)
+      add("NOT_FINAL_LOCKED", "incomplete", "locks", "The run's record has no final lock, so a cut-off tail cannot be ruled out.");
   }
   if (locks.lockedCount < m.frames.length) {
-    add("UNLOCKED_TAIL", "incomplete", `frame ${locks.lockedCount}`, `Frames ${locks.lockedCount} to ${m.frames.length - 1} come after the last lock; only the server vouches for them.`);
+    add(
+      "UNLOCKED_TAIL",
+      "incomplete",
+      `frame ${locks.lockedCount}`,
+      `Frames ${locks.lockedCount} to ${m.frames.length - 1} come after the last lock; only the server vouches for them.`,
+    );
   }
 
   const derivedGaps = tallyGaps(frames.tally);
@@ -286,7 +332,12 @@ export function verifyBundle(file: Uint8Array | string, options: VerifyOptions):
   for (const gap of derivedGaps) {
     const match = listed.get(gapKey(gap));
     if (!match) {
-      add("GAP_LIST_MISMATCH", "tamper", "gap list", `The chain shows a ${gap.kind} gap${gap.seq !== undefined ? ` at frame ${gap.seq}` : ""} that the bundle does not list.`);
+      add(
+        "GAP_LIST_MISMATCH",
+        "tamper",
+        "gap list",
+        `The chain shows a ${gap.kind} gap${gap.seq !== undefined ? ` at frame ${gap.seq}` : ""} that the bundle does not list.`,
+      );
     } else if (gap.bodies && !gap.bodies.every((b) => match.bodies?.includes(b))) {
       add("GAP_LIST_MISMATCH", "tamper", "gap list", `The ${gap.kind} gap does not name every body the chain shows missing.`);
     }
@@ -294,7 +345,12 @@ export function verifyBundle(file: Uint8Array | string, options: VerifyOptions):
   const derivedKeys = new Set(derivedGaps.map(gapKey));
   for (const gap of m.gaps) {
     if (gap.source !== "server" && !derivedKeys.has(gapKey(gap))) {
-      add("GAP_LIST_MISMATCH", "tamper", "gap list", `The bundle lists a ${gap.kind} gap from the ${gap.source} that the chain does not show.`);
+      add(
+        "GAP_LIST_MISMATCH",
+        "tamper",
+        "gap list",
+        `The bundle lists a ${gap.kind} gap from the ${gap.source} that the chain does not show.`,
+      );
     }
   }
   if (m.gaps.length > 0) {
@@ -308,9 +364,11 @@ export function verifyBundle(file: Uint8Array | string, options: VerifyOptions):
   }
   const input = { facts, gaps: m.gaps, environment: m.run.environment, mode: m.run.mode };
   const tier = enforcementTier(input);
-  if (tier.value !== m.tier.value) add("TIER_MISMATCH", "tamper", "tier", `The bundle says tier ${m.tier.value}; the chain supports ${tier.value}.`);
+  if (tier.value !== m.tier.value)
+    add("TIER_MISMATCH", "tamper", "tier", `The bundle says tier ${m.tier.value}; the chain supports ${tier.value}.`);
   const grade = replayGrade(input);
-  if (grade.value !== m.grade.value) add("GRADE_MISMATCH", "tamper", "grade", `The bundle says grade ${m.grade.value}; the chain supports ${grade.value}.`);
+  if (grade.value !== m.grade.value)
+    add("GRADE_MISMATCH", "tamper", "grade", `The bundle says grade ${m.grade.value}; the chain supports ${grade.value}.`);
 
   for (const e of m.equivocations) {
     add("EQUIVOCATION", "note", `${e.what} ${e.seq}`, `The server kept a second, different ${e.what} ${e.seq} as evidence.`);
@@ -333,9 +391,19 @@ export function verifyBundle(file: Uint8Array | string, options: VerifyOptions):
       }
       const body = seen.get(mention.sha256)!;
       if (!body) {
-        add("BODY_MISSING", "incomplete", `body ${mention.sha256}`, `Frame ${mention.seq}'s ${mention.role} body is not in the bodies folder.`);
+        add(
+          "BODY_MISSING",
+          "incomplete",
+          `body ${mention.sha256}`,
+          `Frame ${mention.seq}'s ${mention.role} body is not in the bodies folder.`,
+        );
       } else if (!body.hashOk || body.size !== mention.size) {
-        add("BODY_HASH_MISMATCH", "tamper", `body ${mention.sha256}`, `Frame ${mention.seq}'s ${mention.role} body does not match its hash or size.`);
+        add(
+          "BODY_HASH_MISMATCH",
+          "tamper",
+          `body ${mention.sha256}`,
+          `Frame ${mention.seq}'s ${mention.role} body does not match its hash or size.`,
+        );
       }
     }
   }

@@ -46,14 +46,34 @@ const say = (text: string) => process.stdout.write(`${text}\n`);
 
 say(`1. Enrolling a throwaway computer (state in ${home}) …`);
 const { token: enrollment } = (await (await api("/v1/enrollment-tokens", { method: "POST", body: "{}" })).json()) as { token: string };
-const enrolled = run(OXAGEN, ["agent", "enroll", "--server", url, "--token", enrollment, "--hooks-port", String(port), "--gateway-port", String(port + 1), "--json"]);
+const enrolled = run(OXAGEN, [
+  "agent",
+  "enroll",
+  "--server",
+  url,
+  "--token",
+  enrollment,
+  "--hooks-port",
+  String(port),
+  "--gateway-port",
+  String(port + 1),
+  "--json",
+]);
 if (enrolled.status !== 0) fail(`oxagen agent enroll failed: ${enrolled.stderr}`);
 const hostId = (JSON.parse(enrolled.stdout) as { host_id: string }).host_id;
 
 say("2. Adding a policy clause: refunds over $100 need a person …");
-const current = (await (await api(`/v1/workspaces/${workspace}/policy`)).json()) as { policy: Record<string, unknown> & { tools: { id: string }[] } };
+const current = (await (await api(`/v1/workspaces/${workspace}/policy`)).json()) as {
+  policy: Record<string, unknown> & { tools: { id: string }[] };
+};
 const { v: _v, workspace: _w, issued_ms: _i, paused_runs: _p, suspended_hosts: _s, ...editable } = current.policy;
-const clause = { id: "demo-refunds", tool: "stripe_refund", command: "*amount=5000*", decision: "deny", reason: "refunds over $100 need a person" };
+const clause = {
+  id: "demo-refunds",
+  tool: "stripe_refund",
+  command: "*amount=5000*",
+  decision: "deny",
+  reason: "refunds over $100 need a person",
+};
 const tools = [clause, ...current.policy.tools.filter((t) => t.id !== clause.id)];
 await api(`/v1/workspaces/${workspace}/policy`, { method: "PUT", body: JSON.stringify({ ...editable, tools }) });
 run(TACHO, ["enroll"]);
@@ -70,11 +90,20 @@ const hook = (payload: Record<string, unknown>) => {
 };
 hook({ hook_event_name: "SessionStart", cwd: ROOT });
 hook({ hook_event_name: "UserPromptSubmit", prompt: "refund the two duplicate charges on cus_123" });
-for (const [id, amount] of [["call-1", 1200], ["call-2", 5000]] as const) {
+for (const [id, amount] of [
+  ["call-1", 1200],
+  ["call-2", 5000],
+] as const) {
   const input = { command: `refund charge=ch_${id} amount=${amount}` };
   const answer = hook({ hook_event_name: "PreToolUse", tool_name: "stripe_refund", tool_input: input, tool_use_id: id });
   if (answer.hookSpecificOutput?.permissionDecision === "deny") continue;
-  hook({ hook_event_name: "PostToolUse", tool_name: "stripe_refund", tool_input: input, tool_use_id: id, tool_response: { exit_code: 0, refund: `re_${id}` } });
+  hook({
+    hook_event_name: "PostToolUse",
+    tool_name: "stripe_refund",
+    tool_input: input,
+    tool_use_id: id,
+    tool_response: { exit_code: 0, refund: `re_${id}` },
+  });
 }
 hook({ hook_event_name: "Stop", last_assistant_message: "Refunded one charge; the other needs approval." });
 hook({ hook_event_name: "SessionEnd", reason: "done" });
@@ -107,7 +136,9 @@ for (let i = 0; i < 150; i++) {
 run(TACHO, ["daemon", "stop"]);
 if (!view || !existsSync(join(home, "bundle.json"))) fail("the run did not arrive in time; see the recorder log in the state folder");
 
-const frames = ((await (await api(`/v1/runs/${runId}/frames?limit=1000`)).json()) as { frames: { seq: number; kind: string; payload: string }[] }).frames;
+const frames = (
+  (await (await api(`/v1/runs/${runId}/frames?limit=1000`)).json()) as { frames: { seq: number; kind: string; payload: string }[] }
+).frames;
 say(`\nRun ${runId}: ${view.status}, ${view.frame_count} frames, ${view.lock_count} locks`);
 for (const f of frames) {
   const p = JSON.parse(f.payload) as Record<string, unknown>;
@@ -122,6 +153,8 @@ say(`\n5. Exported ${join(home, "bundle.json")}; checking it offline with the se
 const keys = (await (await fetch(`${url}/v1/keys`)).json()) as { keys: { pub: string }[] };
 writeFileSync(join(home, "server-key.pub"), `${keys.keys[0]!.pub}\n`);
 say(`$ oxagen verify ${join(home, "bundle.json")} --server-key ${join(home, "server-key.pub")}`);
-const verified = spawnSync(NODE, [OXAGEN, "verify", join(home, "bundle.json"), "--server-key", join(home, "server-key.pub")], { encoding: "utf8" });
+const verified = spawnSync(NODE, [OXAGEN, "verify", join(home, "bundle.json"), "--server-key", join(home, "server-key.pub")], {
+  encoding: "utf8",
+});
 process.stdout.write(verified.stdout);
 process.exitCode = verified.status ?? 1;

@@ -18,7 +18,11 @@ export interface DevState {
 /** Runs wrangler with this Node, failing loudly. */
 export function wrangler(args: string[], opts: { quiet?: boolean; persistTo?: string } = {}): void {
   const extra = opts.persistTo ? ["--persist-to", opts.persistTo] : [];
-  const res = spawnSync(process.execPath, [WRANGLER, ...args, ...extra], { cwd: ROOT, stdio: opts.quiet ? "pipe" : "inherit", env: { ...process.env, CI: "1" } });
+  const res = spawnSync(process.execPath, [WRANGLER, ...args, ...extra], {
+    cwd: ROOT,
+    stdio: opts.quiet ? "pipe" : "inherit",
+    env: { ...process.env, CI: "1" },
+  });
   if (res.status !== 0) {
     if (opts.quiet) process.stderr.write(`${res.stdout}${res.stderr}`);
     throw new Error(`wrangler ${args.join(" ")} failed (${res.status})`);
@@ -47,7 +51,10 @@ export function ensureDatabase(persistTo?: string, statePath = STATE): DevState 
   const [, id, secret] = state.token.split("_") as [string, string, string];
   const hash = createHash("sha256").update(secret).digest("hex");
   const now = Date.now();
-  const roles = JSON.stringify(["prompt", "tool_input", "tool_output", "message", "llm_request", "llm_response", "error"]).replaceAll("'", "''");
+  const roles = JSON.stringify(["prompt", "tool_input", "tool_output", "message", "llm_request", "llm_response", "error"]).replaceAll(
+    "'",
+    "''",
+  );
   const sql = [
     `INSERT OR IGNORE INTO workspaces (id, name, retention_mode, retention_keep, mode, created_ms) VALUES ('${state.workspace}', 'Demo workspace', 'keep', '${roles}', 'enforce', ${now});`,
     `INSERT OR IGNORE INTO operator_tokens (id, workspace_id, name, secret_hash, created_ms) VALUES ('${id}', '${state.workspace}', 'local dev', '${hash}', ${now});`,

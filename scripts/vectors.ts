@@ -25,14 +25,20 @@ for (const [name, content] of Object.entries(files)) {
   }
 }
 if (check) {
-  const bodies = new Set(Object.keys(files).filter((n) => n.startsWith("bodies/")).map((n) => n.slice(7)));
+  const bodies = new Set(
+    Object.keys(files)
+      .filter((n) => n.startsWith("bodies/"))
+      .map((n) => n.slice(7)),
+  );
   for (const name of readdirSync(join(dir, "bodies"))) {
     if (!bodies.has(name)) {
       stale++;
       process.stderr.write(`not generated: test/vectors/bodies/${name}\n`);
     }
   }
-  process.stdout.write(stale ? `${stale} vector files are stale: run npm run vectors\n` : `vectors current (${Object.keys(files).length} files)\n`);
+  process.stdout.write(
+    stale ? `${stale} vector files are stale: run npm run vectors\n` : `vectors current (${Object.keys(files).length} files)\n`,
+  );
   process.exitCode = stale ? 1 : 0;
 } else {
   process.stdout.write(`wrote ${Object.keys(files).length} files to test/vectors\n`);

@@ -53,17 +53,40 @@ export class ChainObject extends DurableObject<Env> {
       if (st.sealed) return this.#core.summary(st);
       const held = this.ctx.storage.sql.exec<{ lo: number | null; n: number }>("SELECT min(seq) AS lo, count(*) AS n FROM held").one();
       if (held.n > 0 && held.lo !== null) {
-        this.#core.addGap({ kind: "missing_frames", from_seq: st.count, to_seq: held.lo - 1, count: held.lo - st.count, detail: `frames ${st.count} to ${held.lo - 1} never arrived before the seal` });
+        this.#core.addGap({
+          kind: "missing_frames",
+          from_seq: st.count,
+          to_seq: held.lo - 1,
+          count: held.lo - st.count,
+          detail: `frames ${st.count} to ${held.lo - 1} never arrived before the seal`,
+        });
       }
       const bodies = this.#core.missingBodiesGap();
       if (bodies) this.#core.addGap(bodies);
       if (!st.final) {
         const key = serverKey(this.env);
         const lock = signLock(
-          { chain: st.chain, lock_seq: st.lockNext, count: st.count, head: st.head, prev_lock: st.lastLock, t: now, final: true, signer: "server", host: st.hostId },
+          {
+            chain: st.chain,
+            lock_seq: st.lockNext,
+            count: st.count,
+            head: st.head,
+            prev_lock: st.lastLock,
+            t: now,
+            final: true,
+            signer: "server",
+            host: st.hostId,
+          },
           key.secret,
         );
-        this.ctx.storage.sql.exec("INSERT INTO locks (lock_seq, payload, sig, count, final, received_ms) VALUES (?, ?, ?, ?, 1, ?)", st.lockNext, lock.payload, lock.sig, st.count, now);
+        this.ctx.storage.sql.exec(
+          "INSERT INTO locks (lock_seq, payload, sig, count, final, received_ms) VALUES (?, ?, ?, ?, 1, ?)",
+          st.lockNext,
+          lock.payload,
+          lock.sig,
+          st.count,
+          now,
+        );
         st.lockNext++;
         st.lastLock = lockHash(lock);
         st.lockedCount = st.count;
@@ -85,7 +108,11 @@ export class ChainObject extends DurableObject<Env> {
     return this.ctx.storage.transactionSync(() => {
       const st = this.#core.state();
       if (!st) return null;
-      const added = this.#core.addGap({ kind: "body_refused", bodies: [sha256], detail: `a ${role} body still held a credential (${kinds.join(", ")}) and was refused` });
+      const added = this.#core.addGap({
+        kind: "body_refused",
+        bodies: [sha256],
+        detail: `a ${role} body still held a credential (${kinds.join(", ")}) and was refused`,
+      });
       return added ? this.#core.bump(st) : this.#core.summary(st);
     });
   }
@@ -106,7 +133,15 @@ export class ChainObject extends DurableObject<Env> {
     return this.ctx.storage.transactionSync(() => {
       const sql = this.ctx.storage.sql;
       let next = sql.exec<{ n: number | null }>("SELECT max(seq) AS n FROM bench").one().n ?? -1;
-      for (const f of frames) sql.exec("INSERT INTO bench (seq, t, kind, payload, hash, received_ms) VALUES (?, ?, ?, ?, '', ?)", ++next, f.t, f.kind, f.payload, now);
+      for (const f of frames)
+        sql.exec(
+          "INSERT INTO bench (seq, t, kind, payload, hash, received_ms) VALUES (?, ?, ?, ?, '', ?)",
+          ++next,
+          f.t,
+          f.kind,
+          f.payload,
+          now,
+        );
       return next + 1;
     });
   }

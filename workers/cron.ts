@@ -32,13 +32,28 @@ export async function markDegraded(env: Env, now: number): Promise<void> {
   const d = db(env);
   const cutoff = now - PENDING_DEGRADED_MS;
   await d.batch([
-    d.update(schema.agents).set({ degradedMs: now }).where(and(isNotNull(schema.agents.pendingSinceMs), lt(schema.agents.pendingSinceMs, cutoff), isNull(schema.agents.degradedMs))),
-    d.update(schema.hosts).set({ degradedMs: now }).where(
-      and(isNull(schema.hosts.degradedMs), inArray(schema.hosts.id, d.select({ id: schema.agents.hostId }).from(schema.agents).where(isNotNull(schema.agents.degradedMs)))),
-    ),
-    d.update(schema.hosts).set({ degradedMs: null }).where(
-      and(isNotNull(schema.hosts.degradedMs), sql`NOT EXISTS (SELECT 1 FROM ${schema.agents} WHERE ${schema.agents.hostId} = ${schema.hosts.id} AND ${schema.agents.degradedMs} IS NOT NULL)`),
-    ),
+    d
+      .update(schema.agents)
+      .set({ degradedMs: now })
+      .where(and(isNotNull(schema.agents.pendingSinceMs), lt(schema.agents.pendingSinceMs, cutoff), isNull(schema.agents.degradedMs))),
+    d
+      .update(schema.hosts)
+      .set({ degradedMs: now })
+      .where(
+        and(
+          isNull(schema.hosts.degradedMs),
+          inArray(schema.hosts.id, d.select({ id: schema.agents.hostId }).from(schema.agents).where(isNotNull(schema.agents.degradedMs))),
+        ),
+      ),
+    d
+      .update(schema.hosts)
+      .set({ degradedMs: null })
+      .where(
+        and(
+          isNotNull(schema.hosts.degradedMs),
+          sql`NOT EXISTS (SELECT 1 FROM ${schema.agents} WHERE ${schema.agents.hostId} = ${schema.hosts.id} AND ${schema.agents.degradedMs} IS NOT NULL)`,
+        ),
+      ),
   ]);
 }
 

@@ -6,7 +6,10 @@ type PublicKey = ReturnType<typeof createPublicKey>;
 const keys = new Map<string, PublicKey>();
 
 function base64url(bytes: Uint8Array): string {
-  return btoa(String.fromCharCode(...bytes)).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
+  return btoa(String.fromCharCode(...bytes))
+    .replaceAll("+", "-")
+    .replaceAll("/", "_")
+    .replace(/=+$/, "");
 }
 
 function keyObject(publicKey: Uint8Array): PublicKey {

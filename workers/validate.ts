@@ -9,7 +9,9 @@ type Target = "json" | "query" | "param";
 export function check<S extends z.ZodType>(schema: S, value: unknown, what: string): z.output<S> {
   const result = schema.safeParse(value);
   if (!result.success) {
-    throw new AppError(400, "invalid_request", `The ${what} is not valid.`, { issues: z.flattenError(result.error as z.ZodError<unknown>) });
+    throw new AppError(400, "invalid_request", `The ${what} is not valid.`, {
+      issues: z.flattenError(result.error as z.ZodError<unknown>),
+    });
   }
   return result.data;
 }
@@ -25,5 +27,7 @@ export function parseJson(text: string, what: string): unknown {
 
 /** The one validation middleware: every route's json, query and params go through it. */
 export function valid<T extends Target, S extends z.ZodType>(target: T, schema: S) {
-  return validator(target, (value, _c: Context) => check(schema, value, target === "json" ? "request body" : target === "query" ? "query" : "path"));
+  return validator(target, (value, _c: Context) =>
+    check(schema, value, target === "json" ? "request body" : target === "query" ? "query" : "path"),
+  );
 }

@@ -42,7 +42,11 @@ export function applyHarnesses(host: HostConfig, harnesses: string[], action: "a
     return result;
   });
   const written = results.filter((r) => r.changed && r.action);
-  if (written.length) writeStateFile("harness-writes.json", `${JSON.stringify({ ...readWrites(), ...Object.fromEntries(written.map((r) => [r.harness, Date.now()])) })}\n`);
+  if (written.length)
+    writeStateFile(
+      "harness-writes.json",
+      `${JSON.stringify({ ...readWrites(), ...Object.fromEntries(written.map((r) => [r.harness, Date.now()])) })}\n`,
+    );
   return results;
 }
 

@@ -40,5 +40,8 @@ export function compact(o: Payload): Payload {
 export function toolDecision(answer: HookAnswer): { decision: "allow" | "deny" | "ask"; reason: string } {
   const out = (answer as { hookSpecificOutput?: { permissionDecision?: unknown; permissionDecisionReason?: unknown } }).hookSpecificOutput;
   const d = out?.permissionDecision;
-  return { decision: d === "deny" || d === "ask" ? d : "allow", reason: typeof out?.permissionDecisionReason === "string" ? out.permissionDecisionReason : "" };
+  return {
+    decision: d === "deny" || d === "ask" ? d : "allow",
+    reason: typeof out?.permissionDecisionReason === "string" ? out.permissionDecisionReason : "",
+  };
 }

@@ -12,14 +12,22 @@ const ADAPTERS: Record<string, HarnessAdapter> = { "claude-code": claudeCode, co
 export function adapterFor(name: string): HarnessAdapter {
   const adapter = ADAPTERS[name];
   if (adapter) return adapter;
-  if (HARNESSES.includes(name)) throw new UsageError(`harness ${name} has no adapter in this collector yet; supported: ${Object.keys(ADAPTERS).join(", ")}`);
+  if (HARNESSES.includes(name))
+    throw new UsageError(`harness ${name} has no adapter in this collector yet; supported: ${Object.keys(ADAPTERS).join(", ")}`);
   throw new UsageError(`unknown harness ${JSON.stringify(name)}; expected one of ${HARNESSES.join(", ")}`);
 }
 
 /** Parses a `--harness a,b` list: trimmed, deduplicated, each with an adapter. */
 export function harnessList(value: string | undefined): string[] {
   if (!value) return [];
-  const names = [...new Set(value.split(",").map((s) => s.trim()).filter(Boolean))];
+  const names = [
+    ...new Set(
+      value
+        .split(",")
+        .map((s) => s.trim())
+        .filter(Boolean),
+    ),
+  ];
   for (const name of names) adapterFor(name);
   return names;
 }

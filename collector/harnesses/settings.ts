@@ -36,18 +36,26 @@ export function readConfig(adapter: HarnessAdapter): ConfigFile {
   try {
     json = JSON.parse(text);
   } catch (err) {
-    throw new ExitError(1, `${path} is not valid JSON (${(err as Error).message}); fix it and run the command again (the file was left untouched)`);
+    throw new ExitError(
+      1,
+      `${path} is not valid JSON (${(err as Error).message}); fix it and run the command again (the file was left untouched)`,
+    );
   }
-  if (!isObject(json)) throw new ExitError(1, `${path} does not hold a JSON object; fix it and run the command again (the file was left untouched)`);
+  if (!isObject(json))
+    throw new ExitError(1, `${path} does not hold a JSON object; fix it and run the command again (the file was left untouched)`);
   return checked(adapter, { path, text, json, format });
 }
 
 function checked(adapter: HarnessAdapter, file: ConfigFile): ConfigFile {
   const { path, json } = file;
-  if (json.hooks !== undefined && !isObject(json.hooks)) throw new ExitError(1, `${path}: "hooks" is not an object; fix it and run the command again (the file was left untouched)`);
+  if (json.hooks !== undefined && !isObject(json.hooks))
+    throw new ExitError(1, `${path}: "hooks" is not an object; fix it and run the command again (the file was left untouched)`);
   for (const [key, want] of Object.entries(adapter.required ?? {})) {
     if (json[key] !== undefined && JSON.stringify(json[key]) !== JSON.stringify(want)) {
-      throw new ExitError(1, `${path}: "${key}" is ${JSON.stringify(json[key])}, and tacho writes hooks for ${JSON.stringify(want)} only (the file was left untouched)`);
+      throw new ExitError(
+        1,
+        `${path}: "${key}" is ${JSON.stringify(json[key])}, and tacho writes hooks for ${JSON.stringify(want)} only (the file was left untouched)`,
+      );
     }
   }
   return file;
@@ -130,7 +138,11 @@ export function writeConfig(file: ConfigFile, text: string | null): boolean {
 }
 
 /** Compares the collector's handlers in a configuration with what enroll would write. */
-export function hookState(json: JsonObject, adapter: HarnessAdapter, entries: HookEntries): { state: HookState; missing: string[]; altered: string[] } {
+export function hookState(
+  json: JsonObject,
+  adapter: HarnessAdapter,
+  entries: HookEntries,
+): { state: HookState; missing: string[]; altered: string[] } {
   const hooks = isObject(json.hooks) ? json.hooks : {};
   const oursIn = adapter.layout === "flat" ? flatOurs : groupedOurs;
   const missing: string[] = [];
@@ -145,6 +157,7 @@ export function hookState(json: JsonObject, adapter: HarnessAdapter, entries: Ho
   for (const event of Object.keys(hooks)) {
     if (!(event in entries) && oursIn(hooks, adapter, event).length > 0) altered.push(event);
   }
-  const state: HookState = found === 0 && altered.length === 0 ? "missing" : missing.length === 0 && altered.length === 0 ? "present" : "altered";
+  const state: HookState =
+    found === 0 && altered.length === 0 ? "missing" : missing.length === 0 && altered.length === 0 ? "present" : "altered";
   return { state, missing, altered };
 }

@@ -42,7 +42,11 @@ function findBlock(path: string, text: string): [number, number] | null {
   const begin = text.indexOf(`${BEGIN}\n`);
   if (begin < 0 || (begin > 0 && text[begin - 1] !== "\n")) return null;
   const endAt = text.indexOf(`${END}`, begin);
-  if (endAt < 0) throw new ExitError(1, `${path}: the tacho hooks block has no end line (${END}); restore it or remove the block, then run the command again (the file was left untouched)`);
+  if (endAt < 0)
+    throw new ExitError(
+      1,
+      `${path}: the tacho hooks block has no end line (${END}); restore it or remove the block, then run the command again (the file was left untouched)`,
+    );
   const after = text.indexOf("\n", endAt);
   return [begin, after < 0 ? text.length : after + 1];
 }
@@ -70,7 +74,10 @@ export function withBlock(path: string, text: string, adapter: HarnessAdapter, e
     try {
       parse(next);
     } catch (err) {
-      throw new ExitError(1, `${path} already defines hooks in a way tacho's entries would conflict with (${(err as Error).message.split("\n")[0]}); write its hooks as [[hooks.<Event>]] tables (or move them to a hooks file), then run the command again (the file was left untouched)`);
+      throw new ExitError(
+        1,
+        `${path} already defines hooks in a way tacho's entries would conflict with (${(err as Error).message.split("\n")[0]}); write its hooks as [[hooks.<Event>]] tables (or move them to a hooks file), then run the command again (the file was left untouched)`,
+      );
     }
   }
   return next;

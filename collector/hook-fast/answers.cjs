@@ -22,7 +22,9 @@ function decisionAnswer(event, decision, reason) {
     case "SessionStart":
       return decision === "deny" ? { continue: false, stopReason: reason } : {};
     case "PermissionRequest":
-      return decision === "deny" ? { hookSpecificOutput: { hookEventName: "PermissionRequest", decision: { behavior: "deny", message: reason } } } : {};
+      return decision === "deny"
+        ? { hookSpecificOutput: { hookEventName: "PermissionRequest", decision: { behavior: "deny", message: reason } } }
+        : {};
     default:
       return {};
   }
@@ -68,7 +70,9 @@ const CODEX_MESSAGE_EVENTS = ["SessionStart", "UserPromptSubmit", "Stop", "PreCo
 function harnessRefusal(harness, event, message) {
   if (harness === "cursor") {
     // Unknown event: one document that denies at every Cursor veto point.
-    return event ? cursorDecision(event, "deny", message) : { permission: "deny", continue: false, user_message: message, agent_message: message };
+    return event
+      ? cursorDecision(event, "deny", message)
+      : { permission: "deny", continue: false, user_message: message, agent_message: message };
   }
   if (harness === "stella") return stellaDecision(event === "PreToolUse" || event === "PreIssueWork" || !event ? "deny" : "allow", message);
   // Codex validates each answer strictly, so an unknown event gets the PreToolUse denial alone.
@@ -102,4 +106,16 @@ function refusal(event, code, message, harness) {
   return answer;
 }
 
-module.exports = { AGENT_NAME, RESERVED_AGENT_NAMES, HARNESSES, MAX_PAYLOAD_BYTES, eventNameOf, decisionAnswer, cursorDecision, stellaDecision, codexDecision, harnessDecision, refusal };
+module.exports = {
+  AGENT_NAME,
+  RESERVED_AGENT_NAMES,
+  HARNESSES,
+  MAX_PAYLOAD_BYTES,
+  eventNameOf,
+  decisionAnswer,
+  cursorDecision,
+  stellaDecision,
+  codexDecision,
+  harnessDecision,
+  refusal,
+};

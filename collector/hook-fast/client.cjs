@@ -40,9 +40,13 @@ function parseFlags(argv) {
 function identityProblem(flags) {
   if (flags.problem) return ["usage", flags.problem];
   if (flags.agent !== null) {
-    if (!AGENT_NAME.test(flags.agent)) return ["bad_agent_name", `agent name ${JSON.stringify(flags.agent)} must match ^[a-z0-9][a-z0-9._-]{0,63}$`];
+    if (!AGENT_NAME.test(flags.agent))
+      return ["bad_agent_name", `agent name ${JSON.stringify(flags.agent)} must match ^[a-z0-9][a-z0-9._-]{0,63}$`];
     if (RESERVED_AGENT_NAMES.includes(flags.agent)) {
-      return ["reserved_agent_name", `agent name "${flags.agent}" is a built-in harness or runtime name; choose another name for a custom agent`];
+      return [
+        "reserved_agent_name",
+        `agent name "${flags.agent}" is a built-in harness or runtime name; choose another name for a custom agent`,
+      ];
     }
   } else if (!HARNESSES.includes(flags.harness)) {
     return ["unknown_harness", `unknown harness ${JSON.stringify(flags.harness)}; expected one of ${HARNESSES.join(", ")}`];

@@ -22,7 +22,10 @@ function procStat(pid) {
 async function psStat(pid) {
   try {
     const { execFileSync } = await import("node:child_process");
-    const out = execFileSync("ps", ["-o", "ppid=", "-o", "lstart=", "-o", "comm=", "-p", String(pid)], { encoding: "utf8", timeout: 500 }).trim();
+    const out = execFileSync("ps", ["-o", "ppid=", "-o", "lstart=", "-o", "comm=", "-p", String(pid)], {
+      encoding: "utf8",
+      timeout: 500,
+    }).trim();
     const m = /^(\d+)\s+(\S+\s+\S+\s+\d+\s+[\d:]+\s+\d+)\s+(.+)$/.exec(out);
     if (!m) return null;
     const comm = m[3].split("/").pop();

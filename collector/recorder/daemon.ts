@@ -44,8 +44,10 @@ export async function startDaemon(host: HostConfig, log: (msg: string) => void):
   recorder.log = log;
   recorder.processes = new HarnessProcesses(statePath("harness-processes.json"), (text) => writeStateFile("harness-processes.json", text));
   const sources = new Sources(recorder, {
-    load: () => readSourcesFile(statePath("sources.json")), save: (text) => writeStateFile("sources.json", text),
-    quietMs: envMs("OXAGEN_TRANSCRIPT_QUIET_MS", 30_000), worktreeMs: envMs("OXAGEN_WORKTREE_MS", 15_000),
+    load: () => readSourcesFile(statePath("sources.json")),
+    save: (text) => writeStateFile("sources.json", text),
+    quietMs: envMs("OXAGEN_TRANSCRIPT_QUIET_MS", 30_000),
+    worktreeMs: envMs("OXAGEN_WORKTREE_MS", 15_000),
   });
   recorder.sources = sources;
   const shipper = new Shipper(journal, host, {
@@ -66,7 +68,14 @@ export async function startDaemon(host: HostConfig, log: (msg: string) => void):
     },
     http: (label, payload) => {
       if (payload === null || typeof payload !== "object" || Array.isArray(payload)) return {};
-      return recorder.handle({ id: null, t: Date.now(), source: "http", harness: label, agent: null, event: payload as Record<string, unknown> });
+      return recorder.handle({
+        id: null,
+        t: Date.now(),
+        source: "http",
+        harness: label,
+        agent: null,
+        event: payload as Record<string, unknown>,
+      });
     },
     health: () => ({ ok: true, v: 1, pid: process.pid, port: host.ports.hooks, started_ms: started }),
     log,
@@ -78,7 +87,16 @@ export async function startDaemon(host: HostConfig, log: (msg: string) => void):
   let policyEtag = recorder.policy?.etag ?? null;
   let policyError: string | null = null;
   const currentStatus = (stopped?: number) =>
-    statusOf({ journal, shipper, started, port: host.ports.hooks, policyEtag, policyError, stopped, seen: { ...previous?.harness_seen_ms, ...recorder.seen } });
+    statusOf({
+      journal,
+      shipper,
+      started,
+      port: host.ports.hooks,
+      policyEtag,
+      policyError,
+      stopped,
+      seen: { ...previous?.harness_seen_ms, ...recorder.seen },
+    });
   const writeStatus = (stopped?: number) => writeStateFile("recorder-status.json", `${JSON.stringify(currentStatus(stopped), null, 2)}\n`);
   const report = () => sendReport(host, hostReport(host, currentStatus()));
   const refreshPolicy = async () => {
@@ -155,7 +173,10 @@ export async function startDaemon(host: HostConfig, log: (msg: string) => void):
 function replaySpool(recorder: Recorder, gaps: boolean, wentDown: number | null, now: number, log: (m: string) => void): void {
   const spool = takeSpool(statePath("spool"));
   const requests = spool.lines.map(parseRequest).filter((r): r is HookRequest => r !== null);
-  const firstSpooled = requests.reduce<number | null>((m, r) => (r.spooled_ms !== undefined && (m === null || r.spooled_ms < m) ? r.spooled_ms : m), null);
+  const firstSpooled = requests.reduce<number | null>(
+    (m, r) => (r.spooled_ms !== undefined && (m === null || r.spooled_ms < m) ? r.spooled_ms : m),
+    null,
+  );
   const from = wentDown ?? firstSpooled;
   const gapped = new Set<string>();
   const gap = (rec: ChainRecord | null | undefined) => {
@@ -181,7 +202,13 @@ function replaySpool(recorder: Recorder, gaps: boolean, wentDown: number | null,
   if (gaps && spool.dropped > 0) {
     const chains = [...gapped].map((c) => recorder.journal.chains.get(c)).filter((r): r is ChainRecord => !!r && !r.writer.state.final);
     const targets = chains.length ? chains : [recorder.journal.open(hostChainId(recorder.host.host_id), null)];
-    for (const rec of targets) recorder.append(rec, "telemetry_gap", { path: "recorder", cause: "spool_overflow", dropped: spool.dropped, from_ms: from ?? now, to_ms: now }, now);
+    for (const rec of targets)
+      recorder.append(
+        rec,
+        "telemetry_gap",
+        { path: "recorder", cause: "spool_overflow", dropped: spool.dropped, from_ms: from ?? now, to_ms: now },
+        now,
+      );
   }
   spool.done();
   if (replayed || spool.dropped) log(`replayed ${replayed} spooled events (${spool.dropped} dropped)`);

@@ -8,7 +8,8 @@ export type Derived =
   | { kind: "file_io"; payload: Omit<Payload<"file_io">, "path"> }
   | { kind: "network"; payload: Omit<Payload<"network">, "path"> };
 
-const SHELL_TOOLS = /^(?:bash|shell|sh|zsh|run_shell|run_command|run_terminal_cmd|exec|exec_command|local_shell|terminal|powershell|execute_command)$/i;
+const SHELL_TOOLS =
+  /^(?:bash|shell|sh|zsh|run_shell|run_command|run_terminal_cmd|exec|exec_command|local_shell|terminal|powershell|execute_command)$/i;
 const FILE_OPS: [RegExp, Payload<"file_io">["op"]][] = [
   [/^(?:read|read_file|readfile|view|cat|open_file|notebookread)$/i, "read"],
   [/^(?:write|write_file|writefile|create_file|create)$/i, "write"],
@@ -84,7 +85,14 @@ export function deriveFrames(toolName: string, input: unknown, toolUseId: string
   }
   const op = FILE_OPS.find(([re]) => re.test(bare))?.[1];
   if (op) {
-    const file = str(obj.file_path) ?? str(obj.path) ?? str(obj.notebook_path) ?? str(obj.filePath) ?? str(obj.target_file) ?? str(obj.pattern) ?? str(obj.directory);
+    const file =
+      str(obj.file_path) ??
+      str(obj.path) ??
+      str(obj.notebook_path) ??
+      str(obj.filePath) ??
+      str(obj.target_file) ??
+      str(obj.pattern) ??
+      str(obj.directory);
     if (file) return [{ kind: "file_io", payload: { ...ref, op, file } }];
   }
   const url = str(obj.url) ?? findUrl(input);

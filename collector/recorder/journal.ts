@@ -1,4 +1,17 @@
-import { closeSync, existsSync, fstatSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeSync } from "node:fs";
+import {
+  closeSync,
+  existsSync,
+  fstatSync,
+  fsyncSync,
+  ftruncateSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeSync,
+} from "node:fs";
 import { join } from "node:path";
 import { ChainWriter, type Frame, type SignedLock, type WriterState } from "../../protocol/index.ts";
 
@@ -45,7 +58,17 @@ type Line =
   | { k: "open"; run: RunInfo | null; w: WriterState }
   | ({ k: "ev"; w: WriterState } & Entry)
   | { k: "ack"; stored: number; locks: number[]; bodies: string[] }
-  | { k: "snap"; run: RunInfo | null; w: WriterState; stored: number; frames: JournalFrame[]; locks: SignedLock[]; bodies: PendingBody[]; ids: [string, unknown][]; lastT: number };
+  | {
+      k: "snap";
+      run: RunInfo | null;
+      w: WriterState;
+      stored: number;
+      frames: JournalFrame[];
+      locks: SignedLock[];
+      bodies: PendingBody[];
+      ids: [string, unknown][];
+      lastT: number;
+    };
 
 const COMPACT_AFTER_LINES = 2000;
 
@@ -84,7 +107,19 @@ export class Journal {
     if (existing) return existing;
     const path = this.#path(chain);
     const fd = openSync(path, "a", 0o600);
-    const rec: ChainRecord = { chain, run, writer: new ChainWriter(chain), stored: 0, frames: [], locks: [], bodies: [], ids: new Map(), lastT: 0, fd, lines: 0 };
+    const rec: ChainRecord = {
+      chain,
+      run,
+      writer: new ChainWriter(chain),
+      stored: 0,
+      frames: [],
+      locks: [],
+      bodies: [],
+      ids: new Map(),
+      lastT: 0,
+      fd,
+      lines: 0,
+    };
     this.#write(rec, { k: "open", run, w: rec.writer.state });
     fsyncDir(this.dir);
     this.chains.set(chain, rec);
@@ -143,8 +178,15 @@ export class Journal {
     const tmp = `${path}.tmp`;
     const fd = openSync(tmp, "w", 0o600);
     const snap: Line = {
-      k: "snap", run: rec.run, w: rec.writer.state, stored: rec.stored, frames: rec.frames, locks: rec.locks,
-      bodies: rec.bodies, ids: [...rec.ids], lastT: rec.lastT,
+      k: "snap",
+      run: rec.run,
+      w: rec.writer.state,
+      stored: rec.stored,
+      frames: rec.frames,
+      locks: rec.locks,
+      bodies: rec.bodies,
+      ids: [...rec.ids],
+      lastT: rec.lastT,
     };
     try {
       writeSync(fd, `${JSON.stringify(snap)}\n`);
@@ -251,10 +293,27 @@ export class Journal {
   #replay(chain: string, rec: ChainRecord | null, line: Line): ChainRecord {
     if (line.k === "open" || line.k === "snap") {
       const r: ChainRecord = {
-        chain, run: line.run, writer: new ChainWriter(line.w), stored: 0, frames: [], locks: [], bodies: [], ids: new Map(), lastT: 0, fd: -1, lines: 0,
+        chain,
+        run: line.run,
+        writer: new ChainWriter(line.w),
+        stored: 0,
+        frames: [],
+        locks: [],
+        bodies: [],
+        ids: new Map(),
+        lastT: 0,
+        fd: -1,
+        lines: 0,
       };
       if (line.k === "snap") {
-        Object.assign(r, { stored: line.stored, frames: line.frames, locks: line.locks, bodies: line.bodies, ids: new Map(line.ids), lastT: line.lastT });
+        Object.assign(r, {
+          stored: line.stored,
+          frames: line.frames,
+          locks: line.locks,
+          bodies: line.bodies,
+          ids: new Map(line.ids),
+          lastT: line.lastT,
+        });
       }
       r.lines = 1;
       return r;

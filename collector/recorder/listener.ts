@@ -24,7 +24,12 @@ const LOOPBACK = new Set(["127.0.0.1", "::1", "::ffff:127.0.0.1"]);
 /** True for a Host or Origin naming this loopback port (stops DNS rebinding from a browser). */
 function loopbackAuthority(value: string, port: number): boolean {
   const hosts = [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`];
-  return hosts.includes(value.toLowerCase().replace(/^https?:\/\//, "").replace(/\/$/, ""));
+  return hosts.includes(
+    value
+      .toLowerCase()
+      .replace(/^https?:\/\//, "")
+      .replace(/\/$/, ""),
+  );
 }
 
 /**
@@ -60,10 +65,11 @@ export function listen(port: number, handlers: ListenerHandlers): Promise<Listen
       resolve({
         server,
         // Closing must not wait for a client that keeps its end open: every answer already went out.
-        close: () => new Promise<void>((done) => {
-          server.close(() => done());
-          for (const s of sockets) s.destroy();
-        }),
+        close: () =>
+          new Promise<void>((done) => {
+            server.close(() => done());
+            for (const s of sockets) s.destroy();
+          }),
       });
     });
   });

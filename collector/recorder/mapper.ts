@@ -68,7 +68,8 @@ export function sessionOf(req: HookRequest, hostId: string): { chain: string; ru
 }
 
 function spooledReason(answer: unknown): string | undefined {
-  const r = (answer as { hookSpecificOutput?: { permissionDecisionReason?: unknown } } | undefined)?.hookSpecificOutput?.permissionDecisionReason;
+  const r = (answer as { hookSpecificOutput?: { permissionDecisionReason?: unknown } } | undefined)?.hookSpecificOutput
+    ?.permissionDecisionReason;
   return typeof r === "string" && r.length > 0 ? r : undefined;
 }
 
@@ -80,9 +81,20 @@ function spooledDecision(answer: unknown): PolicyDecision["decision"] | undefine
 
 function decide(ctx: MapContext, chain: string, tool: string, input: unknown): PolicyDecision & { mode: "enforce" | "observe" } {
   // Same rule as tacho hook offline: with no verified policy nothing can check the tool, so it is refused.
-  if (!ctx.policy) return { decision: "deny", reason: "no verified Oxagen policy is cached yet, so this tool call cannot be checked", rule: "no_policy", mode: "enforce" };
+  if (!ctx.policy)
+    return {
+      decision: "deny",
+      reason: "no verified Oxagen policy is cached yet, so this tool call cannot be checked",
+      rule: "no_policy",
+      mode: "enforce",
+    };
   const command = (input as { command?: unknown } | null)?.command;
-  const d = decideTool(ctx.policy.policy, { hostId: ctx.hostId, runId: chain, toolName: tool, ...(typeof command === "string" ? { command } : {}) });
+  const d = decideTool(ctx.policy.policy, {
+    hostId: ctx.hostId,
+    runId: chain,
+    toolName: tool,
+    ...(typeof command === "string" ? { command } : {}),
+  });
   return { ...d, mode: ctx.policy.policy.mode };
 }
 
@@ -123,8 +135,13 @@ export function mapEvent(req: HookRequest, ctx: MapContext): Plan {
   switch (e.hook_event_name) {
     case "SessionStart":
       step("agent_start", {
-        harness: session.run.harness, agent: session.run.agent ?? undefined, session_id: session.run.session_id,
-        cwd: typeof e.cwd === "string" && e.cwd.length <= 4096 ? e.cwd : undefined, source: name(e.source), model: name(e.model), pid: req.pid,
+        harness: session.run.harness,
+        agent: session.run.agent ?? undefined,
+        session_id: session.run.session_id,
+        cwd: typeof e.cwd === "string" && e.cwd.length <= 4096 ? e.cwd : undefined,
+        source: name(e.source),
+        model: name(e.model),
+        pid: req.pid,
       });
       if (ctx.policy?.policy.mode === "enforce" && ctx.policy.policy.suspended_hosts.includes(ctx.hostId)) {
         plan.answer = { continue: false, stopReason: "this computer is suspended by an operator" };
@@ -135,7 +152,9 @@ export function mapEvent(req: HookRequest, ctx: MapContext): Plan {
       const p = ctx.policy?.policy;
       const blocked = p?.mode === "enforce" && (p.paused_runs.includes(session.chain) || p.suspended_hosts.includes(ctx.hostId));
       if (blocked) {
-        const reason = p.suspended_hosts.includes(ctx.hostId) ? "this computer is suspended by an operator" : "this run is paused by an operator";
+        const reason = p.suspended_hosts.includes(ctx.hostId)
+          ? "this computer is suspended by an operator"
+          : "this run is paused by an operator";
         step("policy_decision", { subject: "prompt", decision: "deny", mode: "enforce", reason, policy_etag: ctx.policy?.etag });
         plan.answer = { decision: "block", reason };
       }
@@ -163,8 +182,14 @@ export function mapEvent(req: HookRequest, ctx: MapContext): Plan {
         d.reason = `the policy asks a person to approve this tool call, and ${session.run.harness} cannot ask: refused. ${d.reason}`;
       }
       step("policy_decision", {
-        subject: "tool", decision, mode: d.mode, reason: d.reason.slice(0, 1024), rule: name(d.rule), policy_etag: ctx.policy?.etag,
-        ...toolRef, offline: offline ? true : undefined,
+        subject: "tool",
+        decision,
+        mode: d.mode,
+        reason: d.reason.slice(0, 1024),
+        rule: name(d.rule),
+        policy_etag: ctx.policy?.etag,
+        ...toolRef,
+        offline: offline ? true : undefined,
       });
       const refused = decision === "deny" && d.mode === "enforce";
       if (refused) step("token_denied", { ...toolRef, input: input.digest, reason: d.reason.slice(0, 1024) }, [input]);
@@ -186,9 +211,21 @@ export function mapEvent(req: HookRequest, ctx: MapContext): Plan {
       const input = makeBody("tool_input", e.tool_input ?? null, retention);
       const output = makeBody(failed ? "error" : "tool_output", failed ? (e.error ?? "") : (e.tool_response ?? null), retention);
       const status = failed ? (e.is_interrupt === true ? "interrupted" : "error") : "ok";
-      const duration = typeof e.duration_ms === "number" && Number.isInteger(e.duration_ms) && e.duration_ms >= 0 ? e.duration_ms : undefined;
+      const duration =
+        typeof e.duration_ms === "number" && Number.isInteger(e.duration_ms) && e.duration_ms >= 0 ? e.duration_ms : undefined;
       const exit = exitCodeOf(e);
-      step("tool_call", { ...toolRef, status: exit !== undefined && exit !== 0 && !failed ? "error" : status, exit_code: exit, duration_ms: duration, input: input.digest, output: output.digest }, [input, output]);
+      step(
+        "tool_call",
+        {
+          ...toolRef,
+          status: exit !== undefined && exit !== 0 && !failed ? "error" : status,
+          exit_code: exit,
+          duration_ms: duration,
+          input: input.digest,
+          output: output.digest,
+        },
+        [input, output],
+      );
       for (const d of deriveFrames(tool, e.tool_input, toolUseId)) step(d.kind, d.payload);
       break;
     }

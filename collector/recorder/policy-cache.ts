@@ -43,13 +43,16 @@ export function readPolicyFile(host: HostConfig): CachedPolicy | null {
  */
 export async function fetchPolicy(host: HostConfig, etag: string | null, now: number): Promise<CachedPolicy | "unchanged"> {
   const path = ROUTES.policy;
-  const headers: Record<string, string> = { ...signRequest(fromHex(host.secret_key, 32), host.host_id, "GET", path, new Uint8Array(), now) };
+  const headers: Record<string, string> = {
+    ...signRequest(fromHex(host.secret_key, 32), host.host_id, "GET", path, new Uint8Array(), now),
+  };
   if (etag) headers["if-none-match"] = `"${etag}"`;
   const res = await fetch(new URL(path, host.server), { headers, signal: AbortSignal.timeout(15_000) });
   if (res.status === 304) return "unchanged";
   if (!res.ok) throw new Error(`policy fetch: HTTP ${res.status}`);
   const body = (await res.json()) as unknown;
-  const signed = body !== null && typeof body === "object" && "policy" in body && !("payload" in body) ? (body as { policy: unknown }).policy : body;
+  const signed =
+    body !== null && typeof body === "object" && "policy" in body && !("payload" in body) ? (body as { policy: unknown }).policy : body;
   const opened = openCached(signed, host);
   if ("error" in opened) throw new Error(`policy refused: ${opened.error}`);
   const file: PolicyFile = { etag: opened.cached.etag, policy: opened.signed, fetched_ms: now };

@@ -31,7 +31,8 @@ export class HarnessProcesses {
     if (!file) return;
     try {
       const raw = JSON.parse(readFileSync(file, "utf8")) as Record<string, HarnessProc>;
-      for (const [chain, p] of Object.entries(raw)) if (Number.isInteger(p?.pid) && p.pid > 0) this.#byChain.set(chain, { pid: p.pid, start: p.start ?? null });
+      for (const [chain, p] of Object.entries(raw))
+        if (Number.isInteger(p?.pid) && p.pid > 0) this.#byChain.set(chain, { pid: p.pid, start: p.start ?? null });
     } catch {
       // No file yet, or a damaged one: sessions seen from now on are tracked.
     }

@@ -90,8 +90,15 @@ export class Recorder {
       this.#commit(rec, plan.steps, req.t, { id: req.id, answer, final: plan.final });
     } catch (err) {
       this.log(`event ${String(req.event.hook_event_name)} for ${plan.chain} not recorded: ${(err as Error).message}`);
-      const detail = `a ${String(req.event.hook_event_name).slice(0, 64)} event could not be recorded: ${(err as Error).message}`.slice(0, 1024);
-      this.#commit(rec, [{ kind: "telemetry_gap", payload: { path: "recorder", cause: "other", detail }, bodies: [] }], req.t, { id: req.id, answer, final: false });
+      const detail = `a ${String(req.event.hook_event_name).slice(0, 64)} event could not be recorded: ${(err as Error).message}`.slice(
+        0,
+        1024,
+      );
+      this.#commit(rec, [{ kind: "telemetry_gap", payload: { path: "recorder", cause: "other", detail }, bodies: [] }], req.t, {
+        id: req.id,
+        answer,
+        final: false,
+      });
     }
     if (rec.writer.state.final) this.processes.forget(rec.chain);
     else if (req.pid !== undefined) this.processes.note(rec.chain, { pid: req.pid, start: req.pid_start ?? null });
@@ -145,10 +152,15 @@ export class Recorder {
       if (!rec.run || rec.writer.state.final || rec.lastT === 0) continue;
       if (now - rec.lastT < quietLimitMs(rec.run.harness)) continue;
       this.sources?.ending(rec.chain);
-      this.#commit(rec, [
-        { kind: "telemetry_gap", payload: { path: "recorder", cause: "unobserved_tail", from_ms: rec.lastT, to_ms: now }, bodies: [] },
-        { kind: "agent_stop", payload: { path: "recorder", reason: "quiet", outcome: "crashed" }, bodies: [] },
-      ], now, { id: null, final: true });
+      this.#commit(
+        rec,
+        [
+          { kind: "telemetry_gap", payload: { path: "recorder", cause: "unobserved_tail", from_ms: rec.lastT, to_ms: now }, bodies: [] },
+          { kind: "agent_stop", payload: { path: "recorder", reason: "quiet", outcome: "crashed" }, bodies: [] },
+        ],
+        now,
+        { id: null, final: true },
+      );
       this.processes.forget(rec.chain);
       this.onChange();
     }
@@ -164,12 +176,17 @@ export class Recorder {
       this.processes.forget(chain);
       if (!rec?.run || rec.writer.state.final) continue;
       this.sources?.ending(chain);
-      const steps: Step[] = rec.run.harness === "stella"
-        ? [{ kind: "agent_stop", payload: { path: "recorder", reason: "process_exited", outcome: "completed" }, bodies: [] }]
-        : [
-            { kind: "telemetry_gap", payload: { path: "recorder", cause: "unobserved_tail", from_ms: rec.lastT, to_ms: now }, bodies: [] },
-            { kind: "agent_stop", payload: { path: "recorder", reason: "process_exited", outcome: "crashed" }, bodies: [] },
-          ];
+      const steps: Step[] =
+        rec.run.harness === "stella"
+          ? [{ kind: "agent_stop", payload: { path: "recorder", reason: "process_exited", outcome: "completed" }, bodies: [] }]
+          : [
+              {
+                kind: "telemetry_gap",
+                payload: { path: "recorder", cause: "unobserved_tail", from_ms: rec.lastT, to_ms: now },
+                bodies: [],
+              },
+              { kind: "agent_stop", payload: { path: "recorder", reason: "process_exited", outcome: "crashed" }, bodies: [] },
+            ];
       this.#commit(rec, steps, now, { id: null, final: true });
       this.onChange();
     }
@@ -196,9 +213,10 @@ export class Recorder {
           bodies.push({ sha: b.ref.sha256, role: b.ref.role, seq: frame.seq });
         }
       }
-      const lock = steps.length === 0 || opts.final
-        ? rec.writer.lock({ secretKey: this.#secret, hostId: this.host.host_id, t, final: opts.final })
-        : null;
+      const lock =
+        steps.length === 0 || opts.final
+          ? rec.writer.lock({ secretKey: this.#secret, hostId: this.host.host_id, t, final: opts.final })
+          : null;
       if (lock) locks.push(lock);
     } catch (err) {
       rec.writer = new ChainWriter(before);

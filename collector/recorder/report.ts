@@ -20,12 +20,14 @@ function hooksOk(host: HostConfig, harness: string): boolean {
  */
 export function hostReport(host: HostConfig, status: Pick<RecorderStatus, "chains">): HostReport {
   const agents = new Map<string, HostReport["agents"][number]>();
-  for (const harness of host.harnesses) agents.set(harness, { name: harness, pending_frames: 0, oldest_pending_ms: null, hooks_ok: hooksOk(host, harness) });
+  for (const harness of host.harnesses)
+    agents.set(harness, { name: harness, pending_frames: 0, oldest_pending_ms: null, hooks_ok: hooksOk(host, harness) });
   for (const chain of Object.values(status.chains)) {
     if (!chain.harness) continue;
     const a = agents.get(chain.harness) ?? { name: chain.harness, pending_frames: 0, oldest_pending_ms: null, hooks_ok: true };
     a.pending_frames += chain.frames;
-    if (chain.oldest_pending_ms !== null) a.oldest_pending_ms = Math.min(a.oldest_pending_ms ?? chain.oldest_pending_ms, chain.oldest_pending_ms);
+    if (chain.oldest_pending_ms !== null)
+      a.oldest_pending_ms = Math.min(a.oldest_pending_ms ?? chain.oldest_pending_ms, chain.oldest_pending_ms);
     agents.set(chain.harness, a);
   }
   return { agents: [...agents.values()].slice(0, 64) };

@@ -1,4 +1,15 @@
-import { ChainAck, fromHex, IngestAnswer, MAX_BATCH_FRAMES, ROUTES, BODY_HEADERS, signRequest, utf8, type IngestRequest, type SignedLock } from "../../protocol/index.ts";
+import {
+  type ChainAck,
+  fromHex,
+  IngestAnswer,
+  MAX_BATCH_FRAMES,
+  ROUTES,
+  BODY_HEADERS,
+  signRequest,
+  utf8,
+  type IngestRequest,
+  type SignedLock,
+} from "../../protocol/index.ts";
 import type { HostConfig } from "../lib/state.ts";
 import { lockSeqOf, type ChainRecord, type Journal, type JournalFrame } from "./journal.ts";
 
@@ -100,7 +111,9 @@ export class Shipper {
 
   /** Frames, locks and bodies not yet acknowledged. */
   pending(): { frames: number; locks: number; bodies: number } {
-    let frames = 0, locks = 0, bodies = 0;
+    let frames = 0,
+      locks = 0,
+      bodies = 0;
     for (const rec of this.#journal.chains.values()) {
       frames += rec.frames.length;
       locks += rec.locks.length;
@@ -155,7 +168,11 @@ export class Shipper {
       const locks = frames.length || rec.locks.some((l) => lockSeqOf(l) > locksHi) ? rec.locks.slice(0, 1000) : [];
       if (!frames.length && !locks.length) continue;
       bytes += locks.length * 700;
-      const part: IngestRequest["chains"][number] = { chain: rec.chain, frames: frames.map(({ seq, t, kind, payload }) => ({ seq, t, kind, payload })), locks };
+      const part: IngestRequest["chains"][number] = {
+        chain: rec.chain,
+        frames: frames.map(({ seq, t, kind, payload }) => ({ seq, t, kind, payload })),
+        locks,
+      };
       if (rec.run) part.run = rec.run;
       chains.push(part);
       const prev = this.#sent.get(rec.chain)?.hi ?? rec.stored - 1;
@@ -168,7 +185,12 @@ export class Shipper {
     const headers = { ...signRequest(fromHex(this.#host.secret_key, 32), this.#host.host_id, method, path, body, Date.now()), ...extra };
     let res: Response;
     try {
-      res = await fetch(new URL(path, this.#host.server), { method, headers, body: body as Uint8Array<ArrayBuffer>, signal: AbortSignal.timeout(60_000) });
+      res = await fetch(new URL(path, this.#host.server), {
+        method,
+        headers,
+        body: body as Uint8Array<ArrayBuffer>,
+        signal: AbortSignal.timeout(60_000),
+      });
     } catch (err) {
       throw new Retry(`${method} ${path}: ${(err as Error & { cause?: Error }).cause?.message ?? (err as Error).message}`, null);
     }
@@ -238,10 +260,13 @@ export class Shipper {
           continue;
         }
         const res = await this.#post(ROUTES.body(b.sha), "PUT", bytes, {
-          "content-type": "application/octet-stream", [BODY_HEADERS.run]: rec.chain, [BODY_HEADERS.role]: b.role,
+          "content-type": "application/octet-stream",
+          [BODY_HEADERS.run]: rec.chain,
+          [BODY_HEADERS.role]: b.role,
         });
         const text = await res.text();
-        if (!res.ok && !BODY_FINAL.has(res.status)) throw new Retry(`body ${b.sha}: HTTP ${res.status} ${text.slice(0, 200)}`, this.#opts.maxMs);
+        if (!res.ok && !BODY_FINAL.has(res.status))
+          throw new Retry(`body ${b.sha}: HTTP ${res.status} ${text.slice(0, 200)}`, this.#opts.maxMs);
         // 409 (not retained) and 400/413/422 (refused, recorded as a gap on the server) are final answers.
         if (!res.ok) this.lastError = `body ${b.sha} refused: HTTP ${res.status} ${text.slice(0, 200)}`;
         this.#journal.ack(rec, rec.stored, [], [b.sha]);

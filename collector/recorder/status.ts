@@ -13,7 +13,18 @@ export interface RecorderStatus {
   stopped_ms?: number;
   pending: { frames: number; locks: number; bodies: number };
   /** Per chain with anything not yet acknowledged. */
-  chains: Record<string, { harness: string | null; session_id: string | null; frames: number; locks: number; bodies: number; final: boolean; oldest_pending_ms: number | null }>;
+  chains: Record<
+    string,
+    {
+      harness: string | null;
+      session_id: string | null;
+      frames: number;
+      locks: number;
+      bodies: number;
+      final: boolean;
+      oldest_pending_ms: number | null;
+    }
+  >;
   sessions_open: number;
   last_delivery_ms: number | null;
   last_error: string | null;

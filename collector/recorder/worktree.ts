@@ -18,7 +18,10 @@ const MAX_COUNT_BYTES = 8 * 1024 * 1024;
 /** Runs git in `cwd`; the output, or null when git fails (not a repo, no HEAD yet, git missing). */
 function git(cwd: string, args: string[]): string | null {
   const r = spawnSync("git", ["-c", "core.quotepath=off", ...args], {
-    cwd, encoding: "utf8", timeout: 10_000, maxBuffer: 64 * 1024 * 1024,
+    cwd,
+    encoding: "utf8",
+    timeout: 10_000,
+    maxBuffer: 64 * 1024 * 1024,
     // A reconciliation must not take git's index lock or prompt.
     env: { ...process.env, GIT_OPTIONAL_LOCKS: "0", GIT_TERMINAL_PROMPT: "0" },
   });
@@ -146,7 +149,12 @@ export function reconcile(root: string, baseHead: string | null, final = false):
     }
   }
   return {
-    path: "worktree", root: root.slice(0, 4096), ...(head ? { head } : {}), changed, commits,
-    ...(cut ? { truncated: true as const } : {}), ...(final ? { final: true as const } : {}),
+    path: "worktree",
+    root: root.slice(0, 4096),
+    ...(head ? { head } : {}),
+    changed,
+    commits,
+    ...(cut ? { truncated: true as const } : {}),
+    ...(final ? { final: true as const } : {}),
   };
 }

@@ -30,7 +30,13 @@ function timed(args: string[], input?: string): number {
 const hookMs: number[] = [];
 const floorMs: number[] = [];
 for (let i = 0; i < CALLS; i++) {
-  const payload = JSON.stringify({ session_id: "bench-1", hook_event_name: "PreToolUse", tool_name: "run_shell", tool_input: { command: `echo ${i}` }, tool_use_id: `call-${i}` });
+  const payload = JSON.stringify({
+    session_id: "bench-1",
+    hook_event_name: "PreToolUse",
+    tool_name: "run_shell",
+    tool_input: { command: `echo ${i}` },
+    tool_use_id: `call-${i}`,
+  });
   floorMs.push(timed(["-e", "0"]));
   hookMs.push(timed([TACHO, "hook", "--agent", "bench"], payload));
 }
@@ -40,7 +46,14 @@ function post(body: string): Promise<number> {
   return new Promise((resolve, reject) => {
     const start = performance.now();
     const req = request(
-      { host: "127.0.0.1", port: home.port, path: "/hooks/claude-code", method: "POST", agent, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) } },
+      {
+        host: "127.0.0.1",
+        port: home.port,
+        path: "/hooks/claude-code",
+        method: "POST",
+        agent,
+        headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) },
+      },
       (res) => {
         res.resume();
         res.on("end", () => (res.statusCode === 200 ? resolve(performance.now() - start) : reject(new Error(`HTTP ${res.statusCode}`))));
@@ -53,7 +66,16 @@ function post(body: string): Promise<number> {
 const httpMs: number[] = [];
 for (let i = 0; i < CALLS; i++) {
   httpMs.push(
-    await post(JSON.stringify({ session_id: "bench-http", hook_event_name: "PostToolUse", tool_name: "Bash", tool_input: { command: `echo ${i}` }, tool_response: { stdout: `${i}`, exit_code: 0 }, tool_use_id: `toolu_${i}` })),
+    await post(
+      JSON.stringify({
+        session_id: "bench-http",
+        hook_event_name: "PostToolUse",
+        tool_name: "Bash",
+        tool_input: { command: `echo ${i}` },
+        tool_response: { stdout: `${i}`, exit_code: 0 },
+        tool_use_id: `toolu_${i}`,
+      }),
+    ),
   );
 }
 agent.destroy();
@@ -75,4 +97,6 @@ const rows = [
 ];
 const width = Math.max(...rows.map(([k]) => k!.length));
 for (const [k, v] of rows) console.log(`${k!.padEnd(width)}  ${v}`);
-console.log(`RESULT ${JSON.stringify({ name: "hook", value: Number(value.toFixed(2)), unit: "ms", floor: Number(floor.toFixed(2)), ratio: Number((value / floor).toFixed(3)) })}`);
+console.log(
+  `RESULT ${JSON.stringify({ name: "hook", value: Number(value.toFixed(2)), unit: "ms", floor: Number(floor.toFixed(2)), ratio: Number((value / floor).toFixed(3)) })}`,
+);

@@ -27,7 +27,11 @@ function freePort(): Promise<number> {
   });
 }
 
-function batches(hostId: string, session: string, count: number): { chain: string; run: { harness: string; agent: null; session_id: string }; frames: Frame[] }[] {
+function batches(
+  hostId: string,
+  session: string,
+  count: number,
+): { chain: string; run: { harness: string; agent: null; session_id: string }; frames: Frame[] }[] {
   const chain = runIdFor(hostId, "claude-code", session);
   const w = new ChainWriter(chain);
   const out = [];
@@ -36,9 +40,24 @@ function batches(hostId: string, session: string, count: number): { chain: strin
     const frames: Frame[] = [];
     for (let i = 0; i < BATCH; i++) {
       const seq = b * BATCH + i;
-      const { frame } = seq === 0
-        ? w.append("agent_start", { path: "hook", harness: "claude-code", session_id: session }, (t += 10))
-        : w.append("tool_call", { path: "hook", tool_name: "Bash", tool_use_id: `call-${seq}`, status: "ok", exit_code: 0, duration_ms: 120, input: { sha256: "a".repeat(64), size: 42 }, output: { sha256: "b".repeat(64), size: 900 } }, (t += 10));
+      t += 10;
+      const { frame } =
+        seq === 0
+          ? w.append("agent_start", { path: "hook", harness: "claude-code", session_id: session }, t)
+          : w.append(
+              "tool_call",
+              {
+                path: "hook",
+                tool_name: "Bash",
+                tool_use_id: `call-${seq}`,
+                status: "ok",
+                exit_code: 0,
+                duration_ms: 120,
+                input: { sha256: "a".repeat(64), size: 42 },
+                output: { sha256: "b".repeat(64), size: 900 },
+              },
+              t,
+            );
       frames.push(frame);
     }
     out.push({ chain, run: { harness: "claude-code", agent: null, session_id: session }, frames });
@@ -55,30 +74,69 @@ const port = await freePort();
 const url = `http://127.0.0.1:${port}`;
 const state = ensureDatabase(PERSIST, join(PERSIST, "oxagen-dev.json"));
 const key = bytesToHex(newSecretKey());
-const child = spawn(process.execPath, [WRANGLER, "dev", "--ip", "127.0.0.1", "--port", String(port), "--persist-to", PERSIST, "--var", "BENCH:1", "--var", `OXAGEN_SIGNING_KEY:${key}`], {
-  cwd: ROOT,
-  stdio: ["ignore", "ignore", "inherit"],
-});
+const child = spawn(
+  process.execPath,
+  [
+    WRANGLER,
+    "dev",
+    "--ip",
+    "127.0.0.1",
+    "--port",
+    String(port),
+    "--persist-to",
+    PERSIST,
+    "--var",
+    "BENCH:1",
+    "--var",
+    `OXAGEN_SIGNING_KEY:${key}`,
+  ],
+  {
+    cwd: ROOT,
+    stdio: ["ignore", "ignore", "inherit"],
+  },
+);
 try {
   await waitHealthy(url);
   const op = (path: string, body: unknown) =>
-    fetch(`${url}${path}`, { method: "POST", headers: { authorization: `Bearer ${state.token}`, "content-type": "application/json" }, body: JSON.stringify(body) }).then((r) => r.json() as Promise<Record<string, string>>);
+    fetch(`${url}${path}`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${state.token}`, "content-type": "application/json" },
+      body: JSON.stringify(body),
+    }).then((r) => r.json() as Promise<Record<string, string>>);
   const enrollToken = (await op("/v1/enrollment-tokens", {})).token;
   const secret = newSecretKey();
-  const enrolled = await fetch(`${url}/v1/enroll`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ token: enrollToken, public_key: bytesToHex(publicKeyOf(secret)), hostname: "bench", harnesses: ["claude-code"] }) });
+  const enrolled = await fetch(`${url}/v1/enroll`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({
+      token: enrollToken,
+      public_key: bytesToHex(publicKeyOf(secret)),
+      hostname: "bench",
+      harnesses: ["claude-code"],
+    }),
+  });
   const hostId = ((await enrolled.json()) as { host_id: string }).host_id;
 
   const ingest = async (part: ReturnType<typeof batches>[number]): Promise<number> => {
     const body = Buffer.from(JSON.stringify({ chains: [{ ...part, locks: [] }] }));
     const start = performance.now();
-    const res = await fetch(`${url}/v1/ingest`, { method: "POST", headers: { "content-type": "application/json", ...signRequest(secret, hostId, "POST", "/v1/ingest", body, Date.now()) }, body });
+    const res = await fetch(`${url}/v1/ingest`, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...signRequest(secret, hostId, "POST", "/v1/ingest", body, Date.now()) },
+      body,
+    });
     const answer = (await res.json()) as { chains?: { stored: number; status: string }[] };
-    if (res.status !== 200 || answer.chains?.[0]?.status !== "accepted") throw new Error(`ingest answered ${res.status} ${JSON.stringify(answer).slice(0, 300)}`);
+    if (res.status !== 200 || answer.chains?.[0]?.status !== "accepted")
+      throw new Error(`ingest answered ${res.status} ${JSON.stringify(answer).slice(0, 300)}`);
     return performance.now() - start;
   };
   const floor = async (part: ReturnType<typeof batches>[number]): Promise<number> => {
     const start = performance.now();
-    const res = await fetch(`${url}/v1/bench/floor`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ chain: part.chain, frames: part.frames }) });
+    const res = await fetch(`${url}/v1/bench/floor`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ chain: part.chain, frames: part.frames }),
+    });
     if (res.status !== 200) throw new Error(`floor answered ${res.status} ${await res.text()}`);
     return performance.now() - start;
   };
@@ -87,7 +145,11 @@ try {
     for (const p of parts) lat.push(await send(p));
     return lat;
   };
-  const measure = async (label: string, runs: ReturnType<typeof batches>[], send: (p: ReturnType<typeof batches>[number]) => Promise<number>) => {
+  const measure = async (
+    label: string,
+    runs: ReturnType<typeof batches>[],
+    send: (p: ReturnType<typeof batches>[number]) => Promise<number>,
+  ) => {
     const start = performance.now();
     const lats = (await Promise.all(runs.map((parts) => serial(parts, send)))).flat();
     const ms = performance.now() - start;
@@ -110,7 +172,9 @@ try {
   for (const r of rows) console.log(`| ${r.label} | ${r.frames} | ${r.fps.toFixed(0)} | ${r.p50.toFixed(1)} | ${r.p99.toFixed(1)} |`);
   const value = rows[0]!.fps;
   const fl = rows[1]!.fps;
-  console.log(`\nRESULT ${JSON.stringify({ name: "ingest", value: Math.round(value), unit: "frames/s", floor: Math.round(fl), ratio: Number((value / fl).toFixed(3)) })}`);
+  console.log(
+    `\nRESULT ${JSON.stringify({ name: "ingest", value: Math.round(value), unit: "frames/s", floor: Math.round(fl), ratio: Number((value / fl).toFixed(3)) })}`,
+  );
 } finally {
   child.kill("SIGINT");
 }

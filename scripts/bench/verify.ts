@@ -83,4 +83,6 @@ const rows = [
 ];
 const width = Math.max(...rows.map(([k]) => k!.length));
 for (const [k, v] of rows) console.log(`${k!.padEnd(width)}  ${v}`);
-console.log(`RESULT ${JSON.stringify({ name: "verify", value, unit: "frames/s", floor: floorRate, ratio: Number((value / floorRate).toFixed(3)) })}`);
+console.log(
+  `RESULT ${JSON.stringify({ name: "verify", value, unit: "frames/s", floor: floorRate, ratio: Number((value / floorRate).toFixed(3)) })}`,
+);

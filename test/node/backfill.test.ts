@@ -17,7 +17,9 @@ afterEach(async () => {
 
 /** Runs oxagen without blocking this process (the stub server answers from it). */
 function oxagen(home: string, ...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const p = spawn(NODE, [join(ROOT, "collector/bin/oxagen.js"), ...args], { env: { ...process.env, OXAGEN_HOME: home, OXAGEN_BACKFILL_SHIP_MS: "10000" } });
+  const p = spawn(NODE, [join(ROOT, "collector/bin/oxagen.js"), ...args], {
+    env: { ...process.env, OXAGEN_HOME: home, OXAGEN_BACKFILL_SHIP_MS: "10000" },
+  });
   let stdout = "";
   let stderr = "";
   p.stdout.on("data", (d: Buffer) => (stdout += d.toString()));

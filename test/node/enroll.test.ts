@@ -5,7 +5,8 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { startStub, STUB_TOKEN, STUB_WORKSPACE, type StubServer } from "./support/stub-server.ts";
 import { childEnv, freePort, OXAGEN, run, TACHO, tempHome } from "./support/tacho.ts";
 
-type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- tests walk parsed JSON
+// biome-ignore lint/suspicious/noExplicitAny: tests walk parsed JSON
+type Json = Record<string, any>;
 
 const USER_SETTINGS = `{
     "model": "opus",
@@ -39,7 +40,18 @@ beforeEach(async () => {
 afterEach(() => home.cleanup());
 
 const tacho = (...args: string[]) => run(TACHO, args, { env: home.env });
-const enrollArgs = () => ["enroll", "--server", stub.url, "--token", STUB_TOKEN, "--harness", "claude-code", "--hooks-port", String(hooksPort), "--json"];
+const enrollArgs = () => [
+  "enroll",
+  "--server",
+  stub.url,
+  "--token",
+  STUB_TOKEN,
+  "--harness",
+  "claude-code",
+  "--hooks-port",
+  String(hooksPort),
+  "--json",
+];
 const settings = () => JSON.parse(readFileSync(settingsPath, "utf8")) as Json;
 
 /** The settings with every handler the collector wrote taken out (groups left empty by that dropped). */
@@ -47,7 +59,12 @@ function withoutOurs(json: Json): Json {
   const hooks: Json = {};
   for (const [event, groups] of Object.entries(json.hooks ?? {}) as [string, Json[]][]) {
     const kept = groups
-      .map((g) => ({ ...g, hooks: (g.hooks as Json[]).filter((h) => !/tacho(\.js)? hook --harness claude-code|\/hooks\/claude-code$/.test(String(h.command ?? h.url ?? ""))) }))
+      .map((g) => ({
+        ...g,
+        hooks: (g.hooks as Json[]).filter(
+          (h) => !/tacho(\.js)? hook --harness claude-code|\/hooks\/claude-code$/.test(String(h.command ?? h.url ?? "")),
+        ),
+      }))
       .filter((g) => g.hooks.length > 0);
     if (kept.length) hooks[event] = kept;
   }
@@ -76,8 +93,21 @@ describe("tacho enroll into Claude Code", () => {
     // The user's own groups keep their place, first in their event.
     expect(s.hooks.PreToolUse[0]).toEqual(JSON.parse(USER_SETTINGS).hooks.PreToolUse[0]);
     expect(s.hooks.Stop[0]).toEqual(JSON.parse(USER_SETTINGS).hooks.Stop[0]);
-    for (const event of ["SessionStart", "UserPromptSubmit", "PreToolUse", "PermissionRequest", "Notification", "Stop", "SubagentStart", "SubagentStop", "SessionEnd", "PreCompact"]) {
-      const ours = (s.hooks[event] as Json[]).flatMap((g) => g.hooks as Json[]).filter((h) => String(h.command).endsWith("hook --harness claude-code"));
+    for (const event of [
+      "SessionStart",
+      "UserPromptSubmit",
+      "PreToolUse",
+      "PermissionRequest",
+      "Notification",
+      "Stop",
+      "SubagentStart",
+      "SubagentStop",
+      "SessionEnd",
+      "PreCompact",
+    ]) {
+      const ours = (s.hooks[event] as Json[])
+        .flatMap((g) => g.hooks as Json[])
+        .filter((h) => String(h.command).endsWith("hook --harness claude-code"));
       expect(ours, event).toHaveLength(1);
       expect(ours[0]!.type).toBe("command");
     }
@@ -126,16 +156,29 @@ describe("tacho enroll into Claude Code", () => {
   });
 
   it("the written command hook runs and answers from the cached policy while the recorder is down", async () => {
-    stub.policy = { ...stub.policy, tools: [{ id: "no-curl", tool: "Bash", command: "curl *", decision: "deny", reason: "no network from agents" }] };
+    stub.policy = {
+      ...stub.policy,
+      tools: [{ id: "no-curl", tool: "Bash", command: "curl *", decision: "deny", reason: "no network from agents" }],
+    };
     try {
       expect((await tacho(...enrollArgs())).code).toBe(0);
     } finally {
       stub.policy = { ...stub.policy, tools: [] };
     }
     const command = (settings().hooks.PreToolUse as Json[])[0]!.hooks[0].command as string;
-    const payload = JSON.stringify({ session_id: "abc123", hook_event_name: "PreToolUse", tool_name: "Bash", tool_input: { command: "curl https://x" }, tool_use_id: "toolu_1" });
+    const payload = JSON.stringify({
+      session_id: "abc123",
+      hook_event_name: "PreToolUse",
+      tool_name: "Bash",
+      tool_input: { command: "curl https://x" },
+      tool_use_id: "toolu_1",
+    });
     const stdout = execFileSync("sh", ["-c", command], { input: payload, env: childEnv(home.env), encoding: "utf8" });
-    expect(JSON.parse(stdout).hookSpecificOutput).toEqual({ hookEventName: "PreToolUse", permissionDecision: "deny", permissionDecisionReason: "no network from agents" });
+    expect(JSON.parse(stdout).hookSpecificOutput).toEqual({
+      hookEventName: "PreToolUse",
+      permissionDecision: "deny",
+      permissionDecisionReason: "no network from agents",
+    });
   });
 });
 

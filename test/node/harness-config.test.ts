@@ -7,7 +7,8 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { startStub, STUB_TOKEN, type StubServer } from "./support/stub-server.ts";
 import { freePort, run, TACHO, tempHome } from "./support/tacho.ts";
 
-type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- tests walk parsed JSON
+// biome-ignore lint/suspicious/noExplicitAny: tests walk parsed JSON
+type Json = Record<string, any>;
 
 let stub: StubServer;
 let home: ReturnType<typeof tempHome>;
@@ -24,7 +25,18 @@ afterEach(() => home.cleanup());
 
 const tacho = (...args: string[]) => run(TACHO, args, { env });
 async function enroll(harness: string) {
-  const r = await tacho("enroll", "--server", stub.url, "--token", STUB_TOKEN, "--harness", harness, "--hooks-port", String(await freePort()), "--json");
+  const r = await tacho(
+    "enroll",
+    "--server",
+    stub.url,
+    "--token",
+    STUB_TOKEN,
+    "--harness",
+    harness,
+    "--hooks-port",
+    String(await freePort()),
+    "--json",
+  );
   return r;
 }
 function put(path: string, text: string) {
@@ -37,7 +49,9 @@ const ours = (h: Json, harness: string) => new RegExp(`tacho(\\.js)? hook --harn
 function withoutOursGrouped(json: Json, harness: string): Json {
   const hooks: Json = {};
   for (const [event, groups] of Object.entries(json.hooks ?? {}) as [string, Json[]][]) {
-    const kept = groups.map((g) => ({ ...g, hooks: (g.hooks as Json[]).filter((h) => !ours(h, harness)) })).filter((g) => g.hooks.length > 0);
+    const kept = groups
+      .map((g) => ({ ...g, hooks: (g.hooks as Json[]).filter((h) => !ours(h, harness)) }))
+      .filter((g) => g.hooks.length > 0);
     if (kept.length) hooks[event] = kept;
   }
   return { ...json, hooks };
@@ -79,10 +93,27 @@ describe("Codex: hooks.json or config.toml", () => {
     put(path, CODEX_USER);
     const r = await enroll("codex");
     expect(r.code, r.stderr).toBe(0);
-    expect(JSON.parse(r.stdout).harnesses[0]).toMatchObject({ harness: "codex", config: path, changed: true, action: expect.stringContaining("/hooks") });
+    expect(JSON.parse(r.stdout).harnesses[0]).toMatchObject({
+      harness: "codex",
+      config: path,
+      changed: true,
+      action: expect.stringContaining("/hooks"),
+    });
     const json = JSON.parse(readFileSync(path, "utf8")) as Json;
     expect(withoutOursGrouped(json, "codex")).toEqual(JSON.parse(CODEX_USER));
-    expect(Object.keys(json.hooks)).toEqual(expect.arrayContaining(["SessionStart", "UserPromptSubmit", "PreToolUse", "PermissionRequest", "PostToolUse", "Stop", "SubagentStart", "SubagentStop", "SessionEnd"]));
+    expect(Object.keys(json.hooks)).toEqual(
+      expect.arrayContaining([
+        "SessionStart",
+        "UserPromptSubmit",
+        "PreToolUse",
+        "PermissionRequest",
+        "PostToolUse",
+        "Stop",
+        "SubagentStart",
+        "SubagentStop",
+        "SessionEnd",
+      ]),
+    );
     expect(json.hooks.PreToolUse[0].hooks[0].command).toBe("python3 ~/.codex/guard.py");
     expect(json.hooks.PreToolUse[1]).toEqual({ hooks: [{ type: "command", command: `node ${TACHO} hook --harness codex`, timeout: 30 }] });
     expect(json.hooks.SessionEnd[0].hooks[0].timeout).toBe(3);
@@ -195,8 +226,10 @@ describe("Cursor: ~/.cursor/hooks.json", () => {
     expect(json.hooks.stop[0]).toEqual({ command: "./hooks/notify.sh", loop_limit: 5 });
     const cmd = `node ${TACHO} hook --harness cursor`;
     expect(json.hooks.stop[1]).toEqual({ command: cmd, failClosed: false });
-    for (const e of ["beforeSubmitPrompt", "preToolUse", "subagentStart"]) expect(json.hooks[e]).toEqual([{ command: cmd, failClosed: true }]);
-    for (const e of ["sessionStart", "postToolUse", "postToolUseFailure", "subagentStop", "afterAgentResponse", "sessionEnd"]) expect(json.hooks[e]).toEqual([{ command: cmd, failClosed: false }]);
+    for (const e of ["beforeSubmitPrompt", "preToolUse", "subagentStart"])
+      expect(json.hooks[e]).toEqual([{ command: cmd, failClosed: true }]);
+    for (const e of ["sessionStart", "postToolUse", "postToolUseFailure", "subagentStop", "afterAgentResponse", "sessionEnd"])
+      expect(json.hooks[e]).toEqual([{ command: cmd, failClosed: false }]);
     expect(Object.keys(json)).toEqual(["version", "hooks", "telemetry"]);
     expect(existsSync(join(home.dir, ".cursor", "mcp.json"))).toBe(false);
     expect(existsSync(join(env.CLAUDE_CONFIG_DIR!, "settings.json"))).toBe(false);
@@ -204,7 +237,10 @@ describe("Cursor: ~/.cursor/hooks.json", () => {
     const written = readFileSync(path, "utf8");
     expect((await tacho("enroll", "--harness", "cursor")).code).toBe(0);
     expect(readFileSync(path, "utf8")).toBe(written);
-    expect(JSON.parse((await tacho("status", "--json", "--offline")).stdout).harnesses[0]).toMatchObject({ harness: "cursor", hooks: "present" });
+    expect(JSON.parse((await tacho("status", "--json", "--offline")).stdout).harnesses[0]).toMatchObject({
+      harness: "cursor",
+      hooks: "present",
+    });
     expect((await tacho("reassign", "--harness", "none")).code).toBe(0);
     expect(readFileSync(path, "utf8")).toBe(CURSOR_USER);
   });
@@ -251,13 +287,17 @@ describe("Stella: ~/.stella/settings.json or stella.toml", () => {
     const r0 = await enroll("stella");
     expect(r0.code, r0.stderr).toBe(0);
     const path = join(home.dir, ".stella", "settings.json");
-    expect(JSON.parse(readFileSync(path, "utf8")).hooks.PreToolUse).toEqual([{ matcher: "*", hooks: [{ type: "command", command: `node ${TACHO} hook --harness stella`, timeoutMs: 30000 }] }]);
+    expect(JSON.parse(readFileSync(path, "utf8")).hooks.PreToolUse).toEqual([
+      { matcher: "*", hooks: [{ type: "command", command: `node ${TACHO} hook --harness stella`, timeoutMs: 30000 }] },
+    ]);
     put(path, STELLA_USER);
     expect((await tacho("enroll", "--harness", "stella")).code).toBe(0);
     const json = JSON.parse(readFileSync(path, "utf8")) as Json;
     expect(withoutOursGrouped(json, "stella")).toEqual(JSON.parse(STELLA_USER));
     expect(Object.keys(json.hooks).sort()).toEqual(["PostToolUse", "PreToolUse", "SessionStart", "Stop"]);
-    expect(json.hooks.SessionStart).toEqual([{ hooks: [{ type: "command", command: `node ${TACHO} hook --harness stella`, timeoutMs: 30000 }] }]);
+    expect(json.hooks.SessionStart).toEqual([
+      { hooks: [{ type: "command", command: `node ${TACHO} hook --harness stella`, timeoutMs: 30000 }] },
+    ]);
     const written = readFileSync(path, "utf8");
     expect((await tacho("enroll", "--harness", "stella")).code).toBe(0);
     expect(readFileSync(path, "utf8")).toBe(written);
@@ -282,7 +322,10 @@ describe("Stella: ~/.stella/settings.json or stella.toml", () => {
       { matcher: "*", hooks: [{ command: "./audit.sh", timeoutMs: 2000 }] },
       { matcher: "*", hooks: [{ type: "command", command: `node ${TACHO} hook --harness stella`, timeoutMs: 30000 }] },
     ]);
-    expect(JSON.parse((await tacho("status", "--json", "--offline")).stdout).harnesses[0]).toMatchObject({ config: toml, hooks: "present" });
+    expect(JSON.parse((await tacho("status", "--json", "--offline")).stdout).harnesses[0]).toMatchObject({
+      config: toml,
+      hooks: "present",
+    });
     expect((await tacho("enroll", "--harness", "stella")).code).toBe(0);
     expect(readFileSync(toml, "utf8")).toBe(text);
     expect((await tacho("reassign", "--harness", "none")).code).toBe(0);

@@ -30,13 +30,19 @@ for (const [command, payload] of steps) {
 process.stdout.write(JSON.stringify({ pid: process.pid, out }));
 `;
 
-async function runStella(h: HarnessHome, steps: [string, Record<string, unknown>][]): Promise<{ pid: number; out: { code: number; stdout: string; stderr: string }[] }> {
+async function runStella(
+  h: HarnessHome,
+  steps: [string, Record<string, unknown>][],
+): Promise<{ pid: number; out: { code: number; stdout: string; stderr: string }[] }> {
   const dir = mkdtempSync(join(tmpdir(), "fake-stella-"));
   const bin = join(dir, "stella");
   symlinkSync(realpathSync(NODE), bin);
   writeFileSync(join(dir, "stella.cjs"), FAKE_STELLA);
   writeFileSync(join(dir, "steps.json"), JSON.stringify(steps));
-  const child = spawn(bin, [join(dir, "stella.cjs"), join(dir, "steps.json")], { env: h.env as unknown as NodeJS.ProcessEnv, stdio: ["ignore", "pipe", "inherit"] });
+  const child = spawn(bin, [join(dir, "stella.cjs"), join(dir, "steps.json")], {
+    env: h.env as unknown as NodeJS.ProcessEnv,
+    stdio: ["ignore", "pipe", "inherit"],
+  });
   let text = "";
   child.stdout.setEncoding("utf8").on("data", (d: string) => (text += d));
   await new Promise((r) => child.on("close", r));
@@ -52,10 +58,29 @@ describe("Stella end to end", () => {
     const steps: [string, Record<string, unknown>][] = [
       [cmd("SessionStart"), { event: "SessionStart", cwd }],
       [cmd("PreToolUse"), { event: "PreToolUse", cwd, tool: { name: "bash", input: { command: "cargo test" }, read_only: false } }],
-      [cmd("PostToolUse"), { event: "PostToolUse", cwd, tool: { name: "bash", input: { command: "cargo test" }, read_only: false }, toolResult: "test result: ok. 12 passed" }],
+      [
+        cmd("PostToolUse"),
+        {
+          event: "PostToolUse",
+          cwd,
+          tool: { name: "bash", input: { command: "cargo test" }, read_only: false },
+          toolResult: "test result: ok. 12 passed",
+        },
+      ],
       [cmd("PreToolUse"), { event: "PreToolUse", cwd, tool: { name: "bash", input: { command: "rm -rf target" }, read_only: false } }],
-      [cmd("PreToolUse"), { event: "PreToolUse", cwd, tool: { name: "bash", input: { command: "git push origin main" }, read_only: false } }],
-      [cmd("PostToolUse"), { event: "PostToolUse", cwd, tool: { name: "task_create", input: { subject: "Fix the auth redirect loop" }, read_only: false }, toolResult: "created 1 task(s)" }],
+      [
+        cmd("PreToolUse"),
+        { event: "PreToolUse", cwd, tool: { name: "bash", input: { command: "git push origin main" }, read_only: false } },
+      ],
+      [
+        cmd("PostToolUse"),
+        {
+          event: "PostToolUse",
+          cwd,
+          tool: { name: "task_create", input: { subject: "Fix the auth redirect loop" }, read_only: false },
+          toolResult: "created 1 task(s)",
+        },
+      ],
       [cmd("Stop"), { event: "Stop", cwd, finalText: "Tests pass; the push waits for approval." }],
     ];
     const { pid, out } = await runStella(h, steps);
@@ -77,8 +102,18 @@ describe("Stella end to end", () => {
     });
     expect(verifyChain(chain, view.frames).problems).toEqual([]);
     expect(view.frames.map((f) => f.kind)).toEqual([
-      "agent_start", "policy_decision", "tool_requested", "tool_call", "command",
-      "policy_decision", "token_denied", "policy_decision", "tool_requested", "tool_call", "turn_end", "agent_stop",
+      "agent_start",
+      "policy_decision",
+      "tool_requested",
+      "tool_call",
+      "command",
+      "policy_decision",
+      "token_denied",
+      "policy_decision",
+      "tool_requested",
+      "tool_call",
+      "turn_end",
+      "agent_stop",
     ]);
     const p = payloads(view);
     expect(p[0]).toMatchObject({ harness: "stella", pid, cwd });
@@ -96,11 +131,31 @@ describe("how sessions end without a SessionEnd", () => {
     const h = await harnessHome(["codex"]);
     running.push(await startDaemon(h, { OXAGEN_PID_POLL_MS: "100" }));
     const child = spawn("sleep", ["30"]);
-    const event = { session_id: "crash-1", hook_event_name: "SessionStart", source: "startup", cwd: "/w", model: "m", transcript_path: null };
-    await sendLine(h.port, { v: 1, id: "00000000000000c1", t: Date.now(), source: "command", harness: "codex", agent: null, event, pid: child.pid });
+    const event = {
+      session_id: "crash-1",
+      hook_event_name: "SessionStart",
+      source: "startup",
+      cwd: "/w",
+      model: "m",
+      transcript_path: null,
+    };
+    await sendLine(h.port, {
+      v: 1,
+      id: "00000000000000c1",
+      t: Date.now(),
+      source: "command",
+      harness: "codex",
+      agent: null,
+      event,
+      pid: child.pid,
+    });
     const chain = runIdFor(HOST, "codex", "crash-1");
     await new Promise((r) => setTimeout(r, 400));
-    expect(readJournal(h).get(chain)!.frames.map((f) => f.kind)).toEqual(["agent_start"]);
+    expect(
+      readJournal(h)
+        .get(chain)!
+        .frames.map((f) => f.kind),
+    ).toEqual(["agent_start"]);
     child.kill("SIGKILL");
     const view = await until(() => {
       const v = readJournal(h).get(chain)!;
@@ -115,7 +170,10 @@ describe("how sessions end without a SessionEnd", () => {
     const h = await harnessHome(["cursor"]);
     running.push(await startDaemon(h, { OXAGEN_QUIET_MS: "500", OXAGEN_LOCK_INTERVAL_MS: "100" }));
     const event = { conversation_id: "quiet-1", hook_event_name: "sessionStart", workspace_roots: ["/w"] };
-    expect((await sendLine(h.port, { v: 1, id: "00000000000000d1", t: Date.now(), source: "command", harness: "cursor", agent: null, event })).answer).toEqual({});
+    expect(
+      (await sendLine(h.port, { v: 1, id: "00000000000000d1", t: Date.now(), source: "command", harness: "cursor", agent: null, event }))
+        .answer,
+    ).toEqual({});
     const chain = runIdFor(HOST, "cursor", "quiet-1");
     const view = await until(() => {
       const v = readJournal(h).get(chain)!;

@@ -7,7 +7,8 @@ import { HARNESSES as FAST_HARNESSES, RESERVED_AGENT_NAMES as FAST_RESERVED } fr
 import { HOST_PUBLIC, HOST_SECRET, SERVER_KEY_ID, SERVER_PUBLIC, SERVER_SECRET } from "../support/sample-run.ts";
 import { freePort, run, tempHome, TACHO } from "./support/tacho.ts";
 
-type Answer = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- tests read arbitrary answer paths
+// biome-ignore lint/suspicious/noExplicitAny: tests walk parsed JSON
+type Answer = Record<string, any>;
 
 let home: ReturnType<typeof tempHome>;
 let state: string;
@@ -21,10 +22,16 @@ afterEach(() => home.cleanup());
 function enrollDirectly(port: number, policy: Policy | null): void {
   mkdirSync(state, { recursive: true });
   const host = {
-    v: 1, host_id: "h-test-1", workspace: "ws_test", server: "http://127.0.0.1:9",
+    v: 1,
+    host_id: "h-test-1",
+    workspace: "ws_test",
+    server: "http://127.0.0.1:9",
     server_key: { pub: bytesToHex(SERVER_PUBLIC), key_id: SERVER_KEY_ID },
-    secret_key: bytesToHex(HOST_SECRET), public_key: bytesToHex(HOST_PUBLIC),
-    harnesses: ["claude-code"], ports: { hooks: port, gateway: port + 1 }, enrolled_ms: 0,
+    secret_key: bytesToHex(HOST_SECRET),
+    public_key: bytesToHex(HOST_PUBLIC),
+    harnesses: ["claude-code"],
+    ports: { hooks: port, gateway: port + 1 },
+    enrolled_ms: 0,
   };
   writeFileSync(join(state, "host.json"), JSON.stringify(host), { mode: 0o600 });
   if (policy) {
@@ -34,7 +41,10 @@ function enrollDirectly(port: number, policy: Policy | null): void {
 }
 
 function denyRm(): Policy {
-  return { ...defaultPolicy("ws_test", 0), tools: [{ id: "no-rm", tool: "Bash", command: "rm *", decision: "deny", reason: "destructive commands are not allowed" }] };
+  return {
+    ...defaultPolicy("ws_test", 0),
+    tools: [{ id: "no-rm", tool: "Bash", command: "rm *", decision: "deny", reason: "destructive commands are not allowed" }],
+  };
 }
 
 async function hook(args: string[], payload: unknown): Promise<{ code: number | null; answer: Answer; stdout: string }> {
@@ -47,13 +57,22 @@ async function hook(args: string[], payload: unknown): Promise<{ code: number | 
 
 function spoolLines(): Answer[] {
   try {
-    return readFileSync(join(state, "spool", "events.jsonl"), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l) as Answer);
+    return readFileSync(join(state, "spool", "events.jsonl"), "utf8")
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as Answer);
   } catch {
     return [];
   }
 }
 
-const pre = (command: string) => ({ session_id: "s1", hook_event_name: "PreToolUse", tool_name: "Bash", tool_input: { command }, tool_use_id: "call-1" });
+const pre = (command: string) => ({
+  session_id: "s1",
+  hook_event_name: "PreToolUse",
+  tool_name: "Bash",
+  tool_input: { command },
+  tool_use_id: "call-1",
+});
 
 describe("tacho hook refuses what it cannot handle, with one JSON answer and exit 0", () => {
   it("malformed stdin: a refusal every caller of the wrap-an-agent page reads as stop", async () => {
@@ -82,7 +101,9 @@ describe("tacho hook refuses what it cannot handle, with one JSON answer and exi
   });
 
   it("not enrolled: UserPromptSubmit is blocked, SessionStart stops, Stop gets no decision", async () => {
-    expect((await hook(["--agent", "my-agent"], { session_id: "s", hook_event_name: "UserPromptSubmit", prompt: "hi" })).answer.decision).toBe("block");
+    expect(
+      (await hook(["--agent", "my-agent"], { session_id: "s", hook_event_name: "UserPromptSubmit", prompt: "hi" })).answer.decision,
+    ).toBe("block");
     expect((await hook(["--agent", "my-agent"], { session_id: "s", hook_event_name: "SessionStart" })).answer.continue).toBe(false);
     const stop = (await hook(["--agent", "my-agent"], { session_id: "s", hook_event_name: "Stop" })).answer;
     expect(stop.decision).toBeUndefined();
@@ -119,7 +140,11 @@ describe("tacho hook with the recorder down decides from the cached signed polic
     const denied = await hook(["--agent", "my-agent"], { ...pre("rm -rf /tmp/x"), extra_field: { kept: true } });
     expect(denied.code).toBe(0);
     expect(denied.answer).toEqual({
-      hookSpecificOutput: { hookEventName: "PreToolUse", permissionDecision: "deny", permissionDecisionReason: "destructive commands are not allowed" },
+      hookSpecificOutput: {
+        hookEventName: "PreToolUse",
+        permissionDecision: "deny",
+        permissionDecisionReason: "destructive commands are not allowed",
+      },
       enforcement_tier: "client_attested",
     });
     const allowed = await hook(["--agent", "my-agent"], pre("ls -la"));
@@ -147,14 +172,18 @@ describe("tacho hook with the recorder down decides from the cached signed polic
   it("with no cached policy, PreToolUse fails closed and other events pass", async () => {
     enrollDirectly(await freePort(), null);
     expect((await hook(["--agent", "my-agent"], pre("ls"))).answer.hookSpecificOutput.permissionDecision).toBe("deny");
-    expect((await hook(["--agent", "my-agent"], { session_id: "s1", hook_event_name: "SessionStart" })).answer).toEqual({ enforcement_tier: "client_attested" });
+    expect((await hook(["--agent", "my-agent"], { session_id: "s1", hook_event_name: "SessionStart" })).answer).toEqual({
+      enforcement_tier: "client_attested",
+    });
     expect(spoolLines()).toHaveLength(2);
   });
 
   it("a suspended computer is denied tools and its prompts are blocked", async () => {
     enrollDirectly(await freePort(), { ...defaultPolicy("ws_test", 0), suspended_hosts: ["h-test-1"] });
     expect((await hook(["--agent", "my-agent"], pre("ls"))).answer.hookSpecificOutput.permissionDecision).toBe("deny");
-    expect((await hook(["--agent", "my-agent"], { session_id: "s1", hook_event_name: "UserPromptSubmit", prompt: "x" })).answer.decision).toBe("block");
+    expect(
+      (await hook(["--agent", "my-agent"], { session_id: "s1", hook_event_name: "UserPromptSubmit", prompt: "x" })).answer.decision,
+    ).toBe("block");
   });
 
   it("an unknown event is answered {} (with the tier) and kept in the spool", async () => {
@@ -208,7 +237,9 @@ describe("tacho hook with the recorder up", () => {
         text += d;
         if (!text.includes("\n")) return;
         received.push(text.slice(0, text.indexOf("\n")));
-        socket.end(`${JSON.stringify({ v: 1, answer: { hookSpecificOutput: { hookEventName: "PreToolUse", permissionDecision: "ask", permissionDecisionReason: "from the recorder" } } })}\n`);
+        socket.end(
+          `${JSON.stringify({ v: 1, answer: { hookSpecificOutput: { hookEventName: "PreToolUse", permissionDecision: "ask", permissionDecisionReason: "from the recorder" } } })}\n`,
+        );
       });
     });
     await new Promise<void>((r) => recorder.listen(0, "127.0.0.1", r));

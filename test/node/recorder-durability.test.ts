@@ -18,9 +18,16 @@ describe("recorder durability", () => {
     const N = 120;
     const events = Array.from({ length: N }, (_, i) => ({
       id: eventId(),
-      event: i === 0
-        ? { session_id: "crash-1", hook_event_name: "SessionStart" }
-        : { session_id: "crash-1", hook_event_name: "PreToolUse", tool_name: "run_shell", tool_input: { command: `echo ${i}` }, tool_use_id: `call-${i}` },
+      event:
+        i === 0
+          ? { session_id: "crash-1", hook_event_name: "SessionStart" }
+          : {
+              session_id: "crash-1",
+              hook_event_name: "PreToolUse",
+              tool_name: "run_shell",
+              tool_input: { command: `echo ${i}` },
+              tool_use_id: `call-${i}`,
+            },
     }));
     const answered = new Set<string>();
     let d = await startDaemon(home);
@@ -71,15 +78,39 @@ describe("recorder durability", () => {
 
     const t = Date.now();
     const line = (id: string, event: Record<string, unknown>, agent = "spool-agent") =>
-      JSON.stringify({ v: 1, id, t, source: "command", harness: null, agent, event, spooled_ms: t,
-        answer: event.hook_event_name === "PreToolUse" ? { hookSpecificOutput: { hookEventName: "PreToolUse", permissionDecision: "allow" }, enforcement_tier: "client_attested" } : {} });
+      JSON.stringify({
+        v: 1,
+        id,
+        t,
+        source: "command",
+        harness: null,
+        agent,
+        event,
+        spooled_ms: t,
+        answer:
+          event.hook_event_name === "PreToolUse"
+            ? { hookSpecificOutput: { hookEventName: "PreToolUse", permissionDecision: "allow" }, enforcement_tier: "client_attested" }
+            : {},
+      });
     mkdirSync(join(home.dir, "spool"), { recursive: true });
     const spooled = [
       line("00000000000000a1", { session_id: "run-a", hook_event_name: "UserPromptSubmit", prompt: "go" }),
-      line("00000000000000a2", { session_id: "run-a", hook_event_name: "PreToolUse", tool_name: "Bash", tool_input: { command: "make" }, tool_use_id: "t1" }),
+      line("00000000000000a2", {
+        session_id: "run-a",
+        hook_event_name: "PreToolUse",
+        tool_name: "Bash",
+        tool_input: { command: "make" },
+        tool_use_id: "t1",
+      }),
       line("00000000000000b1", { session_id: "run-b", hook_event_name: "SessionStart" }),
-      line("00000000000000a2", { session_id: "run-a", hook_event_name: "PreToolUse", tool_name: "Bash", tool_input: { command: "make" }, tool_use_id: "t1" }),
-      "{\"torn",
+      line("00000000000000a2", {
+        session_id: "run-a",
+        hook_event_name: "PreToolUse",
+        tool_name: "Bash",
+        tool_input: { command: "make" },
+        tool_use_id: "t1",
+      }),
+      '{"torn',
     ];
     writeFileSync(join(home.dir, "spool/events.jsonl"), `${spooled.join("\n")}\n`);
     writeFileSync(join(home.dir, "spool/dropped"), "7\n");
@@ -89,7 +120,14 @@ describe("recorder durability", () => {
     const journal = readJournal(home);
     const a = journal.get(runIdFor(HOST, "spool-agent", "run-a"))!;
     const b = journal.get(runIdFor(HOST, "spool-agent", "run-b"))!;
-    expect(a.frames.map((f) => f.kind)).toEqual(["agent_start", "telemetry_gap", "turn_start", "policy_decision", "tool_requested", "telemetry_gap"]);
+    expect(a.frames.map((f) => f.kind)).toEqual([
+      "agent_start",
+      "telemetry_gap",
+      "turn_start",
+      "policy_decision",
+      "tool_requested",
+      "telemetry_gap",
+    ]);
     expect(payloads(a)[1]).toMatchObject({ cause: "daemon_down", path: "recorder" });
     expect(payloads(a)[3]).toMatchObject({ decision: "allow", offline: true });
     expect(payloads(a)[5]).toMatchObject({ cause: "spool_overflow", dropped: 7 });

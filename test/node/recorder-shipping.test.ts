@@ -15,11 +15,22 @@ afterEach(async () => {
   for (const s of servers.splice(0)) await s.stop();
 });
 
-const FAST = { OXAGEN_SHIP_BACKOFF_MS: "50", OXAGEN_SHIP_BACKOFF_MAX_MS: "300", OXAGEN_LOCK_INTERVAL_MS: "200", OXAGEN_STATUS_INTERVAL_MS: "100", OXAGEN_POLICY_INTERVAL_MS: "200" };
+const FAST = {
+  OXAGEN_SHIP_BACKOFF_MS: "50",
+  OXAGEN_SHIP_BACKOFF_MAX_MS: "300",
+  OXAGEN_LOCK_INTERVAL_MS: "200",
+  OXAGEN_STATUS_INTERVAL_MS: "100",
+  OXAGEN_POLICY_INTERVAL_MS: "200",
+};
 
 function status(dir: string) {
   try {
-    return JSON.parse(readFileSync(join(dir, "recorder-status.json"), "utf8")) as { pending: { frames: number; locks: number; bodies: number }; last_delivery_ms: number | null; last_error: string | null; policy_etag: string | null };
+    return JSON.parse(readFileSync(join(dir, "recorder-status.json"), "utf8")) as {
+      pending: { frames: number; locks: number; bodies: number };
+      last_delivery_ms: number | null;
+      last_error: string | null;
+      policy_etag: string | null;
+    };
   } catch {
     return null;
   }
@@ -40,7 +51,13 @@ describe("recorder shipping", () => {
     await send({ hook_event_name: "UserPromptSubmit", prompt: "deploy it" });
     for (let i = 0; i < 20; i++) {
       await send({ hook_event_name: "PreToolUse", tool_name: "Bash", tool_input: { command: `make step${i}` }, tool_use_id: `c${i}` });
-      await send({ hook_event_name: "PostToolUse", tool_name: "Bash", tool_input: { command: `make step${i}` }, tool_use_id: `c${i}`, tool_response: { stdout: `ok ${i}` } });
+      await send({
+        hook_event_name: "PostToolUse",
+        tool_name: "Bash",
+        tool_input: { command: `make step${i}` },
+        tool_use_id: `c${i}`,
+        tool_response: { stdout: `ok ${i}` },
+      });
     }
     await until(() => status(home.dir)?.last_error?.includes("ingest") || status(home.dir)?.last_error?.includes("fetch"));
 
@@ -53,7 +70,13 @@ describe("recorder shipping", () => {
     const chain = runIdFor(HOST, "ship-agent", "ship-1");
     await until(() => {
       const s = status(home.dir);
-      return s && s.pending.frames === 0 && s.pending.locks === 0 && s.pending.bodies === 0 && server.chains.get(chain)?.locks.some((l) => parseLock(l).final);
+      return (
+        s &&
+        s.pending.frames === 0 &&
+        s.pending.locks === 0 &&
+        s.pending.bodies === 0 &&
+        server.chains.get(chain)?.locks.some((l) => parseLock(l).final)
+      );
     });
     expect(server.unavailable).toBe(0);
     const frames = server.stored(chain);
@@ -63,7 +86,9 @@ describe("recorder shipping", () => {
     const locks = server.chains.get(chain)!.locks.map(parseLock);
     expect(locks.at(-1)).toMatchObject({ final: true, count: frames.length });
     // Every kept body arrived, named by its hash, tagged with run and role.
-    const refs = frames.flatMap((f) => (JSON.parse(f.payload).bodies ?? []) as { sha256: string; kept: boolean; role: string }[]).filter((b) => b.kept);
+    const refs = frames
+      .flatMap((f) => (JSON.parse(f.payload).bodies ?? []) as { sha256: string; kept: boolean; role: string }[])
+      .filter((b) => b.kept);
     expect(refs.length).toBeGreaterThan(40);
     for (const r of refs) {
       const got = server.bodies.get(r.sha256)!;
@@ -84,7 +109,8 @@ describe("recorder shipping", () => {
     const send = (event: Record<string, unknown>) => agentEvent(home.port, "gap-agent", { session_id: "gap-1", ...event });
     await send({ hook_event_name: "SessionStart" });
     await send({ hook_event_name: "UserPromptSubmit", prompt: "tidy up" });
-    for (let i = 0; i < 3; i++) await send({ hook_event_name: "PreToolUse", tool_name: "Bash", tool_input: { command: `echo ${i}` }, tool_use_id: `t${i}` });
+    for (let i = 0; i < 3; i++)
+      await send({ hook_event_name: "PreToolUse", tool_name: "Bash", tool_input: { command: `echo ${i}` }, tool_use_id: `t${i}` });
     // Everything is journaled while the server is down; then the first batch loses seqs 2 and 3.
     server.loseOnce.add(2).add(3);
     await server.start(port);
@@ -92,21 +118,40 @@ describe("recorder shipping", () => {
     await until(() => server.stored(chain).length === 8 && status(home.dir)?.pending.frames === 0);
     const sends = new Map<number, number>();
     for (const r of server.received.filter((r) => r.chain === chain)) for (const seq of r.seqs) sends.set(seq, (sends.get(seq) ?? 0) + 1);
-    expect([...sends.entries()].sort((a, b) => a[0] - b[0])).toEqual([[0, 1], [1, 1], [2, 2], [3, 2], [4, 1], [5, 1], [6, 1], [7, 1]]);
+    expect([...sends.entries()].sort((a, b) => a[0] - b[0])).toEqual([
+      [0, 1],
+      [1, 1],
+      [2, 2],
+      [3, 2],
+      [4, 1],
+      [5, 1],
+      [6, 1],
+      [7, 1],
+    ]);
     expect(verifyChain(chain, server.stored(chain)).problems).toEqual([]);
   });
 
   it("refreshes the policy by ETag, verifies it under the pinned key and decides from it", async () => {
     const server = new StubServer();
     servers.push(server);
-    server.policy = { ...server.policy, tools: [{ id: "no-curl", tool: "Bash", command: "curl *", decision: "deny", reason: "no network from shell" }] };
+    server.policy = {
+      ...server.policy,
+      tools: [{ id: "no-curl", tool: "Bash", command: "curl *", decision: "deny", reason: "no network from shell" }],
+    };
     const port = await server.start();
     const home = await makeHome({ server: `http://127.0.0.1:${port}` });
     const d = await startDaemon(home, FAST);
     running.push(d);
     await until(() => status(home.dir)?.policy_etag);
-    const answer = await agentEvent(home.port, "pol-agent", { session_id: "p1", hook_event_name: "PreToolUse", tool_name: "Bash", tool_input: { command: "curl https://x.example" } });
-    expect(answer.answer).toMatchObject({ hookSpecificOutput: { permissionDecision: "deny", permissionDecisionReason: "no network from shell" } });
+    const answer = await agentEvent(home.port, "pol-agent", {
+      session_id: "p1",
+      hook_event_name: "PreToolUse",
+      tool_name: "Bash",
+      tool_input: { command: "curl https://x.example" },
+    });
+    expect(answer.answer).toMatchObject({
+      hookSpecificOutput: { permissionDecision: "deny", permissionDecisionReason: "no network from shell" },
+    });
     const cached = JSON.parse(readFileSync(join(home.dir, "policy.json"), "utf8"));
     expect(cached.etag).toBe(status(home.dir)!.policy_etag);
     const before = server.requests;

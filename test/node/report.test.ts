@@ -6,7 +6,15 @@ import { hostReport } from "../../collector/recorder/report.ts";
 import type { HostConfig } from "../../collector/lib/state.ts";
 
 const host = { host_id: "h-1", harnesses: ["claude-code"], ports: { hooks: 47110, gateway: 47111 } } as HostConfig;
-const chain = (harness: string, frames: number, oldest: number | null) => ({ harness, session_id: "s", frames, locks: 0, bodies: 0, final: false, oldest_pending_ms: oldest });
+const chain = (harness: string, frames: number, oldest: number | null) => ({
+  harness,
+  session_id: "s",
+  frames,
+  locks: 0,
+  bodies: 0,
+  final: false,
+  oldest_pending_ms: oldest,
+});
 const saved = process.env.CLAUDE_CONFIG_DIR;
 afterEach(() => {
   process.env.CLAUDE_CONFIG_DIR = saved;
@@ -15,7 +23,9 @@ afterEach(() => {
 describe("the recorder's host report", () => {
   it("sums pending frames per harness or custom agent with the oldest time, and says when a harness's hooks are missing", () => {
     process.env.CLAUDE_CONFIG_DIR = mkdtempSync(join(tmpdir(), "oxagen-report-"));
-    const report = hostReport(host, { chains: { a: chain("my-agent", 3, 500), b: chain("my-agent", 2, 200), c: chain("claude-code", 0, null) } });
+    const report = hostReport(host, {
+      chains: { a: chain("my-agent", 3, 500), b: chain("my-agent", 2, 200), c: chain("claude-code", 0, null) },
+    });
     expect(report.agents).toEqual([
       { name: "claude-code", pending_frames: 0, oldest_pending_ms: null, hooks_ok: false },
       { name: "my-agent", pending_frames: 5, oldest_pending_ms: 200, hooks_ok: true },

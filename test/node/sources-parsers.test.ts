@@ -46,7 +46,13 @@ describe("Claude Code transcript usage", () => {
     // Each response once its stream moved on (A, S1, B); the rest when the session flushed.
     expect(calls.map((c) => c.payload.message_id)).toEqual(["msg_A", "msg_S1", "msg_B", "msg_S2", "msg_C"]);
     for (const c of calls) expect(PAYLOADS.llm_call.safeParse(c.payload).success).toBe(true);
-    expect(calls[0]!.payload).toMatchObject({ path: "transcript", vendor: "anthropic", model: "claude-opus-4-6", request_id: "req_A", usage: { input_tokens: 3, output_tokens: 245, cache_read_tokens: 50973, cache_write_tokens: 713 } });
+    expect(calls[0]!.payload).toMatchObject({
+      path: "transcript",
+      vendor: "anthropic",
+      model: "claude-opus-4-6",
+      request_id: "req_A",
+      usage: { input_tokens: 3, output_tokens: 245, cache_read_tokens: 50973, cache_write_tokens: 713 },
+    });
     expect(calls[2]!.payload.request_id).toBeUndefined();
     expect(calls[1]!.payload).toMatchObject({ model: "claude-haiku-4-5", usage: { output_tokens: 310, cache_write_tokens: 3000 } });
     expect(sum(calls)).toEqual({ input_tokens: 1255, output_tokens: 1284, cache_read_tokens: 158973, cache_write_tokens: 4133 });
@@ -75,7 +81,13 @@ describe("Claude Code transcript usage", () => {
   it("finalizes a response when its stream moves on, holds the open one until flushed", () => {
     const p = new ClaudeTranscript();
     const line = (id: string, out: number, extra: Record<string, unknown> = {}) =>
-      JSON.stringify({ type: "assistant", requestId: `r_${id}`, timestamp: "2026-01-01T00:00:00Z", message: { id, model: "m", usage: { input_tokens: 1, output_tokens: out } }, ...extra });
+      JSON.stringify({
+        type: "assistant",
+        requestId: `r_${id}`,
+        timestamp: "2026-01-01T00:00:00Z",
+        message: { id, model: "m", usage: { input_tokens: 1, output_tokens: out } },
+        ...extra,
+      });
     expect(p.line(line("a", 1))).toEqual([]);
     expect(p.line(line("a", 50))).toEqual([]);
     const done = p.line(line("b", 2));
@@ -86,7 +98,14 @@ describe("Claude Code transcript usage", () => {
   });
 
   it("takes cache writes from the ephemeral 5m/1h split when present, else the flat field", () => {
-    expect(claudeUsage({ input_tokens: 1, output_tokens: 2, cache_creation_input_tokens: 999, cache_creation: { ephemeral_5m_input_tokens: 10, ephemeral_1h_input_tokens: 5 } }).cache_write_tokens).toBe(15);
+    expect(
+      claudeUsage({
+        input_tokens: 1,
+        output_tokens: 2,
+        cache_creation_input_tokens: 999,
+        cache_creation: { ephemeral_5m_input_tokens: 10, ephemeral_1h_input_tokens: 5 },
+      }).cache_write_tokens,
+    ).toBe(15);
     expect(claudeUsage({ input_tokens: 1, output_tokens: 2, cache_creation_input_tokens: 999 }).cache_write_tokens).toBe(999);
   });
 });
@@ -115,7 +134,10 @@ describe("Codex rollout usage and tools", () => {
 
   it("pairs function_call and custom_tool_call with their outputs by call_id; an unfinished call waits", () => {
     const { tools, parser } = codexRun(CODEX_PARENT);
-    expect(tools.map((t) => [t.call_id, t.name, t.exit_code])).toEqual([["call_1", "exec_command", 0], ["call_2", "apply_patch", 1]]);
+    expect(tools.map((t) => [t.call_id, t.name, t.exit_code])).toEqual([
+      ["call_1", "exec_command", 0],
+      ["call_2", "apply_patch", 1],
+    ]);
     expect(tools[0]).toMatchObject({ input: { cmd: "ls -la" }, duration_ms: 250 });
     expect(Object.keys(parser.state.calls)).toEqual(["call_3"]);
   });
@@ -124,7 +146,13 @@ describe("Codex rollout usage and tools", () => {
     const parent = codexRun(CODEX_PARENT);
     const child = codexRun(CODEX_CHILD);
     expect(child.usage.map((u) => u.payload.model)).toEqual(["gpt-5-codex-mini", "gpt-5-codex-mini"]);
-    expect(sum(child.usage)).toEqual({ input_tokens: 600, cache_read_tokens: 1000, output_tokens: 200, reasoning_tokens: 50, cache_write_tokens: 64 });
+    expect(sum(child.usage)).toEqual({
+      input_tokens: 600,
+      cache_read_tokens: 1000,
+      output_tokens: 200,
+      reasoning_tokens: 50,
+      cache_write_tokens: 64,
+    });
     const all = sum([...parent.usage, ...child.usage]);
     // Both files together: the child's last cumulative total (5600 in, 3000 cached, 500 out).
     expect(all).toMatchObject({ input_tokens: 2600, cache_read_tokens: 3000, output_tokens: 500, reasoning_tokens: 150 });
@@ -133,7 +161,17 @@ describe("Codex rollout usage and tools", () => {
   });
 
   it("starts a new baseline on a regression, ignores info:null, resumes from saved state", () => {
-    const tc = (total: number[], ts = "2026-01-01T00:00:01Z") => JSON.stringify({ timestamp: ts, type: "event_msg", payload: { type: "token_count", info: { total_token_usage: { input_tokens: total[0], cached_input_tokens: 0, output_tokens: total[1], reasoning_output_tokens: 0 } } } });
+    const tc = (total: number[], ts = "2026-01-01T00:00:01Z") =>
+      JSON.stringify({
+        timestamp: ts,
+        type: "event_msg",
+        payload: {
+          type: "token_count",
+          info: {
+            total_token_usage: { input_tokens: total[0], cached_input_tokens: 0, output_tokens: total[1], reasoning_output_tokens: 0 },
+          },
+        },
+      });
     const a = new CodexRollout();
     expect(a.line(tc([100, 10]))).toHaveLength(1);
     expect(a.line(JSON.stringify({ type: "event_msg", payload: { type: "token_count", info: null } }))).toEqual([]);
@@ -149,9 +187,22 @@ describe("Stella journal usage", () => {
   it("one llm_call per step_usage; usage_incomplete and unknown events skipped", () => {
     const p = new StellaJournal();
     const calls = splitLines(read("stella-journal.jsonl"), 0).lines.flatMap((l) => p.line(l.text));
-    expect(calls.map((c) => [c.payload.vendor, c.payload.model])).toEqual([["anthropic", "claude-sonnet-4-5"], ["openrouter", "gpt-5"]]);
-    expect(calls[0]!.payload).toMatchObject({ usage: { input_tokens: 3000, cache_read_tokens: 9000, output_tokens: 340, cache_write_tokens: 1500, reasoning_tokens: 120 }, cost_microusd: 21300, latency_ms: 4200 });
-    expect(sum(calls)).toEqual({ input_tokens: 4000, cache_read_tokens: 21000, output_tokens: 1140, cache_write_tokens: 1500, reasoning_tokens: 120 });
+    expect(calls.map((c) => [c.payload.vendor, c.payload.model])).toEqual([
+      ["anthropic", "claude-sonnet-4-5"],
+      ["openrouter", "gpt-5"],
+    ]);
+    expect(calls[0]!.payload).toMatchObject({
+      usage: { input_tokens: 3000, cache_read_tokens: 9000, output_tokens: 340, cache_write_tokens: 1500, reasoning_tokens: 120 },
+      cost_microusd: 21300,
+      latency_ms: 4200,
+    });
+    expect(sum(calls)).toEqual({
+      input_tokens: 4000,
+      cache_read_tokens: 21000,
+      output_tokens: 1140,
+      cache_write_tokens: 1500,
+      reasoning_tokens: 120,
+    });
     for (const c of calls) expect(PAYLOADS.llm_call.safeParse(c.payload).success).toBe(true);
     expect(p.bad).toBe(0);
   });

@@ -83,8 +83,23 @@ describe("recorder sources: transcripts into the session's run", () => {
     const base = { session_id: "0199aaaa", transcript_path: rollout, cwd: dir, model: "gpt-5-codex" };
     r.event("codex", { ...base, hook_event_name: "SessionStart", source: "startup" });
     // call_1's hook fired (Pre and Post); call_2 (apply_patch) fired none.
-    r.event("codex", { ...base, hook_event_name: "PreToolUse", turn_id: "t1", tool_name: "Bash", tool_use_id: "call_1", tool_input: { command: "ls -la" } });
-    r.event("codex", { ...base, hook_event_name: "PostToolUse", turn_id: "t1", tool_name: "Bash", tool_use_id: "call_1", tool_input: { command: "ls -la" }, tool_response: "a.ts" });
+    r.event("codex", {
+      ...base,
+      hook_event_name: "PreToolUse",
+      turn_id: "t1",
+      tool_name: "Bash",
+      tool_use_id: "call_1",
+      tool_input: { command: "ls -la" },
+    });
+    r.event("codex", {
+      ...base,
+      hook_event_name: "PostToolUse",
+      turn_id: "t1",
+      tool_name: "Bash",
+      tool_use_id: "call_1",
+      tool_input: { command: "ls -la" },
+      tool_response: "a.ts",
+    });
     r.sources.tick();
     const chain = runIdFor(HOST_ID, "codex", "0199aaaa");
     const frames = r.frames(chain);
@@ -92,8 +107,12 @@ describe("recorder sources: transcripts into the session's run", () => {
     expect(calls.map((p) => p.model)).toEqual(["gpt-5-codex", "gpt-5-codex", "gpt-5"]);
     expect(usageSum(calls)).toEqual({ input_tokens: 2000, cache_read_tokens: 2000, output_tokens: 300, reasoning_tokens: 100 });
     const tools = payloadsOf(frames, "tool_call");
-    expect(tools.filter((t) => t.path === "transcript")).toEqual([expect.objectContaining({ tool_name: "apply_patch", tool_use_id: "call_2", status: "error", exit_code: 1 })]);
-    const fromRollout = frames.findIndex((f) => f.kind === "tool_call" && (JSON.parse(f.payload) as { path: string }).path === "transcript");
+    expect(tools.filter((t) => t.path === "transcript")).toEqual([
+      expect.objectContaining({ tool_name: "apply_patch", tool_use_id: "call_2", status: "error", exit_code: 1 }),
+    ]);
+    const fromRollout = frames.findIndex(
+      (f) => f.kind === "tool_call" && (JSON.parse(f.payload) as { path: string }).path === "transcript",
+    );
     expect(frames[fromRollout - 1]!.kind).not.toBe("policy_decision");
     expect(payloadsOf(frames, "file_io").some((p) => p.path === "transcript")).toBe(false);
     r.close();
@@ -194,7 +213,9 @@ describe("hookless Claude Code sessions", () => {
     expect(r.sources.scanHookless(since, projects)).toEqual(["lonely-session"]);
     expect(r.sources.scanHookless(since, projects)).toEqual([]);
     const frames = r.frames(hostChainId(HOST_ID));
-    expect(payloadsOf(frames)).toEqual([expect.objectContaining({ path: "recorder", cause: "hooks_missing", detail: expect.stringContaining("lonely-session") })]);
+    expect(payloadsOf(frames)).toEqual([
+      expect.objectContaining({ path: "recorder", cause: "hooks_missing", detail: expect.stringContaining("lonely-session") }),
+    ]);
     expect(r.recorder.journal.chains.get(hostChainId(HOST_ID))!.run).toBeNull();
     r.close();
   });

@@ -96,7 +96,9 @@ describe("verify with the work shared with a second thread", () => {
     expect(overlapping).toEqual(single);
     const outside = verifyBundle(tampered, {
       serverKey: SERVER_PUBLIC,
-      shareFrames: ({ frames }) => (check) => [check(0, frames.length - 1), { ...check(frames.length - 1, frames.length), to: frames.length + 5 }],
+      shareFrames:
+        ({ frames }) =>
+        (check) => [check(0, frames.length - 1), { ...check(frames.length - 1, frames.length), to: frames.length + 5 }],
     });
     expect(outside).toEqual(single);
   });
@@ -116,7 +118,11 @@ describe("verify with the work shared with a second thread", () => {
   // An edited recorded hash breaks its own frame and, because it links the next one, that one too.
   it("found the edits", () => {
     const r = verifyBundle(tampered, { serverKey: SERVER_PUBLIC });
-    expect(r.findings.filter((f) => f.code === "FRAME_HASH_MISMATCH").map((f) => f.where)).toEqual(["frame 77", "frame 4321", "frame 4322"]);
+    expect(r.findings.filter((f) => f.code === "FRAME_HASH_MISMATCH").map((f) => f.where)).toEqual([
+      "frame 77",
+      "frame 4321",
+      "frame 4322",
+    ]);
     expect(r.findings.filter((f) => f.code === "LOCK_SIG_INVALID").map((f) => f.where)).toEqual(["lock 3"]);
   });
 });

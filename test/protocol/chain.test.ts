@@ -80,9 +80,25 @@ describe("frame kinds", () => {
   it("has a schema for every kind the coverage statement names", () => {
     expect(FRAME_KINDS.sort()).toEqual(
       [
-        "agent_start", "turn_start", "policy_decision", "tool_requested", "token_denied", "approval_request",
-        "harness_permission", "tool_call", "command", "file_io", "network", "turn_end", "subagent_start",
-        "subagent_stop", "agent_stop", "llm_call", "error", "telemetry_gap", "oxagen:worktree_reconciled",
+        "agent_start",
+        "turn_start",
+        "policy_decision",
+        "tool_requested",
+        "token_denied",
+        "approval_request",
+        "harness_permission",
+        "tool_call",
+        "command",
+        "file_io",
+        "network",
+        "turn_end",
+        "subagent_start",
+        "subagent_stop",
+        "agent_stop",
+        "llm_call",
+        "error",
+        "telemetry_gap",
+        "oxagen:worktree_reconciled",
       ].sort(),
     );
     for (const kind of FRAME_KINDS) expect(PAYLOADS[kind]).toBeDefined();
@@ -91,7 +107,9 @@ describe("frame kinds", () => {
   it("refuses text where a frame holds hashes, and unknown fields", () => {
     const w = new ChainWriter(chainVectors.chain);
     expect(() => w.append("turn_start", { path: "hook", prompt: "fix it" } as never, 1)).toThrow();
-    expect(() => w.append("turn_start", { path: "hook", prompt: { sha256: "a".repeat(64), size: 3 }, text: "fix it" } as never, 1)).toThrow();
+    expect(() =>
+      w.append("turn_start", { path: "hook", prompt: { sha256: "a".repeat(64), size: 3 }, text: "fix it" } as never, 1),
+    ).toThrow();
     expect(frameSchemaProblem({ seq: 0, t: 1, kind: "agent_start", payload: '{"path":"hook"}' })).toMatch(/harness/);
     expect(frameSchemaProblem({ seq: 0, t: 1, kind: "bogus", payload: "{}" })).toMatch(/unknown frame kind/);
   });
@@ -120,7 +138,9 @@ describe("hashing long and non-ASCII payloads", () => {
     const ph = sha256(concatBytes(tag("oxagen/payload/v1"), utf8(payload)));
     const id = utf8(chain);
     const kind = utf8("agent_start");
-    const expected = sha256(concatBytes(tag("oxagen/frame/v1"), u16(id.length), id, u64(0), prev, u64(5), Uint8Array.of(kind.length), kind, ph));
+    const expected = sha256(
+      concatBytes(tag("oxagen/frame/v1"), u16(id.length), id, u64(0), prev, u64(5), Uint8Array.of(kind.length), kind, ph),
+    );
     expect(bytesToHex(payloadHash(payload))).toBe(bytesToHex(ph));
     expect(bytesToHex(frameHash(chain, { seq: 0, t: 5, kind: "agent_start", payload }, prev))).toBe(bytesToHex(expected));
   });

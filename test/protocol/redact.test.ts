@@ -148,7 +148,9 @@ describe("findCredentials: realistic text that holds no credential", () => {
     "const token = getToken(); if (password === undefined) return;",
     "password = input('Password: ')",
     `{"password": "\${DB_PASSWORD}", "secret": "<your-secret-here>", "token": "****"}`,
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell placeholder, not a template
     "DB_PASSWORD=$DB_PASSWORD API_TOKEN=${API_TOKEN}",
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell placeholder, not a template
     "postgres://app:${PGPASSWORD}@db/app",
     "https://user@example.com/path and mailto:someone@example.com",
     "Bearer auth is described in RFC 6750.",
@@ -196,7 +198,10 @@ describe("redact", () => {
   });
 
   it("keeps the JSON around a redacted value parseable", () => {
-    const body = JSON.stringify({ tool_input: { command: `curl -H "Authorization: Bearer ${FAKE.jwt}" https://api` }, password: "pw-12345" });
+    const body = JSON.stringify({
+      tool_input: { command: `curl -H "Authorization: Bearer ${FAKE.jwt}" https://api` },
+      password: "pw-12345",
+    });
     const out = redact(body);
     expect(() => JSON.parse(out.text)).not.toThrow();
     expect(out.redactions.map((r) => r.kind)).toEqual(["jwt", "password"]);

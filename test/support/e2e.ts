@@ -68,7 +68,17 @@ export async function enroll(worker: LocalWorker, computer: Computer, harness: s
   const res = await worker.api("/v1/enrollment-tokens", { method: "POST", body: "{}" });
   if (res.status !== 201) throw new Error(`enrollment token: ${res.status} ${await res.text()}`);
   const { token } = (await res.json()) as { token: string };
-  const common = ["--server", worker.url, "--token", token, "--hooks-port", String(computer.port), "--gateway-port", String(computer.port + 1), "--json"];
+  const common = [
+    "--server",
+    worker.url,
+    "--token",
+    token,
+    "--hooks-port",
+    String(computer.port),
+    "--gateway-port",
+    String(computer.port + 1),
+    "--json",
+  ];
   // A computer that only runs custom agents enrolls with `oxagen agent enroll` and wraps no harness.
   const r = harness.length
     ? computer.tacho(["enroll", ...common, "--harness", harness.join(",")])
@@ -109,17 +119,24 @@ export async function daemonUp(computer: Computer): Promise<void> {
 /** Waits until the computer's recorder reports nothing pending (every frame, lock and body acknowledged). */
 export async function drained(computer: Computer, since = Date.now(), ms = 60_000): Promise<void> {
   const { readFileSync } = await import("node:fs");
-  await eventually(async () => {
-    const status = JSON.parse(readFileSync(join(computer.env.OXAGEN_HOME!, "recorder-status.json"), "utf8")) as {
-      pending: { frames: number; locks: number; bodies: number };
-      heartbeat_ms: number;
-    };
-    return status.pending.frames + status.pending.locks + status.pending.bodies === 0 && status.heartbeat_ms > since;
-  }, "the recorder to deliver everything", ms);
+  await eventually(
+    async () => {
+      const status = JSON.parse(readFileSync(join(computer.env.OXAGEN_HOME!, "recorder-status.json"), "utf8")) as {
+        pending: { frames: number; locks: number; bodies: number };
+        heartbeat_ms: number;
+      };
+      return status.pending.frames + status.pending.locks + status.pending.bodies === 0 && status.heartbeat_ms > since;
+    },
+    "the recorder to deliver everything",
+    ms,
+  );
 }
 
 /** Stops a foreground recorder and the local Worker (afterAll of an end-to-end file). */
-export async function stopAll(daemon: ReturnType<typeof runDaemon> | undefined, worker: { stop: () => Promise<void> } | undefined): Promise<void> {
+export async function stopAll(
+  daemon: ReturnType<typeof runDaemon> | undefined,
+  worker: { stop: () => Promise<void> } | undefined,
+): Promise<void> {
   daemon?.proc.kill("SIGTERM");
   await daemon?.exited;
   await worker?.stop();

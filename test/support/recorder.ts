@@ -32,9 +32,16 @@ export async function makeHome(opts: { server?: string; policy?: Partial<Policy>
   const dir = mkdtempSync(join(tmpdir(), "oxagen-rec-"));
   const port = await freePort();
   const host = {
-    v: 1, host_id: HOST, workspace: "ws_test", server: opts.server ?? `http://127.0.0.1:${await freePort()}`,
-    server_key: { pub: bytesToHex(SERVER_PUBLIC), key_id: SERVER_KEY_ID }, secret_key: bytesToHex(HOST_SECRET),
-    public_key: bytesToHex(HOST_PUBLIC), harnesses: ["claude-code"], ports: { hooks: port, gateway: port + 1 }, enrolled_ms: 0,
+    v: 1,
+    host_id: HOST,
+    workspace: "ws_test",
+    server: opts.server ?? `http://127.0.0.1:${await freePort()}`,
+    server_key: { pub: bytesToHex(SERVER_PUBLIC), key_id: SERVER_KEY_ID },
+    secret_key: bytesToHex(HOST_SECRET),
+    public_key: bytesToHex(HOST_PUBLIC),
+    harnesses: ["claude-code"],
+    ports: { hooks: port, gateway: port + 1 },
+    enrolled_ms: 0,
   };
   writeFileSync(join(dir, "host.json"), JSON.stringify(host), { mode: 0o600 });
   if (opts.policy) {
@@ -112,14 +119,27 @@ export function agentEvent(port: number, agent: string, event: Record<string, un
 }
 
 /** POSTs an HTTP hook with node:http (fetch would not let a test set Host). */
-export function postHook(port: number, payload: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: Record<string, unknown> }> {
+export function postHook(
+  port: number,
+  payload: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: Record<string, unknown> }> {
   return new Promise((resolve, reject) => {
     const body = JSON.stringify(payload);
-    const req = request({ host: "127.0.0.1", port, method: "POST", path: "/hooks/claude-code", headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body), ...headers } }, (res) => {
-      let text = "";
-      res.on("data", (d: Buffer) => (text += d.toString()));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : {} }));
-    });
+    const req = request(
+      {
+        host: "127.0.0.1",
+        port,
+        method: "POST",
+        path: "/hooks/claude-code",
+        headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body), ...headers },
+      },
+      (res) => {
+        let text = "";
+        res.on("data", (d: Buffer) => (text += d.toString()));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : {} }));
+      },
+    );
     req.on("error", reject);
     req.end(body);
   });

@@ -37,7 +37,11 @@ export const BODIES = {
   toolInput: JSON.stringify({ command: "pytest -x" }),
   toolOutput: JSON.stringify({ exit_code: 0, stdout: "3 passed" }),
   message: "All three tests pass now.",
-  llmRequest: JSON.stringify({ model: "claude-sonnet-4-5", max_tokens: 1024, messages: [{ role: "user", content: "fix the failing test" }] }),
+  llmRequest: JSON.stringify({
+    model: "claude-sonnet-4-5",
+    max_tokens: 1024,
+    messages: [{ role: "user", content: "fix the failing test" }],
+  }),
   llmResponse: JSON.stringify({ id: "msg_01", type: "message", content: [{ type: "text", text: "Running the tests." }] }),
 };
 
@@ -100,9 +104,23 @@ export function sampleRun(options: { lockEvery?: number; extraToolCalls?: number
   const extra = options.extraToolCalls ?? 0;
   for (let i = 0; i <= extra; i++) {
     const id = `call-${i + 1}`;
-    push("policy_decision", { path: "hook", subject: "tool", decision: "allow", mode: "enforce", rule: "default", tool_name: "run_shell", tool_use_id: id });
+    push("policy_decision", {
+      path: "hook",
+      subject: "tool",
+      decision: "allow",
+      mode: "enforce",
+      rule: "default",
+      tool_name: "run_shell",
+      tool_use_id: id,
+    });
     const input = keep("tool_input", BODIES.toolInput);
-    push("tool_requested", { path: "hook", tool_name: "run_shell", tool_use_id: id, input: { sha256: input.sha256, size: input.size }, bodies: [input] });
+    push("tool_requested", {
+      path: "hook",
+      tool_name: "run_shell",
+      tool_use_id: id,
+      input: { sha256: input.sha256, size: input.size },
+      bodies: [input],
+    });
     const output = keep("tool_output", BODIES.toolOutput);
     push("tool_call", {
       path: "hook",

@@ -15,9 +15,16 @@ export const HOST_ID = "h-src-1";
 
 export function host(): HostConfig {
   return {
-    v: 1, host_id: HOST_ID, workspace: "ws_test", server: "http://127.0.0.1:9", server_key: { pub: bytesToHex(SERVER_PUBLIC), key_id: SERVER_KEY_ID },
-    secret_key: bytesToHex(HOST_SECRET), public_key: bytesToHex(HOST_PUBLIC), harnesses: ["claude-code", "codex", "cursor", "stella"],
-    ports: { hooks: 9, gateway: 10 }, enrolled_ms: 0,
+    v: 1,
+    host_id: HOST_ID,
+    workspace: "ws_test",
+    server: "http://127.0.0.1:9",
+    server_key: { pub: bytesToHex(SERVER_PUBLIC), key_id: SERVER_KEY_ID },
+    secret_key: bytesToHex(HOST_SECRET),
+    public_key: bytesToHex(HOST_PUBLIC),
+    harnesses: ["claude-code", "codex", "cursor", "stella"],
+    ports: { hooks: 9, gateway: 10 },
+    enrolled_ms: 0,
   };
 }
 
@@ -41,14 +48,35 @@ export function rig(dir = mkdtempSync(join(tmpdir(), "oxagen-src-")), opts: { qu
   const clock = { now: Date.now() };
   const statePath = join(dir, "sources.json");
   const sources = new Sources(recorder, {
-    load: () => { try { return readFileSync(statePath, "utf8"); } catch { return null; } },
-    save: (t) => writeFileSync(statePath, t), quietMs: opts.quietMs ?? 30_000, worktreeMs: opts.worktreeMs ?? 15_000, now: () => clock.now,
+    load: () => {
+      try {
+        return readFileSync(statePath, "utf8");
+      } catch {
+        return null;
+      }
+    },
+    save: (t) => writeFileSync(statePath, t),
+    quietMs: opts.quietMs ?? 30_000,
+    worktreeMs: opts.worktreeMs ?? 15_000,
+    now: () => clock.now,
   });
   recorder.sources = sources;
   let n = 0;
   return {
-    dir, recorder, sources, logs, clock,
-    event: (harness, event) => recorder.handle({ id: `${Date.now().toString(16)}${(n++).toString(16)}`.padStart(16, "0").slice(-16), t: clock.now, source: "command", harness, agent: null, event } as HookRequest),
+    dir,
+    recorder,
+    sources,
+    logs,
+    clock,
+    event: (harness, event) =>
+      recorder.handle({
+        id: `${Date.now().toString(16)}${(n++).toString(16)}`.padStart(16, "0").slice(-16),
+        t: clock.now,
+        source: "command",
+        harness,
+        agent: null,
+        event,
+      } as HookRequest),
     frames: (chain) => {
       const out: (Frame & { hash: string })[] = [];
       for (const line of readFileSync(join(dir, "journal", `${chain}.jsonl`), "utf8").split("\n")) {
@@ -69,7 +97,11 @@ export function payloadsOf(frames: Frame[], kind?: string): Record<string, unkno
 /** A temp git repo with one commit; returns its path. */
 export function gitRepo(): string {
   const dir = mkdtempSync(join(tmpdir(), "oxagen-wt-"));
-  const git = (...args: string[]) => execFileSync("git", ["-c", "user.email=t@example.com", "-c", "user.name=T", "-c", "commit.gpgsign=false", ...args], { cwd: dir, encoding: "utf8" });
+  const git = (...args: string[]) =>
+    execFileSync("git", ["-c", "user.email=t@example.com", "-c", "user.name=T", "-c", "commit.gpgsign=false", ...args], {
+      cwd: dir,
+      encoding: "utf8",
+    });
   git("init", "-q", "-b", "main");
   writeFileSync(join(dir, "a.txt"), "one\ntwo\nthree\n");
   writeFileSync(join(dir, "b.txt"), "keep\n");
@@ -80,5 +112,8 @@ export function gitRepo(): string {
 }
 
 export function gitIn(dir: string, ...args: string[]): string {
-  return execFileSync("git", ["-c", "user.email=t@example.com", "-c", "user.name=T", "-c", "commit.gpgsign=false", ...args], { cwd: dir, encoding: "utf8" });
+  return execFileSync("git", ["-c", "user.email=t@example.com", "-c", "user.name=T", "-c", "commit.gpgsign=false", ...args], {
+    cwd: dir,
+    encoding: "utf8",
+  });
 }

@@ -2,8 +2,19 @@
 // /v1/bodies/:sha, /v1/policy with ETag. Host signatures are checked with protocol/auth.ts.
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import {
-  AUTH_HEADERS, defaultPolicy, IngestRequest, parseLock, policyEtag, requestProblem, sha256Hex, signPolicy, verifyChain,
-  type ChainAck, type Frame, type Policy, type SignedLock,
+  AUTH_HEADERS,
+  defaultPolicy,
+  IngestRequest,
+  parseLock,
+  policyEtag,
+  requestProblem,
+  sha256Hex,
+  signPolicy,
+  verifyChain,
+  type ChainAck,
+  type Frame,
+  type Policy,
+  type SignedLock,
 } from "../../protocol/index.ts";
 import { HOST_PUBLIC, SERVER_KEY_ID, SERVER_SECRET } from "./sample-run.ts";
 
@@ -30,10 +41,13 @@ export class StubServer {
   port = 0;
 
   async start(port = 0): Promise<number> {
-    this.#server = createServer((req, res) => void this.#handle(req).then(({ status, body, headers }) => {
-      res.writeHead(status, { "content-type": "application/json", ...headers });
-      res.end(body === null ? undefined : JSON.stringify(body));
-    }));
+    this.#server = createServer(
+      (req, res) =>
+        void this.#handle(req).then(({ status, body, headers }) => {
+          res.writeHead(status, { "content-type": "application/json", ...headers });
+          res.end(body === null ? undefined : JSON.stringify(body));
+        }),
+    );
     await new Promise<void>((r) => this.#server!.listen(port, "127.0.0.1", r));
     this.port = (this.#server!.address() as { port: number }).port;
     return this.port;
@@ -63,7 +77,14 @@ export class StubServer {
       return { status: 503, body: { error: "unavailable", message: "try later" }, headers: { "retry-after": "1" } };
     }
     const h = (n: string) => (req.headers[n] as string | undefined) ?? null;
-    const problem = requestProblem(HOST_PUBLIC, { host: h(AUTH_HEADERS.host), time: h(AUTH_HEADERS.time), signature: h(AUTH_HEADERS.signature) }, req.method!, req.url!, bytes, Date.now());
+    const problem = requestProblem(
+      HOST_PUBLIC,
+      { host: h(AUTH_HEADERS.host), time: h(AUTH_HEADERS.time), signature: h(AUTH_HEADERS.signature) },
+      req.method!,
+      req.url!,
+      bytes,
+      Date.now(),
+    );
     if (problem) return { status: 401, body: { error: "unauthorized", message: problem } };
     if (req.method === "GET" && req.url === "/v1/policy") {
       const signed = signPolicy(this.policy, SERVER_SECRET, SERVER_KEY_ID);
@@ -91,7 +112,10 @@ export class StubServer {
 
   #take(part: IngestRequest["chains"][number]): ChainAck {
     let c = this.chains.get(part.chain);
-    if (!c) this.chains.set(part.chain, (c = { frames: new Map(), locks: [], run: part.run ?? null }));
+    if (!c) {
+      c = { frames: new Map(), locks: [], run: part.run ?? null };
+      this.chains.set(part.chain, c);
+    }
     const duplicates: number[] = [];
     this.received.push({ chain: part.chain, seqs: part.frames.map((f) => f.seq) });
     for (const f of part.frames) {
@@ -110,8 +134,15 @@ export class StubServer {
       else missing.push([s, s]);
     }
     const ack: ChainAck = {
-      chain: part.chain, status: "accepted", stored: stored.length, duplicates, missing, held: c.frames.size - stored.length,
-      conflicts: [], locks_stored: 0, locks_refused: [],
+      chain: part.chain,
+      status: "accepted",
+      stored: stored.length,
+      duplicates,
+      missing,
+      held: c.frames.size - stored.length,
+      conflicts: [],
+      locks_stored: 0,
+      locks_refused: [],
     };
     for (const lock of part.locks) {
       const p = parseLock(lock);

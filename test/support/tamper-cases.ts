@@ -54,51 +54,172 @@ const hostLock = (fields: Partial<Parameters<typeof signLock>[0]>, at = 0) => {
   const { v: _v, key_id: _k, ...rest } = p;
   return { ...signLock({ ...rest, ...fields }, HOST_SECRET), received_ms: base.locks[at]!.received_ms };
 };
-const flipHex = (hex: string, at: number) => hex.slice(0, at) + ((parseInt(hex[at]!, 16) ^ 1).toString(16)) + hex.slice(at + 1);
+const flipHex = (hex: string, at: number) => hex.slice(0, at) + (parseInt(hex[at]!, 16) ^ 1).toString(16) + hex.slice(at + 1);
 
 export const SAMPLE = base;
 
 export const TAMPER_CASES: TamperCase[] = [
   { name: "untouched sample", bundle: () => base.bundle, exit: 0, code: "" },
-  { name: "one payload byte changed, bundle re-signed", ref: 1, exit: 1, code: "FRAME_HASH_MISMATCH",
-    bundle: edit((m) => { m.frames[4]!.payload = m.frames[4]!.payload.replace("run_shell", "run_shelL"); }) },
-  { name: "one payload byte changed, not re-signed", ref: 32, exit: 1, code: "SERVER_SIG_INVALID",
-    bundle: () => base.bundle.replace("\\\"run_shell\\\"", "\\\"run_shelL\\\"") },
-  { name: "payload replaced by other valid JSON of the same length", ref: 2, exit: 1, code: "FRAME_HASH_MISMATCH",
-    bundle: edit((m) => { m.frames[8]!.payload = m.frames[8]!.payload.replace("session_end", "session_xyz"); }) },
-  { name: "frame kind changed", ref: 3, exit: 1, code: "FRAME_HASH_MISMATCH", bundle: edit((m) => { m.frames[6]!.kind = "file_io"; }) },
-  { name: "frame time changed", ref: 3, exit: 1, code: "FRAME_HASH_MISMATCH", bundle: edit((m) => { m.frames[2]!.t += 1; }) },
-  { name: "recorded hash edited, content unchanged", ref: 5, exit: 1, code: "FRAME_HASH_MISMATCH",
-    bundle: edit((m) => { m.frames[1]!.hash = flipHex(m.frames[1]!.hash, 5); }) },
-  { name: "middle frame deleted, seqs renumbered", ref: 6, exit: 1, code: "FRAME_HASH_MISMATCH",
-    bundle: edit((m) => { m.frames.splice(4, 1); m.frames.forEach((f, i) => { f.seq = i; }); }) },
-  { name: "middle frame deleted, seqs kept", ref: 7, exit: 1, code: "SEQ_GAP", bundle: edit((m) => { m.frames.splice(4, 1); }) },
-  { name: "two frames swapped", ref: 8, exit: 1, code: "SEQ_ORDER",
-    bundle: edit((m) => { const a = m.frames[3]!; m.frames[3] = m.frames[4]!; m.frames[4] = a; }) },
-  { name: "frame duplicated", ref: 9, exit: 1, code: "SEQ_DUPLICATE", bundle: edit((m) => { m.frames.splice(3, 0, m.frames[3]!); }) },
-  { name: "frame inserted between locked frames", ref: 10, exit: 1, code: "LOCK_HEAD_MISMATCH",
+  {
+    name: "one payload byte changed, bundle re-signed",
+    ref: 1,
+    exit: 1,
+    code: "FRAME_HASH_MISMATCH",
+    bundle: edit((m) => {
+      m.frames[4]!.payload = m.frames[4]!.payload.replace("run_shell", "run_shelL");
+    }),
+  },
+  {
+    name: "one payload byte changed, not re-signed",
+    ref: 32,
+    exit: 1,
+    code: "SERVER_SIG_INVALID",
+    bundle: () => base.bundle.replace('\\"run_shell\\"', '\\"run_shelL\\"'),
+  },
+  {
+    name: "payload replaced by other valid JSON of the same length",
+    ref: 2,
+    exit: 1,
+    code: "FRAME_HASH_MISMATCH",
+    bundle: edit((m) => {
+      m.frames[8]!.payload = m.frames[8]!.payload.replace("session_end", "session_xyz");
+    }),
+  },
+  {
+    name: "frame kind changed",
+    ref: 3,
+    exit: 1,
+    code: "FRAME_HASH_MISMATCH",
+    bundle: edit((m) => {
+      m.frames[6]!.kind = "file_io";
+    }),
+  },
+  {
+    name: "frame time changed",
+    ref: 3,
+    exit: 1,
+    code: "FRAME_HASH_MISMATCH",
+    bundle: edit((m) => {
+      m.frames[2]!.t += 1;
+    }),
+  },
+  {
+    name: "recorded hash edited, content unchanged",
+    ref: 5,
+    exit: 1,
+    code: "FRAME_HASH_MISMATCH",
+    bundle: edit((m) => {
+      m.frames[1]!.hash = flipHex(m.frames[1]!.hash, 5);
+    }),
+  },
+  {
+    name: "middle frame deleted, seqs renumbered",
+    ref: 6,
+    exit: 1,
+    code: "FRAME_HASH_MISMATCH",
+    bundle: edit((m) => {
+      m.frames.splice(4, 1);
+      m.frames.forEach((f, i) => {
+        f.seq = i;
+      });
+    }),
+  },
+  {
+    name: "middle frame deleted, seqs kept",
+    ref: 7,
+    exit: 1,
+    code: "SEQ_GAP",
+    bundle: edit((m) => {
+      m.frames.splice(4, 1);
+    }),
+  },
+  {
+    name: "two frames swapped",
+    ref: 8,
+    exit: 1,
+    code: "SEQ_ORDER",
+    bundle: edit((m) => {
+      const a = m.frames[3]!;
+      m.frames[3] = m.frames[4]!;
+      m.frames[4] = a;
+    }),
+  },
+  {
+    name: "frame duplicated",
+    ref: 9,
+    exit: 1,
+    code: "SEQ_DUPLICATE",
+    bundle: edit((m) => {
+      m.frames.splice(3, 0, m.frames[3]!);
+    }),
+  },
+  {
+    name: "frame inserted between locked frames",
+    ref: 10,
+    exit: 1,
+    code: "LOCK_HEAD_MISMATCH",
     bundle: () => {
       const w = new ChainWriter(base.chain);
       const frames: Manifest["frames"] = [];
       base.frames.forEach((f, i) => {
         const a = w.append(f.kind as never, JSON.parse(f.payload) as never, f.t);
         frames.push({ ...a.frame, hash: a.hash });
-        if (i === 1) { const b = w.append("subagent_start", { path: "hook" }, f.t); frames.push({ ...b.frame, hash: b.hash }); }
+        if (i === 1) {
+          const b = w.append("subagent_start", { path: "hook" }, f.t);
+          frames.push({ ...b.frame, hash: b.hash });
+        }
       });
       return rebuild(frames, base.locks)();
-    } },
-  { name: "tail and trailing locks cut off, re-signed (truncation)", ref: 12, exit: 3, code: "NOT_FINAL_LOCKED",
-    bundle: rebuild(base.frames.slice(0, 6), base.locks.slice(0, 2)) },
-  { name: "truncation caught by --expect-head", ref: 45, exit: 1, code: "EXPECTED_HEAD_MISMATCH",
-    bundle: rebuild(base.frames.slice(0, 6), base.locks.slice(0, 2)), expectHead: base.frames.at(-1)!.hash },
-  { name: "final lock removed", ref: 13, exit: 3, code: "NOT_FINAL_LOCKED", bundle: edit((m) => { m.locks.pop(); }) },
-  { name: "frame appended after the final lock", ref: 14, exit: 1, code: "FRAMES_AFTER_FINAL",
+    },
+  },
+  {
+    name: "tail and trailing locks cut off, re-signed (truncation)",
+    ref: 12,
+    exit: 3,
+    code: "NOT_FINAL_LOCKED",
+    bundle: rebuild(base.frames.slice(0, 6), base.locks.slice(0, 2)),
+  },
+  {
+    name: "truncation caught by --expect-head",
+    ref: 45,
+    exit: 1,
+    code: "EXPECTED_HEAD_MISMATCH",
+    bundle: rebuild(base.frames.slice(0, 6), base.locks.slice(0, 2)),
+    expectHead: base.frames.at(-1)!.hash,
+  },
+  {
+    name: "final lock removed",
+    ref: 13,
+    exit: 3,
+    code: "NOT_FINAL_LOCKED",
+    bundle: edit((m) => {
+      m.locks.pop();
+    }),
+  },
+  {
+    name: "frame appended after the final lock",
+    ref: 14,
+    exit: 1,
+    code: "FRAMES_AFTER_FINAL",
     bundle: () => {
-      const w = new ChainWriter({ chain: base.chain, count: base.frames.length, head: base.frames.at(-1)!.hash, lockSeq: 99, lastLockHash: null, lockedCount: 0, final: false });
+      const w = new ChainWriter({
+        chain: base.chain,
+        count: base.frames.length,
+        head: base.frames.at(-1)!.hash,
+        lockSeq: 99,
+        lastLockHash: null,
+        lockedCount: 0,
+        final: false,
+      });
       const a = w.append("turn_start", { path: "hook", prompt: { sha256: "0".repeat(64), size: 0 } }, base.frames.at(-1)!.t + 1);
       return rebuild([...base.frames, { ...a.frame, hash: a.hash }], base.locks)();
-    } },
-  { name: "chain recomputed with other content, old locks kept", ref: 15, exit: 1, code: "LOCK_HEAD_MISMATCH",
+    },
+  },
+  {
+    name: "chain recomputed with other content, old locks kept",
+    ref: 15,
+    exit: 1,
+    code: "LOCK_HEAD_MISMATCH",
     bundle: () => {
       const w = new ChainWriter(base.chain);
       const frames = base.frames.map((f) => {
@@ -108,95 +229,359 @@ export const TAMPER_CASES: TamperCase[] = [
         return { ...a.frame, hash: a.hash };
       });
       return rebuild(frames, base.locks)();
-    } },
-  { name: "chain re-locked with another host key", ref: 16, exit: 1, code: "LOCK_SIG_INVALID",
+    },
+  },
+  {
+    name: "chain re-locked with another host key",
+    ref: 16,
+    exit: 1,
+    code: "LOCK_SIG_INVALID",
     bundle: edit((m) => {
       const other = fromHex("c5aa8df43f9f837bedb7442f31dcb7b166d38535076f094b85ce3a2e0b4458f7", 32);
       m.locks[0] = { ...m.locks[0]!, sig: bytesToHex(sign(other, pae(LOCK_PAYLOAD_TYPE, utf8(m.locks[0]!.payload)))) };
-    }) },
-  { name: "lock signature bit flipped", ref: 17, exit: 1, code: "LOCK_SIG_INVALID", bundle: edit((m) => { m.locks[1]!.sig = flipHex(m.locks[1]!.sig, 10); }) },
-  { name: "lock count edited", ref: 18, exit: 1, code: "LOCK_SIG_INVALID", bundle: edit((m) => { m.locks[0]!.payload = m.locks[0]!.payload.replace('"count":3', '"count":4'); }) },
-  { name: "lock from another run inserted", ref: 19, exit: 1, code: "LOCK_CHAIN_MISMATCH",
-    bundle: edit((m) => { m.locks[1] = hostLock({ chain: "run_00000000000000000000000000000000" }, 1); }) },
-  { name: "lock replayed", ref: 20, exit: 1, code: "LOCK_SEQ_DUPLICATE", bundle: edit((m) => { m.locks.splice(1, 0, m.locks[0]!); }) },
-  { name: "two locks swapped", ref: 21, exit: 1, code: "LOCK_CHAIN_BREAK",
-    bundle: edit((m) => { const a = m.locks[0]!; m.locks[0] = m.locks[1]!; m.locks[1] = a; }) },
-  { name: "middle lock removed", ref: 22, exit: 1, code: "LOCK_SEQ_GAP", bundle: edit((m) => { m.locks.splice(1, 1); }) },
-  { name: "second valid lock for the same lock_seq", ref: 23, exit: 1, code: "LOCK_SEQ_DUPLICATE",
-    bundle: edit((m) => { m.locks.splice(1, 0, hostLock({ t: 1 }, 0)); }) },
-  { name: "lock count going back", ref: 24, exit: 1, code: "LOCK_REGRESSION",
+    }),
+  },
+  {
+    name: "lock signature bit flipped",
+    ref: 17,
+    exit: 1,
+    code: "LOCK_SIG_INVALID",
+    bundle: edit((m) => {
+      m.locks[1]!.sig = flipHex(m.locks[1]!.sig, 10);
+    }),
+  },
+  {
+    name: "lock count edited",
+    ref: 18,
+    exit: 1,
+    code: "LOCK_SIG_INVALID",
+    bundle: edit((m) => {
+      m.locks[0]!.payload = m.locks[0]!.payload.replace('"count":3', '"count":4');
+    }),
+  },
+  {
+    name: "lock from another run inserted",
+    ref: 19,
+    exit: 1,
+    code: "LOCK_CHAIN_MISMATCH",
+    bundle: edit((m) => {
+      m.locks[1] = hostLock({ chain: "run_00000000000000000000000000000000" }, 1);
+    }),
+  },
+  {
+    name: "lock replayed",
+    ref: 20,
+    exit: 1,
+    code: "LOCK_SEQ_DUPLICATE",
+    bundle: edit((m) => {
+      m.locks.splice(1, 0, m.locks[0]!);
+    }),
+  },
+  {
+    name: "two locks swapped",
+    ref: 21,
+    exit: 1,
+    code: "LOCK_CHAIN_BREAK",
+    bundle: edit((m) => {
+      const a = m.locks[0]!;
+      m.locks[0] = m.locks[1]!;
+      m.locks[1] = a;
+    }),
+  },
+  {
+    name: "middle lock removed",
+    ref: 22,
+    exit: 1,
+    code: "LOCK_SEQ_GAP",
+    bundle: edit((m) => {
+      m.locks.splice(1, 1);
+    }),
+  },
+  {
+    name: "second valid lock for the same lock_seq",
+    ref: 23,
+    exit: 1,
+    code: "LOCK_SEQ_DUPLICATE",
+    bundle: edit((m) => {
+      m.locks.splice(1, 0, hostLock({ t: 1 }, 0));
+    }),
+  },
+  {
+    name: "lock count going back",
+    ref: 24,
+    exit: 1,
+    code: "LOCK_REGRESSION",
     bundle: edit((m) => {
       const prev = m.locks[0]!;
       m.locks[1] = hostLock({ lock_seq: 1, count: 2, head: m.frames[1]!.hash, prev_lock: lockHash(prev) }, 1);
-    }) },
-  { name: "lock head past the exported frames", ref: 25, exit: 1, code: "LOCK_HEAD_MISMATCH",
-    bundle: edit((m) => { m.frames.splice(7); m.frames.forEach(() => {}); }) },
-  { name: "lock signed under another payload type", ref: 26, exit: 1, code: "LOCK_SIG_INVALID",
-    bundle: edit((m) => { m.locks[0]!.sig = bytesToHex(sign(HOST_SECRET, pae("application/vnd.oxagen.bundle.v1+json", utf8(m.locks[0]!.payload)))); }) },
-  { name: "lock signed over the raw payload, not PAE", ref: 27, exit: 1, code: "LOCK_SIG_INVALID",
-    bundle: edit((m) => { m.locks[0]!.sig = bytesToHex(sign(HOST_SECRET, utf8(m.locks[0]!.payload))); }) },
-  { name: "lock signature truncated to 63 bytes", ref: 28, exit: 2, code: "MANIFEST_INVALID", bundle: edit((m) => { m.locks[0]!.sig = m.locks[0]!.sig.slice(0, 126); }) },
-  { name: "malleable lock signature (S + L)", ref: 29, exit: 1, code: "LOCK_SIG_INVALID",
+    }),
+  },
+  {
+    name: "lock head past the exported frames",
+    ref: 25,
+    exit: 1,
+    code: "LOCK_HEAD_MISMATCH",
+    bundle: edit((m) => {
+      m.frames.splice(7);
+      m.frames.forEach(() => {});
+    }),
+  },
+  {
+    name: "lock signed under another payload type",
+    ref: 26,
+    exit: 1,
+    code: "LOCK_SIG_INVALID",
+    bundle: edit((m) => {
+      m.locks[0]!.sig = bytesToHex(sign(HOST_SECRET, pae("application/vnd.oxagen.bundle.v1+json", utf8(m.locks[0]!.payload))));
+    }),
+  },
+  {
+    name: "lock signed over the raw payload, not PAE",
+    ref: 27,
+    exit: 1,
+    code: "LOCK_SIG_INVALID",
+    bundle: edit((m) => {
+      m.locks[0]!.sig = bytesToHex(sign(HOST_SECRET, utf8(m.locks[0]!.payload)));
+    }),
+  },
+  {
+    name: "lock signature truncated to 63 bytes",
+    ref: 28,
+    exit: 2,
+    code: "MANIFEST_INVALID",
+    bundle: edit((m) => {
+      m.locks[0]!.sig = m.locks[0]!.sig.slice(0, 126);
+    }),
+  },
+  {
+    name: "malleable lock signature (S + L)",
+    ref: 29,
+    exit: 1,
+    code: "LOCK_SIG_INVALID",
     bundle: edit((m) => {
       const sig = fromHex(m.locks[0]!.sig, 64);
       const L = 2n ** 252n + 27742317777372353535851937790883648493n;
       let s = 0n;
       for (let i = 31; i >= 0; i--) s = (s << 8n) | BigInt(sig[32 + i]!);
       s += L;
-      for (let i = 0; i < 32; i++) { sig[32 + i] = Number(s & 0xffn); s >>= 8n; }
+      for (let i = 0; i < 32; i++) {
+        sig[32 + i] = Number(s & 0xffn);
+        s >>= 8n;
+      }
       m.locks[0]!.sig = bytesToHex(sig);
-    }) },
-  { name: "small-order host key", ref: 30, exit: 1, code: "HOST_KEY_INVALID",
-    bundle: edit((m) => { m.host_key.pub = "0100000000000000000000000000000000000000000000000000000000000000"; }) },
-  { name: "host key id hint altered", ref: 31, exit: 1, code: "HOST_KEY_INVALID", bundle: edit((m) => { m.host_key.key_id = "0011223344556677"; }) },
-  { name: "signed by a key that is not pinned", ref: 33, exit: 1, code: "SERVER_KEY_MISMATCH",
-    bundle: () => writeBundle(base.manifest, HOST_SECRET, "0011223344556677") },
-  { name: "signature from another key under the pinned key id", ref: 33, exit: 1, code: "SERVER_SIG_INVALID",
-    bundle: () => writeBundle(base.manifest, HOST_SECRET, SERVER_KEY_ID) },
-  { name: "payload type swapped", ref: 34, exit: 2, code: "UNSUPPORTED_VERSION",
-    bundle: () => base.bundle.replace("application/vnd.oxagen.bundle.v1+json", "application/vnd.oxagen.lock.v1+json") },
-  { name: "unknown bundle version", ref: 35, exit: 2, code: "UNSUPPORTED_VERSION", bundle: () => base.bundle.replace('{"oxagen_bundle":1', '{"oxagen_bundle":2') },
-  { name: "unknown manifest version, re-signed", ref: 35, exit: 2, code: "UNSUPPORTED_VERSION", bundle: edit((m) => { (m as { v: number }).v = 2; }) },
-  { name: "duplicate member in the manifest, re-signed", ref: 36, exit: 2, code: "MANIFEST_INVALID",
+    }),
+  },
+  {
+    name: "small-order host key",
+    ref: 30,
+    exit: 1,
+    code: "HOST_KEY_INVALID",
+    bundle: edit((m) => {
+      m.host_key.pub = "0100000000000000000000000000000000000000000000000000000000000000";
+    }),
+  },
+  {
+    name: "host key id hint altered",
+    ref: 31,
+    exit: 1,
+    code: "HOST_KEY_INVALID",
+    bundle: edit((m) => {
+      m.host_key.key_id = "0011223344556677";
+    }),
+  },
+  {
+    name: "signed by a key that is not pinned",
+    ref: 33,
+    exit: 1,
+    code: "SERVER_KEY_MISMATCH",
+    bundle: () => writeBundle(base.manifest, HOST_SECRET, "0011223344556677"),
+  },
+  {
+    name: "signature from another key under the pinned key id",
+    ref: 33,
+    exit: 1,
+    code: "SERVER_SIG_INVALID",
+    bundle: () => writeBundle(base.manifest, HOST_SECRET, SERVER_KEY_ID),
+  },
+  {
+    name: "payload type swapped",
+    ref: 34,
+    exit: 2,
+    code: "UNSUPPORTED_VERSION",
+    bundle: () => base.bundle.replace("application/vnd.oxagen.bundle.v1+json", "application/vnd.oxagen.lock.v1+json"),
+  },
+  {
+    name: "unknown bundle version",
+    ref: 35,
+    exit: 2,
+    code: "UNSUPPORTED_VERSION",
+    bundle: () => base.bundle.replace('{"oxagen_bundle":1', '{"oxagen_bundle":2'),
+  },
+  {
+    name: "unknown manifest version, re-signed",
+    ref: 35,
+    exit: 2,
+    code: "UNSUPPORTED_VERSION",
+    bundle: edit((m) => {
+      (m as { v: number }).v = 2;
+    }),
+  },
+  {
+    name: "duplicate member in the manifest, re-signed",
+    ref: 36,
+    exit: 2,
+    code: "MANIFEST_INVALID",
     bundle: () => {
       const text = JSON.stringify(base.manifest).replace('"v":1,', '"v":1,"v":1,');
       return writeBundleText(text, SERVER_SECRET, SERVER_KEY_ID);
-    } },
-  { name: "duplicate member in a lock payload", ref: 36, exit: 1, code: "LOCK_FORMAT_INVALID",
-    bundle: edit((m) => { m.locks[0]!.payload = m.locks[0]!.payload.replace('"v":1,', '"v":1,"v":1,'); }) },
-  { name: "unknown field in the manifest", ref: 37, exit: 2, code: "MANIFEST_INVALID", bundle: edit((m) => { (m as Record<string, unknown>).extra = 1; }) },
-  { name: "unknown field in a lock payload", ref: 37, exit: 1, code: "LOCK_FORMAT_INVALID",
-    bundle: edit((m) => { m.locks[0]!.payload = m.locks[0]!.payload.replace('"v":1,', '"v":1,"x":1,'); }) },
-  { name: "uppercase hex in a signature", ref: 38, exit: 2, code: "MANIFEST_INVALID", bundle: edit((m) => { m.locks[0]!.sig = m.locks[0]!.sig.toUpperCase(); }) },
+    },
+  },
+  {
+    name: "duplicate member in a lock payload",
+    ref: 36,
+    exit: 1,
+    code: "LOCK_FORMAT_INVALID",
+    bundle: edit((m) => {
+      m.locks[0]!.payload = m.locks[0]!.payload.replace('"v":1,', '"v":1,"v":1,');
+    }),
+  },
+  {
+    name: "unknown field in the manifest",
+    ref: 37,
+    exit: 2,
+    code: "MANIFEST_INVALID",
+    bundle: edit((m) => {
+      (m as Record<string, unknown>).extra = 1;
+    }),
+  },
+  {
+    name: "unknown field in a lock payload",
+    ref: 37,
+    exit: 1,
+    code: "LOCK_FORMAT_INVALID",
+    bundle: edit((m) => {
+      m.locks[0]!.payload = m.locks[0]!.payload.replace('"v":1,', '"v":1,"x":1,');
+    }),
+  },
+  {
+    name: "uppercase hex in a signature",
+    ref: 38,
+    exit: 2,
+    code: "MANIFEST_INVALID",
+    bundle: edit((m) => {
+      m.locks[0]!.sig = m.locks[0]!.sig.toUpperCase();
+    }),
+  },
   { name: "trailing bytes after the document", ref: 39, exit: 2, code: "BUNDLE_LAYOUT", bundle: () => `${base.bundle}{}` },
   { name: "leading byte-order mark", ref: 40, exit: 2, code: "BUNDLE_LAYOUT", bundle: () => `\ufeff${base.bundle}` },
-  { name: "lone surrogate in a payload", ref: 40, exit: 1, code: "FRAME_INVALID",
-    bundle: edit((m) => { m.frames[0]!.payload = m.frames[0]!.payload.replace('"/work"', '"/work\\ud800"'); }) },
-  { name: "run id differs from the chain the locks name", ref: 41, exit: 1, code: "LOCK_CHAIN_MISMATCH",
-    bundle: edit((m) => { m.run.id = "run_00000000000000000000000000000000"; }) },
-  { name: "session id changed, so the run id no longer derives from it", ref: 41, exit: 1, code: "RUN_ID_MISMATCH",
-    bundle: edit((m) => { m.run.session_id = "another-session"; }) },
-  { name: "lone surrogate in the session id (no run id derives from it)", exit: 1, code: "RUN_ID_MISMATCH",
-    bundle: edit((m) => { m.run.session_id = "my-run-42\ud800"; }) },
-  { name: "lock names another host", exit: 1, code: "LOCK_HOST_MISMATCH",
-    bundle: edit((m) => { m.locks[1] = hostLock({ host: "h-other" }, 1); }) },
-  { name: "gap removed from the list", exit: 1, code: "GAP_LIST_MISMATCH",
+  {
+    name: "lone surrogate in a payload",
+    ref: 40,
+    exit: 1,
+    code: "FRAME_INVALID",
+    bundle: edit((m) => {
+      m.frames[0]!.payload = m.frames[0]!.payload.replace('"/work"', '"/work\\ud800"');
+    }),
+  },
+  {
+    name: "run id differs from the chain the locks name",
+    ref: 41,
+    exit: 1,
+    code: "LOCK_CHAIN_MISMATCH",
+    bundle: edit((m) => {
+      m.run.id = "run_00000000000000000000000000000000";
+    }),
+  },
+  {
+    name: "session id changed, so the run id no longer derives from it",
+    ref: 41,
+    exit: 1,
+    code: "RUN_ID_MISMATCH",
+    bundle: edit((m) => {
+      m.run.session_id = "another-session";
+    }),
+  },
+  {
+    name: "lone surrogate in the session id (no run id derives from it)",
+    exit: 1,
+    code: "RUN_ID_MISMATCH",
+    bundle: edit((m) => {
+      m.run.session_id = "my-run-42\ud800";
+    }),
+  },
+  {
+    name: "lock names another host",
+    exit: 1,
+    code: "LOCK_HOST_MISMATCH",
+    bundle: edit((m) => {
+      m.locks[1] = hostLock({ host: "h-other" }, 1);
+    }),
+  },
+  {
+    name: "gap removed from the list",
+    exit: 1,
+    code: "GAP_LIST_MISMATCH",
     bundle: () => {
       const w = new ChainWriter(base.chain);
-      const frames = base.frames.slice(0, -1).map((f) => { const a = w.append(f.kind as never, JSON.parse(f.payload) as never, f.t); return { ...a.frame, hash: a.hash }; });
+      const frames = base.frames.slice(0, -1).map((f) => {
+        const a = w.append(f.kind as never, JSON.parse(f.payload) as never, f.t);
+        return { ...a.frame, hash: a.hash };
+      });
       const run = { ...base.manifest.run, status: "crashed" as const, outcome: "crashed" };
-      const m = assembleManifest({ run, exportedMs: 1, serverKeyId: SERVER_KEY_ID, hostKey: HOST_PUBLIC, frames, locks: [], equivocations: [], serverGaps: [] });
+      const m = assembleManifest({
+        run,
+        exportedMs: 1,
+        serverKeyId: SERVER_KEY_ID,
+        hostKey: HOST_PUBLIC,
+        frames,
+        locks: [],
+        equivocations: [],
+        serverGaps: [],
+      });
       m.gaps = [];
       return resign(m);
-    } },
-  { name: "computer gap listed that the chain does not show", exit: 1, code: "GAP_LIST_MISMATCH",
-    bundle: edit((m) => { m.gaps.push({ kind: "daemon_down", source: "computer", seq: 3, detail: "x" }); }) },
-  { name: "tier raised", exit: 1, code: "TIER_MISMATCH", bundle: edit((m) => { m.tier.value = "contained"; }) },
-  { name: "grade raised", exit: 1, code: "GRADE_MISMATCH", bundle: edit((m) => { m.grade.value = "retry"; }) },
-  { name: "coverage facts edited", exit: 1, code: "COVERAGE_MISMATCH", bundle: edit((m) => { m.coverage.llm_calls_gateway = 5; }) },
+    },
+  },
+  {
+    name: "computer gap listed that the chain does not show",
+    exit: 1,
+    code: "GAP_LIST_MISMATCH",
+    bundle: edit((m) => {
+      m.gaps.push({ kind: "daemon_down", source: "computer", seq: 3, detail: "x" });
+    }),
+  },
+  {
+    name: "tier raised",
+    exit: 1,
+    code: "TIER_MISMATCH",
+    bundle: edit((m) => {
+      m.tier.value = "contained";
+    }),
+  },
+  {
+    name: "grade raised",
+    exit: 1,
+    code: "GRADE_MISMATCH",
+    bundle: edit((m) => {
+      m.grade.value = "retry";
+    }),
+  },
+  {
+    name: "coverage facts edited",
+    exit: 1,
+    code: "COVERAGE_MISMATCH",
+    bundle: edit((m) => {
+      m.coverage.llm_calls_gateway = 5;
+    }),
+  },
   { name: "not JSON at all", ref: 46, exit: 2, code: "BUNDLE_LAYOUT", bundle: () => "\u0000\u0001garbage" },
-  { name: "deeply nested manifest", ref: 46, exit: 2, code: "MANIFEST_INVALID",
-    bundle: () => writeBundleText(`${"[".repeat(100_000)}${"]".repeat(100_000)}`, SERVER_SECRET, SERVER_KEY_ID) },
+  {
+    name: "deeply nested manifest",
+    ref: 46,
+    exit: 2,
+    code: "MANIFEST_INVALID",
+    bundle: () => writeBundleText(`${"[".repeat(100_000)}${"]".repeat(100_000)}`, SERVER_SECRET, SERVER_KEY_ID),
+  },
 ];
 
 void HOST_ID;

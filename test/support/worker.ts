@@ -31,7 +31,19 @@ export async function startWorker(): Promise<LocalWorker> {
   const launch = async () => {
     child = spawn(
       process.execPath,
-      [WRANGLER, "dev", "--ip", "127.0.0.1", "--port", String(port), "--persist-to", persist, "--var", `OXAGEN_SIGNING_KEY:${bytesToHex(SERVER_SECRET)}`, "--show-interactive-dev-session=false"],
+      [
+        WRANGLER,
+        "dev",
+        "--ip",
+        "127.0.0.1",
+        "--port",
+        String(port),
+        "--persist-to",
+        persist,
+        "--var",
+        `OXAGEN_SIGNING_KEY:${bytesToHex(SERVER_SECRET)}`,
+        "--show-interactive-dev-session=false",
+      ],
       { cwd: ROOT, stdio: ["ignore", "ignore", "ignore"], env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "1" } },
     );
     await waitHealthy(url, 180_000);
@@ -52,7 +64,10 @@ export async function startWorker(): Promise<LocalWorker> {
     workspace: state.workspace,
     persist,
     api: (path, init = {}) =>
-      fetch(`${url}${path}`, { ...init, headers: { authorization: `Bearer ${state.token}`, "content-type": "application/json", ...(init.headers ?? {}) } }),
+      fetch(`${url}${path}`, {
+        ...init,
+        headers: { authorization: `Bearer ${state.token}`, "content-type": "application/json", ...(init.headers ?? {}) },
+      }),
     stop,
     restart: launch,
   };

@@ -77,8 +77,31 @@ describe("wrapped agents", () => {
 
   it("is down when the collector has not called for over 15 minutes", () => {
     const now = Date.now();
-    const hostRow = { id: "h", workspaceId: "w", publicKey: "", keyId: "", hostname: "", status: "active" as const, enrolledMs: 0, lastSeenMs: now - 16 * 60_000, degradedMs: null };
-    const agent = { hostId: "h", name: "codex", workspaceId: "w", kind: "harness" as const, wrappedMs: 0, firstSeenMs: 1, lastSeenMs: 1, lastDeliveredMs: 1, pendingSinceMs: null, lastRefusedMs: null, hooksMissing: 0, degradedMs: null };
+    const hostRow = {
+      id: "h",
+      workspaceId: "w",
+      publicKey: "",
+      keyId: "",
+      hostname: "",
+      status: "active" as const,
+      enrolledMs: 0,
+      lastSeenMs: now - 16 * 60_000,
+      degradedMs: null,
+    };
+    const agent = {
+      hostId: "h",
+      name: "codex",
+      workspaceId: "w",
+      kind: "harness" as const,
+      wrappedMs: 0,
+      firstSeenMs: 1,
+      lastSeenMs: 1,
+      lastDeliveredMs: 1,
+      pendingSinceMs: null,
+      lastRefusedMs: null,
+      hooksMissing: 0,
+      degradedMs: null,
+    };
     expect(agentHealth(agent, hostRow, now).state).toBe("down");
     expect(agentHealth(agent, { ...hostRow, lastSeenMs: now }, now).state).toBe("healthy");
     expect(agentHealth(null, hostRow, now).state).toBe("not_wrapped");

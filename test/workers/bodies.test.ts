@@ -16,7 +16,11 @@ beforeAll(async () => {
 });
 
 const put = (h: TestHost, sha: string, body: string | Uint8Array, chain = run.chain, role = "tool_output") =>
-  hostCall(h, "PUT", `/v1/bodies/${sha}`, body, { "x-oxagen-run": chain, "x-oxagen-role": role, "content-type": "application/octet-stream" });
+  hostCall(h, "PUT", `/v1/bodies/${sha}`, body, {
+    "x-oxagen-run": chain,
+    "x-oxagen-role": role,
+    "content-type": "application/octet-stream",
+  });
 
 describe("PUT /v1/bodies/:sha256", () => {
   it("stores a body in R2 by its hash once; a second PUT is a no-op", async () => {
@@ -39,7 +43,11 @@ describe("PUT /v1/bodies/:sha256", () => {
     const theirRun = new TestRun(theirHost);
     theirRun.start();
     await ingest(theirHost, [theirRun.part()]);
-    const theirs = await hostCall(theirHost, "PUT", `/v1/bodies/${sha}`, text, { "x-oxagen-run": theirRun.chain, "x-oxagen-role": "tool_output", "content-type": "application/octet-stream" });
+    const theirs = await hostCall(theirHost, "PUT", `/v1/bodies/${sha}`, text, {
+      "x-oxagen-run": theirRun.chain,
+      "x-oxagen-role": "tool_output",
+      "content-type": "application/octet-stream",
+    });
     expect(theirs.status).toBe(201);
     expect(await theirs.json()).toEqual({ sha256: sha, stored: true, duplicate: false });
     expect(await env.BODIES.head(`bodies/${theirHost.workspaceId}/${sha}`)).not.toBeNull();

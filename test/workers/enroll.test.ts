@@ -6,8 +6,14 @@ import { BASE, enrollHost, hostCall, ingest, op, seedWorkspace, TestRun } from "
 
 let token: string;
 let workspaceId: string;
-const enroll = (body: unknown) => exports.default.fetch(`${BASE}/v1/enroll`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
-const newEnrollToken = async () => ((await (await op(token, "/v1/enrollment-tokens", { json: { ttl_minutes: 5 } })).json()) as { token: string }).token;
+const enroll = (body: unknown) =>
+  exports.default.fetch(`${BASE}/v1/enroll`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+const newEnrollToken = async () =>
+  ((await (await op(token, "/v1/enrollment-tokens", { json: { ttl_minutes: 5 } })).json()) as { token: string }).token;
 const PUB = bytesToHex(publicKeyOf(HOST_SECRET));
 
 beforeAll(async () => {
@@ -30,22 +36,26 @@ describe("enrollment", () => {
 
   it("refuses small-order and non-canonical keys without using the token", async () => {
     const t = await newEnrollToken();
-    const identity = "01" + "00".repeat(31);
+    const identity = `01${"00".repeat(31)}`;
     const small = await enroll({ token: t, public_key: identity, hostname: "x", harnesses: [] });
     expect(small.status).toBe(400);
     expect(await small.json()).toMatchObject({ error: "bad_public_key" });
-    const nonCanonical = "ed" + "ff".repeat(30) + "7f";
+    const nonCanonical = `ed${"ff".repeat(30)}7f`;
     expect((await enroll({ token: t, public_key: nonCanonical, hostname: "x", harnesses: [] })).status).toBe(400);
     expect((await enroll({ token: t, public_key: PUB, hostname: "x", harnesses: [] })).status).toBe(201);
   });
 
   it("refuses an expired, unknown or malformed token", async () => {
     const made = (await (await op(token, "/v1/enrollment-tokens", { json: { ttl_minutes: 1 } })).json()) as { token: string };
-    const forged = made.token.slice(0, -4) + "0000";
+    const forged = `${made.token.slice(0, -4)}0000`;
     expect((await enroll({ token: forged, public_key: PUB, hostname: "x", harnesses: [] })).status).toBe(401);
-    expect((await enroll({ token: "oxe_" + "0".repeat(70), public_key: PUB, hostname: "x", harnesses: [] })).status).toBe(401);
+    expect((await enroll({ token: `oxe_${"0".repeat(70)}`, public_key: PUB, hostname: "x", harnesses: [] })).status).toBe(401);
     expect((await enroll({ token: made.token, public_key: "zz", hostname: "x", harnesses: [] })).status).toBe(400);
-    const bad = await exports.default.fetch(`${BASE}/v1/enroll`, { method: "POST", headers: { "content-type": "application/json" }, body: "{not json" });
+    const bad = await exports.default.fetch(`${BASE}/v1/enroll`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: "{not json",
+    });
     expect(bad.status).toBe(400);
     expect(await bad.json()).toMatchObject({ error: "invalid_request" });
   });
@@ -74,7 +84,8 @@ describe("host signatures", () => {
     const run = new TestRun(host);
     run.start();
     const body = JSON.stringify({ chains: [run.part()] });
-    const post = (headers: Record<string, string>, b = body) => exports.default.fetch(`${BASE}/v1/ingest`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: b });
+    const post = (headers: Record<string, string>, b = body) =>
+      exports.default.fetch(`${BASE}/v1/ingest`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: b });
     expect((await post({})).status).toBe(401);
     const stale = signRequest(HOST_SECRET, host.id, "POST", "/v1/ingest", utf8(body), Date.now() - 10 * 60_000);
     expect((await post(stale)).status).toBe(401);
@@ -84,7 +95,7 @@ describe("host signatures", () => {
     const res = await post(unknown);
     expect(res.status).toBe(401);
     expect(await res.json()).toMatchObject({ error: "bad_signature" });
-    expect((await (await op(token, `/v1/runs/${run.chain}`)).status)).toBe(404);
+    expect(await (await op(token, `/v1/runs/${run.chain}`)).status).toBe(404);
     expect((await post(good)).status).toBe(200);
   });
 

@@ -28,7 +28,7 @@ function rng(seed: number) {
   };
 }
 
-const NASTY: unknown[] = [null, true, -1, 1.5, 2 ** 60, "", "x".repeat(300), "\ud800", [], {}, { seq: 0 }, "run_" + "0".repeat(32), NaN];
+const NASTY: unknown[] = [null, true, -1, 1.5, 2 ** 60, "", "x".repeat(300), "\ud800", [], {}, { seq: 0 }, `run_${"0".repeat(32)}`, NaN];
 
 /** One malformed batch: a valid one with one thing broken, or raw garbage. */
 function mutate(r: () => number): string {
@@ -45,18 +45,42 @@ function mutateOnce(r: () => number): string {
   const frames = part.frames as Record<string, unknown>[];
   const locks = part.locks as Record<string, unknown>[];
   switch (Math.floor(r() * 12)) {
-    case 0: return JSON.stringify(batch).slice(0, Math.floor(r() * 200));
-    case 1: frames[Math.floor(r() * frames.length)]![pick(["seq", "t", "kind", "payload"])] = pick(NASTY); break;
-    case 2: { const f = frames[Math.floor(r() * frames.length)]!; f.payload = String(f.payload).replace(pick(['"hook"', '"path"', "{", ":"]), pick(['"h00k"', '"paths"', "[", " : "])); break; }
-    case 3: frames[0]!.kind = pick(["agent_begin", "", "Agent_start", "x".repeat(70)]); break;
-    case 4: part.chain = pick(NASTY); break;
-    case 5: part.run = pick([null, {}, { harness: "Bad Name", agent: null, session_id: "x" }, { ...(part.run as object), session_id: "other" }]); break;
-    case 6: locks[0]!.sig = pick(["00", "zz".repeat(64), 7]); break;
-    case 7: locks[0]!.payload = pick(["{}", "not json", '{"v":1}']); break;
-    case 8: part[pick(["extra", "hash", "__proto__x"])] = 1; break;
-    case 9: frames[0]!.hash = "0".repeat(64); break;
-    case 10: return pick(["", "null", "[]", '{"chains":[]}', '{"chains":{}}', "\u0000", "{".repeat(5000)]);
-    default: batch.chains = [part, part]; break;
+    case 0:
+      return JSON.stringify(batch).slice(0, Math.floor(r() * 200));
+    case 1:
+      frames[Math.floor(r() * frames.length)]![pick(["seq", "t", "kind", "payload"])] = pick(NASTY);
+      break;
+    case 2: {
+      const f = frames[Math.floor(r() * frames.length)]!;
+      f.payload = String(f.payload).replace(pick(['"hook"', '"path"', "{", ":"]), pick(['"h00k"', '"paths"', "[", " : "]));
+      break;
+    }
+    case 3:
+      frames[0]!.kind = pick(["agent_begin", "", "Agent_start", "x".repeat(70)]);
+      break;
+    case 4:
+      part.chain = pick(NASTY);
+      break;
+    case 5:
+      part.run = pick([null, {}, { harness: "Bad Name", agent: null, session_id: "x" }, { ...(part.run as object), session_id: "other" }]);
+      break;
+    case 6:
+      locks[0]!.sig = pick(["00", "zz".repeat(64), 7]);
+      break;
+    case 7:
+      locks[0]!.payload = pick(["{}", "not json", '{"v":1}']);
+      break;
+    case 8:
+      part[pick(["extra", "hash", "__proto__x"])] = 1;
+      break;
+    case 9:
+      frames[0]!.hash = "0".repeat(64);
+      break;
+    case 10:
+      return pick(["", "null", "[]", '{"chains":[]}', '{"chains":{}}', "\u0000", "{".repeat(5000)]);
+    default:
+      batch.chains = [part, part];
+      break;
   }
   return JSON.stringify(batch);
 }

@@ -23,7 +23,17 @@ describe("POST /v1/ingest", () => {
     run.lock();
     const res = await ingest(host, [run.part(run.frames, run.locks)]);
     expect(res.status).toBe(200);
-    expect(res.body.chains[0]).toMatchObject({ chain: run.chain, status: "accepted", stored: 2, duplicates: [], missing: [], held: 0, conflicts: [], locks_stored: 1, locks_refused: [] });
+    expect(res.body.chains[0]).toMatchObject({
+      chain: run.chain,
+      status: "accepted",
+      stored: 2,
+      duplicates: [],
+      missing: [],
+      held: 0,
+      conflicts: [],
+      locks_stored: 1,
+      locks_refused: [],
+    });
     const view = (await (await op(token, `/v1/runs/${run.chain}`)).json()) as Record<string, unknown>;
     expect(view).toMatchObject({ status: "live", frame_count: 2, lock_count: 1 });
   });
@@ -33,7 +43,14 @@ describe("POST /v1/ingest", () => {
     for (let i = 0; i < 6; i++) run.tool();
     const [f0, f1, f2, f3, f4, f5] = run.frames;
     const first = await ingest(host, [run.part([f0!, f3!, f5!])]);
-    expect(first.body.chains[0]).toMatchObject({ stored: 1, held: 2, missing: [[1, 2], [4, 4]] });
+    expect(first.body.chains[0]).toMatchObject({
+      stored: 1,
+      held: 2,
+      missing: [
+        [1, 2],
+        [4, 4],
+      ],
+    });
     const second = await ingest(host, [run.part([f2!, f1!, f4!])]);
     expect(second.body.chains[0]).toMatchObject({ stored: 6, held: 0, missing: [] });
     const page = (await (await op(token, `/v1/runs/${run.chain}/frames?from=0&limit=10`)).json()) as { frames: { seq: number }[] };
@@ -76,7 +93,10 @@ describe("POST /v1/ingest", () => {
     const forged = { ...run.frames[1]!, t: run.frames[1]!.t + 5 };
     const res = await ingest(host, [run.part([forged])]);
     expect(res.body.chains[0]).toMatchObject({ stored: 2, conflicts: [1] });
-    const view = (await (await op(token, `/v1/runs/${run.chain}`)).json()) as { gaps: { kind: string; source: string; seq?: number }[]; grade: { value: string } };
+    const view = (await (await op(token, `/v1/runs/${run.chain}`)).json()) as {
+      gaps: { kind: string; source: string; seq?: number }[];
+      grade: { value: string };
+    };
     expect(view.gaps).toContainEqual(expect.objectContaining({ kind: "equivocation", source: "server", seq: 1 }));
     expect(view.grade.value).toBe("inspect");
     const page = (await (await op(token, `/v1/runs/${run.chain}/frames`)).json()) as { frames: { t: number }[] };
@@ -118,7 +138,10 @@ describe("POST /v1/ingest", () => {
     run.tool();
     const lock = run.lock();
     const early = await ingest(host, [run.part([run.frames[0]!], [lock])]);
-    expect(early.body.chains[0]).toMatchObject({ locks_stored: 0, locks_refused: [{ lock_seq: 0, reason: expect.stringContaining("resend") }] });
+    expect(early.body.chains[0]).toMatchObject({
+      locks_stored: 0,
+      locks_refused: [{ lock_seq: 0, reason: expect.stringContaining("resend") }],
+    });
     const later = await ingest(host, [run.part([run.frames[1]!], [lock])]);
     expect(later.body.chains[0]).toMatchObject({ locks_stored: 1, locks_refused: [] });
     expect((await stub(run.chain).detail())?.gaps.filter((g) => g.source === "server")).toEqual([]);

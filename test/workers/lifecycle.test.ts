@@ -11,7 +11,14 @@ beforeAll(async () => {
   host = await enrollHost(token);
 });
 
-const view = async (chain: string) => (await (await op(token, `/v1/runs/${chain}`)).json()) as { status: string; outcome: string | null; gaps: { kind: string; source: string; seq?: number }[]; grade: { value: string; reason: string }; gap_count: number };
+const view = async (chain: string) =>
+  (await (await op(token, `/v1/runs/${chain}`)).json()) as {
+    status: string;
+    outcome: string | null;
+    gaps: { kind: string; source: string; seq?: number }[];
+    grade: { value: string; reason: string };
+    gap_count: number;
+  };
 
 describe("run lifecycle and gaps", () => {
   it("lists every telemetry_gap the computer sent, and an unobserved_tail gap makes the run crashed", async () => {

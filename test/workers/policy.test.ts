@@ -42,7 +42,10 @@ describe("policy", () => {
     expect(res.status).toBe(200);
     const policy = openPolicy((await res.json()) as SignedPolicy, publicKeyOf(SERVER_SECRET));
     expect(policy).toMatchObject({ mode: "observe", default_tool_decision: "ask", models: ["claude-*"] });
-    expect(await (await op(token, `/v1/workspaces/${workspaceId}`)).json()).toMatchObject({ mode: "observe", retention: { mode: "keep", keep: ["prompt"] } });
+    expect(await (await op(token, `/v1/workspaces/${workspaceId}`)).json()).toMatchObject({
+      mode: "observe",
+      retention: { mode: "keep", keep: ["prompt"] },
+    });
   });
 
   it("refuses a malformed policy and changes nothing", async () => {
@@ -54,9 +57,14 @@ describe("policy", () => {
   });
 
   it("updates workspace settings and mirrors them into the policy", async () => {
-    const res = await op(token, `/v1/workspaces/${workspaceId}`, { method: "PATCH", json: { mode: "enforce", retention: { mode: "digest_only", keep: [] } } });
+    const res = await op(token, `/v1/workspaces/${workspaceId}`, {
+      method: "PATCH",
+      json: { mode: "enforce", retention: { mode: "digest_only", keep: [] } },
+    });
     expect(await res.json()).toMatchObject({ mode: "enforce", retention: { mode: "digest_only" } });
-    const policy = ((await (await op(token, `/v1/workspaces/${workspaceId}/policy`)).json()) as { policy: { retention: { mode: string }; mode: string } }).policy;
+    const policy = (
+      (await (await op(token, `/v1/workspaces/${workspaceId}/policy`)).json()) as { policy: { retention: { mode: string }; mode: string } }
+    ).policy;
     expect(policy).toMatchObject({ mode: "enforce", retention: { mode: "digest_only" } });
   });
 });

@@ -40,7 +40,11 @@ describe("runs", () => {
     expect(live.status).toBe(409);
     expect(await live.json()).toMatchObject({ error: "not_exportable" });
     for (const [sha, text] of run.bodies) {
-      const put = await hostCall(host, "PUT", `/v1/bodies/${sha}`, text, { "x-oxagen-run": run.chain, "x-oxagen-role": "tool_input", "content-type": "application/octet-stream" });
+      const put = await hostCall(host, "PUT", `/v1/bodies/${sha}`, text, {
+        "x-oxagen-run": run.chain,
+        "x-oxagen-role": "tool_input",
+        "content-type": "application/octet-stream",
+      });
       expect(put.status).toBe(201);
     }
     const from = run.frames.length;
@@ -50,7 +54,10 @@ describe("runs", () => {
     const res = await op(token, `/v1/runs/${run.chain}/export`);
     expect(res.status).toBe(200);
     const bundle = await res.text();
-    const result = verifyBundle(bundle, { serverKey: SERVER_PUBLIC, body: (sha) => (run.bodies.has(sha) ? new TextEncoder().encode(run.bodies.get(sha)) : null) });
+    const result = verifyBundle(bundle, {
+      serverKey: SERVER_PUBLIC,
+      body: (sha) => (run.bodies.has(sha) ? new TextEncoder().encode(run.bodies.get(sha)) : null),
+    });
     expect(result.findings).toEqual([]);
     expect(result.exit).toBe(0);
     expect(result.summary).toMatchObject({ frames: 3, finalLocked: true, bodiesChecked: 1 });
@@ -161,7 +168,9 @@ describe("runs", () => {
     // Live runs have no agent_stop: an unobserved tail holds them at inspect; ended runs with no gap reach view.
     const inspect = (await (await op(t2, "/v1/runs?grade=inspect")).json()) as { runs: { id: string }[] };
     expect(inspect.runs.map((r) => r.id)).toEqual([chains[3], chains[1]]);
-    const window = (await (await op(t2, `/v1/runs?from=1767225600000&to=${1_767_225_600_000 + 21_000}`)).json()) as { runs: { id: string }[] };
+    const window = (await (await op(t2, `/v1/runs?from=1767225600000&to=${1_767_225_600_000 + 21_000}`)).json()) as {
+      runs: { id: string }[];
+    };
     expect(window.runs.map((r) => r.id)).toEqual([chains[1], chains[0]]);
     const none = (await (await op(t2, `/v1/runs?host=${host.id}`)).json()) as { runs: unknown[] };
     expect(none.runs).toHaveLength(0);

@@ -17,12 +17,19 @@ import { HOST_SECRET } from "../support/sample-run.ts";
 export const BASE = "http://oxagen.test";
 
 /** A workspace and an operator token, written straight into D1 (as the dev bootstrap does). */
-export async function seedWorkspace(id = `ws_${crypto.randomUUID().slice(0, 8)}`, retention: { mode: "keep" | "digest_only"; keep?: string[] } = { mode: "keep" }) {
+export async function seedWorkspace(
+  id = `ws_${crypto.randomUUID().slice(0, 8)}`,
+  retention: { mode: "keep" | "digest_only"; keep?: string[] } = { mode: "keep" },
+) {
   const t = newToken("oxo");
   const keep = retention.keep ?? ["prompt", "tool_input", "tool_output", "message", "llm_request", "llm_response", "error"];
   await db(env).batch([
-    db(env).insert(schema.workspaces).values({ id, name: id, retentionMode: retention.mode, retentionKeep: JSON.stringify(keep), mode: "enforce", createdMs: Date.now() }),
-    db(env).insert(schema.operatorTokens).values({ id: t.id, workspaceId: id, name: "test", secretHash: t.secretHash, createdMs: Date.now() }),
+    db(env)
+      .insert(schema.workspaces)
+      .values({ id, name: id, retentionMode: retention.mode, retentionKeep: JSON.stringify(keep), mode: "enforce", createdMs: Date.now() }),
+    db(env)
+      .insert(schema.operatorTokens)
+      .values({ id: t.id, workspaceId: id, name: "test", secretHash: t.secretHash, createdMs: Date.now() }),
   ]);
   return { workspaceId: id, token: t.token };
 }
@@ -31,11 +38,22 @@ export async function seedWorkspace(id = `ws_${crypto.randomUUID().slice(0, 8)}`
 export function op(token: string, path: string, init: { method?: string; json?: unknown } = {}) {
   const headers: Record<string, string> = { authorization: `Bearer ${token}` };
   if (init.json !== undefined) headers["content-type"] = "application/json";
-  return exports.default.fetch(`${BASE}${path}`, { method: init.method ?? (init.json !== undefined ? "POST" : "GET"), headers, body: init.json !== undefined ? JSON.stringify(init.json) : undefined });
+  return exports.default.fetch(`${BASE}${path}`, {
+    method: init.method ?? (init.json !== undefined ? "POST" : "GET"),
+    headers,
+    body: init.json !== undefined ? JSON.stringify(init.json) : undefined,
+  });
 }
 
 /** A host-signed call. */
-export function hostCall(host: TestHost, method: string, path: string, body: string | Uint8Array = "", extra: Record<string, string> = {}, now = Date.now()) {
+export function hostCall(
+  host: TestHost,
+  method: string,
+  path: string,
+  body: string | Uint8Array = "",
+  extra: Record<string, string> = {},
+  now = Date.now(),
+) {
   const bytes = typeof body === "string" ? utf8(body) : body;
   const headers = { ...signRequest(host.secret, host.id, method, path, bytes, now), ...extra };
   if (method !== "GET" && !("content-type" in extra)) headers["content-type"] = "application/json";
@@ -49,7 +67,11 @@ export interface TestHost {
 }
 
 /** Enrolls a host through the API with a one-time token. */
-export async function enrollHost(token: string, secret: Uint8Array = HOST_SECRET, harnesses: string[] = ["claude-code"]): Promise<TestHost> {
+export async function enrollHost(
+  token: string,
+  secret: Uint8Array = HOST_SECRET,
+  harnesses: string[] = ["claude-code"],
+): Promise<TestHost> {
   const et = (await (await op(token, "/v1/enrollment-tokens", { json: {} })).json()) as { token: string };
   const res = await exports.default.fetch(`${BASE}/v1/enroll`, {
     method: "POST",
@@ -93,11 +115,23 @@ export class TestRun {
   /** Appends a tool call; with `body`, it names a kept tool_input body. */
   tool(body?: string): Frame {
     const bodies = body === undefined ? undefined : [this.#keep("tool_input", body)];
-    return this.add("tool_requested", { path: "hook", tool_name: "Bash", input: { sha256: "0".repeat(64), size: 1 }, ...(bodies ? { bodies } : {}) });
+    return this.add("tool_requested", {
+      path: "hook",
+      tool_name: "Bash",
+      input: { sha256: "0".repeat(64), size: 1 },
+      ...(bodies ? { bodies } : {}),
+    });
   }
 
   llm(cost = 1000): Frame {
-    return this.add("llm_call", { path: "gateway", vendor: "anthropic", model: "claude", forwarded: true, usage: { input_tokens: 1, output_tokens: 2 }, cost_microusd: cost });
+    return this.add("llm_call", {
+      path: "gateway",
+      vendor: "anthropic",
+      model: "claude",
+      forwarded: true,
+      usage: { input_tokens: 1, output_tokens: 2 },
+      cost_microusd: cost,
+    });
   }
 
   stop(outcome: "completed" | "crashed" = "completed"): Frame {

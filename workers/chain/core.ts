@@ -1,5 +1,4 @@
 import {
-
   bodyMentions,
   bytesToHex,
   type ChainAck,
@@ -50,8 +49,15 @@ export class ChainCore {
     const st = existing ?? newState(part.init);
     if (st.chain !== part.init.chain) throw new Error(`object holds ${st.chain}, not ${part.init.chain}`);
     const ack: ChainAck = {
-      chain: st.chain, status: "accepted", stored: 0, duplicates: [], missing: [], held: 0, conflicts: [],
-      locks_stored: 0, locks_refused: [],
+      chain: st.chain,
+      status: "accepted",
+      stored: 0,
+      duplicates: [],
+      missing: [],
+      held: 0,
+      conflicts: [],
+      locks_stored: 0,
+      locks_refused: [],
     };
     let changed = existing === null;
     const appended: { frame: Frame; payload: ParsedPayload }[] = [];
@@ -62,7 +68,13 @@ export class ChainCore {
       const payload = JSON.parse(frame.payload) as ParsedPayload;
       this.#sql.exec(
         "INSERT INTO frames (seq, t, kind, payload, hash, received_ms, flags) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        frame.seq, frame.t, frame.kind, frame.payload, bytesToHex(hash), now, flagsOf(frame.kind, payload),
+        frame.seq,
+        frame.t,
+        frame.kind,
+        frame.payload,
+        bytesToHex(hash),
+        now,
+        flagsOf(frame.kind, payload),
       );
       head = hash;
       st.count++;
@@ -94,7 +106,14 @@ export class ChainCore {
       } else {
         const held = this.#sql.exec<FrameRow>("SELECT seq, t, kind, payload FROM held WHERE seq = ?", frame.seq).toArray()[0];
         if (!held) {
-          this.#sql.exec("INSERT INTO held (seq, t, kind, payload, received_ms) VALUES (?, ?, ?, ?, ?)", frame.seq, frame.t, frame.kind, frame.payload, part.now);
+          this.#sql.exec(
+            "INSERT INTO held (seq, t, kind, payload, received_ms) VALUES (?, ?, ?, ?, ?)",
+            frame.seq,
+            frame.t,
+            frame.kind,
+            frame.payload,
+            part.now,
+          );
           heldCount++;
           changed = true;
         } else if (sameFrame(held, frame)) ack.duplicates.push(frame.seq);
@@ -109,17 +128,33 @@ export class ChainCore {
       const to = refused.at(-1)!;
       const kind = st.sealed ? "frames_after_seal" : "broken_chain";
       const why = st.sealed ? "the run was sealed by an operator" : "the chain has a final lock";
-      changed = this.addGap({ kind, from_seq: from, to_seq: to, count: refused.length, detail: `frames ${from} to ${to} arrived after ${why}; they were refused` }) || changed;
+      changed =
+        this.addGap({
+          kind,
+          from_seq: from,
+          to_seq: to,
+          count: refused.length,
+          detail: `frames ${from} to ${to} arrived after ${why}; they were refused`,
+        }) || changed;
       ack.status = "refused";
       ack.message = `${refused.length} frames refused: ${why}`;
     }
     if (appended.length > 0) {
       st.head = bytesToHex(head);
-      st.facts = mergeFacts(st.facts, coverageFacts(appended.map((a) => a.frame.kind), appended.map((a) => a.payload)));
+      st.facts = mergeFacts(
+        st.facts,
+        coverageFacts(
+          appended.map((a) => a.frame.kind),
+          appended.map((a) => a.payload),
+        ),
+      );
       changed = true;
     }
     changed = takeLocks(this.#lockStore(), st, part.locks, part.now, ack) || changed;
-    const heldSeqs = this.#sql.exec<{ seq: number }>("SELECT seq FROM held ORDER BY seq").toArray().map((r) => r.seq);
+    const heldSeqs = this.#sql
+      .exec<{ seq: number }>("SELECT seq FROM held ORDER BY seq")
+      .toArray()
+      .map((r) => r.seq);
     ack.held = heldSeqs.length;
     ack.missing = missingRanges(st.count, heldSeqs);
     ack.stored = st.count;
@@ -150,13 +185,20 @@ export class ChainCore {
   }
 
   serverGaps(): Gap[] {
-    return this.#sql.exec<{ gap: string }>("SELECT gap FROM gaps ORDER BY id").toArray().map((r) => JSON.parse(r.gap) as Gap);
+    return this.#sql
+      .exec<{ gap: string }>("SELECT gap FROM gaps ORDER BY id")
+      .toArray()
+      .map((r) => JSON.parse(r.gap) as Gap);
   }
 
   /** Kept bodies the chain names that never arrived. */
   missingBodies(): string[] {
     const rows = this.#sql.exec<FrameRow>(`SELECT seq, t, kind, payload FROM frames WHERE flags & ${FLAG_KEPT_BODIES}`).toArray();
-    const named = new Set(bodyMentions(rows.map((r) => JSON.parse(r.payload) as ParsedPayload)).filter((m) => m.kept).map((m) => m.sha256));
+    const named = new Set(
+      bodyMentions(rows.map((r) => JSON.parse(r.payload) as ParsedPayload))
+        .filter((m) => m.kept)
+        .map((m) => m.sha256),
+    );
     const missing: string[] = [];
     for (const sha of named) {
       if (this.#sql.exec("SELECT 1 FROM bodies WHERE sha256 = ?", sha).toArray().length === 0) missing.push(sha);
@@ -167,7 +209,12 @@ export class ChainCore {
   missingBodiesGap(): Gap | null {
     const missing = this.missingBodies();
     if (missing.length === 0) return null;
-    return { kind: "missing_bodies", source: "server", bodies: missing, detail: `${missing.length} kept bodies named by the record never reached the server` };
+    return {
+      kind: "missing_bodies",
+      source: "server",
+      bodies: missing,
+      detail: `${missing.length} kept bodies named by the record never reached the server`,
+    };
   }
 
   bodyReceived(sha256: string, now: number): void {
@@ -189,32 +236,72 @@ export class ChainCore {
     const gaps = this.gaps(st);
     const assessed = { facts: st.facts, gaps, environment: "customer_computer" as const, mode: st.mode };
     return {
-      chain: st.chain, kind: st.kind, workspace: st.workspace, hostId: st.hostId, harness: st.harness, agent: st.agent,
-      sessionId: st.sessionId, status: st.status, outcome: st.outcome, tier: enforcementTier(assessed), grade: replayGrade(assessed),
-      spendMicrousd: st.spend, frameCount: st.count, lockCount: st.lockNext, gapCount: gaps.length,
+      chain: st.chain,
+      kind: st.kind,
+      workspace: st.workspace,
+      hostId: st.hostId,
+      harness: st.harness,
+      agent: st.agent,
+      sessionId: st.sessionId,
+      status: st.status,
+      outcome: st.outcome,
+      tier: enforcementTier(assessed),
+      grade: replayGrade(assessed),
+      spendMicrousd: st.spend,
+      frameCount: st.count,
+      lockCount: st.lockNext,
+      gapCount: gaps.length,
       heldCount: this.#sql.exec<{ n: number }>("SELECT count(*) AS n FROM held").one().n,
-      firstFrameMs: st.firstMs, lastFrameMs: st.lastMs, lastReceivedMs: st.lastReceivedMs, version: st.version,
+      firstFrameMs: st.firstMs,
+      lastFrameMs: st.lastMs,
+      lastReceivedMs: st.lastReceivedMs,
+      version: st.version,
     };
   }
 
   framesPage(from: number, limit: number): FramePage {
     const rows = this.#sql
-      .exec<FrameRow & { hash: string; received_ms: number }>("SELECT seq, t, kind, payload, hash, received_ms FROM frames WHERE seq >= ? ORDER BY seq LIMIT ?", from, limit + 1)
+      .exec<FrameRow & { hash: string; received_ms: number }>(
+        "SELECT seq, t, kind, payload, hash, received_ms FROM frames WHERE seq >= ? ORDER BY seq LIMIT ?",
+        from,
+        limit + 1,
+      )
       .toArray();
     const next = rows.length > limit ? rows[limit]!.seq : null;
-    return { frames: rows.slice(0, limit).map((r) => ({ seq: r.seq, t: r.t, kind: r.kind, payload: r.payload, hash: r.hash, received_ms: r.received_ms })), next };
+    return {
+      frames: rows
+        .slice(0, limit)
+        .map((r) => ({ seq: r.seq, t: r.t, kind: r.kind, payload: r.payload, hash: r.hash, received_ms: r.received_ms })),
+      next,
+    };
   }
 
   exportData(st: ChainState): ChainExport {
-    const frames = this.#sql.exec<FrameRow & { hash: string }>("SELECT seq, t, kind, payload, hash FROM frames ORDER BY seq").toArray()
+    const frames = this.#sql
+      .exec<FrameRow & { hash: string }>("SELECT seq, t, kind, payload, hash FROM frames ORDER BY seq")
+      .toArray()
       .map((r) => ({ seq: r.seq, t: r.t, kind: r.kind, payload: r.payload, hash: r.hash }));
-    const locks = this.#sql.exec<{ payload: string; sig: string; received_ms: number }>("SELECT payload, sig, received_ms FROM locks ORDER BY lock_seq").toArray()
+    const locks = this.#sql
+      .exec<{ payload: string; sig: string; received_ms: number }>("SELECT payload, sig, received_ms FROM locks ORDER BY lock_seq")
+      .toArray()
       .map((r) => ({ payload: r.payload, sig: r.sig, received_ms: r.received_ms }));
-    const equivocations = this.#sql.exec<{ what: string; seq: number; evidence: string; received_ms: number }>("SELECT what, seq, evidence, received_ms FROM equivocations ORDER BY id").toArray()
+    const equivocations = this.#sql
+      .exec<{ what: string; seq: number; evidence: string; received_ms: number }>(
+        "SELECT what, seq, evidence, received_ms FROM equivocations ORDER BY id",
+      )
+      .toArray()
       .map((r) => ({ what: r.what as "frame" | "lock", seq: r.seq, evidence: r.evidence, received_ms: r.received_ms }));
     const serverGaps = this.serverGaps();
     const bodies = serverGaps.some((g) => g.kind === "missing_bodies") ? null : this.missingBodiesGap();
-    return { summary: this.summary(st), mode: st.mode, hostKey: st.hostKey, frames, locks, equivocations, serverGaps: bodies ? [...serverGaps, bodies] : serverGaps };
+    return {
+      summary: this.summary(st),
+      mode: st.mode,
+      hostKey: st.hostKey,
+      frames,
+      locks,
+      equivocations,
+      serverGaps: bodies ? [...serverGaps, bodies] : serverGaps,
+    };
   }
 
   #lockStore() {
@@ -227,13 +314,20 @@ export class ChainCore {
 
   #equivocate(frame: Frame, now: number): boolean {
     if (!this.#addEquivocation("frame", frame.seq, JSON.stringify(frame), now)) return false;
-    this.addGap({ kind: "equivocation", seq: frame.seq, detail: `a second, different frame ${frame.seq} arrived; it is kept as evidence, never appended` });
+    this.addGap({
+      kind: "equivocation",
+      seq: frame.seq,
+      detail: `a second, different frame ${frame.seq} arrived; it is kept as evidence, never appended`,
+    });
     return true;
   }
 
   #addEquivocation(what: "frame" | "lock", seq: number, evidence: string, now: number): boolean {
     const text = evidence.length > MAX_EVIDENCE ? JSON.stringify({ truncated: true, head: evidence.slice(0, 1000) }) : evidence;
-    return this.#sql.exec("INSERT OR IGNORE INTO equivocations (what, seq, evidence, received_ms) VALUES (?, ?, ?, ?)", what, seq, text, now).rowsWritten > 0;
+    return (
+      this.#sql.exec("INSERT OR IGNORE INTO equivocations (what, seq, evidence, received_ms) VALUES (?, ?, ?, ?)", what, seq, text, now)
+        .rowsWritten > 0
+    );
   }
 
   #applyLifecycle(st: ChainState, frame: Frame, payload: ParsedPayload, now: number): void {
@@ -288,4 +382,3 @@ function missingRanges(count: number, held: number[]): [number, number][] {
   }
   return out;
 }
-

@@ -30,37 +30,81 @@ export function takeLocks(store: LockStore, st: ChainState, locks: readonly Sign
   const hostKey = fromHex(st.hostKey, 32);
   for (const { lock, p } of parsed) {
     const refuse = (reason: string) => ack.locks_refused.push({ lock_seq: p.lock_seq, reason });
-    if (p.chain !== st.chain) { refuse("the lock names another chain"); continue; }
-    if (p.signer !== "host" || p.host !== st.hostId) { refuse("only this host's own locks are accepted"); continue; }
-    if (!lockSignatureValid(lock, hostKey)) { refuse("the signature does not verify under the host's key"); continue; }
+    if (p.chain !== st.chain) {
+      refuse("the lock names another chain");
+      continue;
+    }
+    if (p.signer !== "host" || p.host !== st.hostId) {
+      refuse("only this host's own locks are accepted");
+      continue;
+    }
+    if (!lockSignatureValid(lock, hostKey)) {
+      refuse("the signature does not verify under the host's key");
+      continue;
+    }
     if (p.lock_seq < st.lockNext) {
-      const stored = store.sql.exec<{ payload: string; sig: string }>("SELECT payload, sig FROM locks WHERE lock_seq = ?", p.lock_seq).one();
+      const stored = store.sql
+        .exec<{ payload: string; sig: string }>("SELECT payload, sig FROM locks WHERE lock_seq = ?", p.lock_seq)
+        .one();
       if (stored.payload === lock.payload) continue;
-      if (st.sealed && stored.payload.includes('"signer":"server"')) { refuse("the run is sealed by an operator"); continue; }
+      if (st.sealed && stored.payload.includes('"signer":"server"')) {
+        refuse("the run is sealed by an operator");
+        continue;
+      }
       if (store.addEquivocation("lock", p.lock_seq, JSON.stringify(lock))) {
-        store.addGap({ kind: "equivocation", seq: p.lock_seq, detail: `a second, different lock ${p.lock_seq} arrived; it is kept as evidence` });
+        store.addGap({
+          kind: "equivocation",
+          seq: p.lock_seq,
+          detail: `a second, different lock ${p.lock_seq} arrived; it is kept as evidence`,
+        });
         changed = true;
       }
       refuse("a different lock with this lock_seq is already stored");
       continue;
     }
-    if (st.final) { refuse(st.sealed ? "the run is sealed by an operator" : "the chain already has a final lock"); continue; }
-    if (p.lock_seq > st.lockNext) { refuse(`expected lock_seq ${st.lockNext}; send the locks in order`); continue; }
-    if (p.prev_lock !== st.lastLock) { refuse("prev_lock does not name the last stored lock"); continue; }
-    if (p.count < st.lockedCount) { refuse(`count ${p.count} is below the last lock's ${st.lockedCount}`); continue; }
-    if (p.count > st.count) { refuse(`the lock covers ${p.count} frames but ${st.count} are stored; resend it after the frames`); continue; }
-    const expected = p.count === 0
-      ? bytesToHex(genesisHash(st.chain))
-      : store.sql.exec<{ hash: string }>("SELECT hash FROM frames WHERE seq = ?", p.count - 1).one().hash;
+    if (st.final) {
+      refuse(st.sealed ? "the run is sealed by an operator" : "the chain already has a final lock");
+      continue;
+    }
+    if (p.lock_seq > st.lockNext) {
+      refuse(`expected lock_seq ${st.lockNext}; send the locks in order`);
+      continue;
+    }
+    if (p.prev_lock !== st.lastLock) {
+      refuse("prev_lock does not name the last stored lock");
+      continue;
+    }
+    if (p.count < st.lockedCount) {
+      refuse(`count ${p.count} is below the last lock's ${st.lockedCount}`);
+      continue;
+    }
+    if (p.count > st.count) {
+      refuse(`the lock covers ${p.count} frames but ${st.count} are stored; resend it after the frames`);
+      continue;
+    }
+    const expected =
+      p.count === 0
+        ? bytesToHex(genesisHash(st.chain))
+        : store.sql.exec<{ hash: string }>("SELECT hash FROM frames WHERE seq = ?", p.count - 1).one().hash;
     if (expected !== p.head) {
-      store.addGap({ kind: "broken_chain", seq: p.lock_seq, count: p.count, detail: `lock ${p.lock_seq} names a head that is not the stored frame ${p.count - 1}` });
+      store.addGap({
+        kind: "broken_chain",
+        seq: p.lock_seq,
+        count: p.count,
+        detail: `lock ${p.lock_seq} names a head that is not the stored frame ${p.count - 1}`,
+      });
       refuse("the lock's head does not match the stored chain");
       changed = true;
       continue;
     }
     store.sql.exec(
       "INSERT INTO locks (lock_seq, payload, sig, count, final, received_ms) VALUES (?, ?, ?, ?, ?, ?)",
-      p.lock_seq, lock.payload, lock.sig, p.count, p.final ? 1 : 0, now,
+      p.lock_seq,
+      lock.payload,
+      lock.sig,
+      p.count,
+      p.final ? 1 : 0,
+      now,
     );
     st.lockNext = p.lock_seq + 1;
     st.lastLock = lockHash(lock);

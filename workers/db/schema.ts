@@ -8,10 +8,14 @@ export const workspaces = sqliteTable("workspaces", {
   id: text("id").primaryKey(),
   name: text("name").notNull(),
   /** `keep` (bodies of the roles in `retentionKeep`) or `digest_only`. */
-  retentionMode: text("retention_mode", { enum: ["keep", "digest_only"] }).notNull().default("keep"),
+  retentionMode: text("retention_mode", { enum: ["keep", "digest_only"] })
+    .notNull()
+    .default("keep"),
   /** JSON array of body roles kept under `keep`. */
   retentionKeep: text("retention_keep").notNull(),
-  mode: text("mode", { enum: ["enforce", "observe"] }).notNull().default("enforce"),
+  mode: text("mode", { enum: ["enforce", "observe"] })
+    .notNull()
+    .default("enforce"),
   createdMs: integer("created_ms").notNull(),
 });
 
@@ -51,7 +55,9 @@ export const hosts = sqliteTable(
     publicKey: text("public_key").notNull(),
     keyId: text("key_id").notNull(),
     hostname: text("hostname").notNull(),
-    status: text("status", { enum: ["active", "suspended"] }).notNull().default("active"),
+    status: text("status", { enum: ["active", "suspended"] })
+      .notNull()
+      .default("active"),
     enrolledMs: integer("enrolled_ms").notNull(),
     lastSeenMs: integer("last_seen_ms"),
     /** Set by the cron when one of the host's agents has had data pending over 10 minutes. */

@@ -18,7 +18,8 @@ export type HealthState = "healthy" | "pending" | "degraded" | "down" | "idle" |
  * collector's own report of missing hooks. First match wins, in the order below.
  */
 export function agentHealth(agent: AgentRow | null, host: HostRow, now: number): { state: HealthState; reason: string } {
-  if (!agent || (agent.wrappedMs === null && agent.firstSeenMs === null)) return { state: "not_wrapped", reason: "this name has never called the hook on this computer" };
+  if (!agent || (agent.wrappedMs === null && agent.firstSeenMs === null))
+    return { state: "not_wrapped", reason: "this name has never called the hook on this computer" };
   if (host.lastSeenMs === null || now - host.lastSeenMs > DOWN_AFTER_MS) {
     return { state: "down", reason: "the collector has not answered for over 15 minutes" };
   }

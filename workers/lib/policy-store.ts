@@ -1,5 +1,13 @@
 import { and, eq } from "drizzle-orm";
-import { defaultPolicy, Policy, policyEtag, signPolicy, toRecordJson, type RecordJsonValue, type SignedPolicy } from "../../protocol/index.ts";
+import {
+  defaultPolicy,
+  Policy,
+  policyEtag,
+  signPolicy,
+  toRecordJson,
+  type RecordJsonValue,
+  type SignedPolicy,
+} from "../../protocol/index.ts";
 import { db, schema } from "../db/client.ts";
 import { AppError } from "../errors.ts";
 import { serverKey } from "../keys.ts";
@@ -20,7 +28,10 @@ export async function loadPolicy(env: Env, workspaceId: string): Promise<{ polic
     retention: { mode: ws.retentionMode, keep: parseRoles(ws.retentionKeep) },
   };
   const payload = toRecordJson(policy as RecordJsonValue);
-  await d.insert(schema.policies).values({ workspaceId, payload, etag: policyEtag({ payload }), version: 1, updatedMs: now }).onConflictDoNothing();
+  await d
+    .insert(schema.policies)
+    .values({ workspaceId, payload, etag: policyEtag({ payload }), version: 1, updatedMs: now })
+    .onConflictDoNothing();
   return loadPolicy(env, workspaceId);
 }
 

@@ -39,6 +39,6 @@ export function runRowUpsert(d: Db, s: ChainSummary, now: number) {
 
 /** Copies one summary into D1 (run chains only). */
 export async function syncRun(d: Db, s: ChainSummary | null): Promise<void> {
-  if (!s || s.kind !== "run") return;
+  if (s?.kind !== "run") return;
   await runRowUpsert(d, s, Date.now()).run();
 }

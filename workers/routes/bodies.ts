@@ -23,7 +23,11 @@ export const bodies = new Hono<{ Bindings: Env }>().put("/v1/bodies/:sha256", as
   const runId = check(RunId, c.req.header(BODY_HEADERS.run), `${BODY_HEADERS.run} header`);
   const role = check(BodyRole, c.req.header(BODY_HEADERS.role), `${BODY_HEADERS.role} header`);
   const d = db(c.env);
-  const run = await d.select({ id: schema.runs.id }).from(schema.runs).where(and(eq(schema.runs.id, runId), eq(schema.runs.hostId, host.id))).get();
+  const run = await d
+    .select({ id: schema.runs.id })
+    .from(schema.runs)
+    .where(and(eq(schema.runs.id, runId), eq(schema.runs.hostId, host.id)))
+    .get();
   if (!run) throw notFound("run");
   if (bytesToHex(sha256(bytes)) !== sha) throw new AppError(400, "hash_mismatch", "The body's SHA-256 is not the one in the path.");
   const ws = await d.select().from(schema.workspaces).where(eq(schema.workspaces.id, host.workspaceId)).get();
@@ -35,7 +39,11 @@ export const bodies = new Hono<{ Bindings: Env }>().put("/v1/bodies/:sha256", as
   if (found.length > 0) {
     const kinds = [...new Set(found.map((f) => f.kind))].sort();
     await syncRun(d, await stub.bodyRefused(sha, role, kinds));
-    throw new AppError(422, "body_refused", `The body still holds a credential (${kinds.join(", ")}); it was refused and the run records the gap.`);
+    throw new AppError(
+      422,
+      "body_refused",
+      `The body still holds a credential (${kinds.join(", ")}); it was refused and the run records the gap.`,
+    );
   }
   // Per workspace: one tenant must not learn, from "already present", what another one holds.
   const key = `bodies/${host.workspaceId}/${sha}`;

@@ -34,11 +34,22 @@ export const enroll = new Hono<{ Bindings: Env }>().post(ROUTES.enroll, valid("j
   const names = [...new Set(req.harnesses)];
   await d.batch([
     d.insert(schema.hosts).values({
-      id: hostId, workspaceId: row.workspaceId, publicKey: req.public_key, keyId: keyIdFor(publicKey), hostname: req.hostname, status: "active", enrolledMs: now, lastSeenMs: now,
+      id: hostId,
+      workspaceId: row.workspaceId,
+      publicKey: req.public_key,
+      keyId: keyIdFor(publicKey),
+      hostname: req.hostname,
+      status: "active",
+      enrolledMs: now,
+      lastSeenMs: now,
     }),
     ...names.map((name) =>
       d.insert(schema.agents).values({
-        hostId, name, workspaceId: row.workspaceId, kind: agentKind(name), wrappedMs: now,
+        hostId,
+        name,
+        workspaceId: row.workspaceId,
+        kind: agentKind(name),
+        wrappedMs: now,
       }),
     ),
   ]);

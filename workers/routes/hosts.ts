@@ -13,7 +13,16 @@ import { check, parseJson, valid } from "../validate.ts";
 const IdParam = z.object({ id: z.string().min(1).max(64) });
 
 function hostView(h: HostRow) {
-  return { id: h.id, hostname: h.hostname, key_id: h.keyId, public_key: h.publicKey, status: h.status, enrolled_ms: h.enrolledMs, last_seen_ms: h.lastSeenMs, degraded_ms: h.degradedMs };
+  return {
+    id: h.id,
+    hostname: h.hostname,
+    key_id: h.keyId,
+    public_key: h.publicKey,
+    status: h.status,
+    enrolled_ms: h.enrolledMs,
+    last_seen_ms: h.lastSeenMs,
+    degraded_ms: h.degradedMs,
+  };
 }
 
 /** The host's agents with health: every built-in harness (not wrapped when never named) and every agent seen. */
@@ -25,14 +34,25 @@ export async function agentsOf(env: Env, host: HostRow, now: number) {
     const row = byName.get(name) ?? null;
     const health = agentHealth(row, host, now);
     return {
-      host_id: host.id, name, kind: row?.kind ?? agentKind(name), health: health.state, reason: health.reason,
-      first_seen_ms: row?.firstSeenMs ?? null, last_seen_ms: row?.lastSeenMs ?? null, last_delivered_ms: row?.lastDeliveredMs ?? null, pending_since_ms: row?.pendingSinceMs ?? null,
+      host_id: host.id,
+      name,
+      kind: row?.kind ?? agentKind(name),
+      health: health.state,
+      reason: health.reason,
+      first_seen_ms: row?.firstSeenMs ?? null,
+      last_seen_ms: row?.lastSeenMs ?? null,
+      last_delivered_ms: row?.lastDeliveredMs ?? null,
+      pending_since_ms: row?.pendingSinceMs ?? null,
     };
   });
 }
 
 export async function ownHost(env: Env, workspaceId: string, id: string): Promise<HostRow> {
-  const h = await db(env).select().from(schema.hosts).where(and(eq(schema.hosts.id, id), eq(schema.hosts.workspaceId, workspaceId))).get();
+  const h = await db(env)
+    .select()
+    .from(schema.hosts)
+    .where(and(eq(schema.hosts.id, id), eq(schema.hosts.workspaceId, workspaceId)))
+    .get();
   if (!h) throw notFound("host");
   return h;
 }
@@ -40,7 +60,10 @@ export async function ownHost(env: Env, workspaceId: string, id: string): Promis
 async function setSuspended(env: Env, host: HostRow, suspended: boolean) {
   // The policy first: if it cannot be updated (409), the host's row has not changed either.
   await updatePolicy(env, host.workspaceId, (p) => ({ ...p, suspended_hosts: toggle(p.suspended_hosts, host.id, suspended) }));
-  await db(env).update(schema.hosts).set({ status: suspended ? "suspended" : "active" }).where(eq(schema.hosts.id, host.id));
+  await db(env)
+    .update(schema.hosts)
+    .set({ status: suspended ? "suspended" : "active" })
+    .where(eq(schema.hosts.id, host.id));
   return { ...hostView(host), status: suspended ? "suspended" : "active" };
 }
 
@@ -61,9 +84,21 @@ export const hostSelf = new Hono<{ Bindings: Env }>()
     const now = Date.now();
     const writes = report.agents.map((a) => {
       const pendingSince = a.pending_frames > 0 ? Math.min(a.oldest_pending_ms ?? now, now) : null;
-      return d.insert(schema.agents)
-        .values({ hostId: host.id, name: a.name, workspaceId: host.workspaceId, kind: agentKind(a.name), wrappedMs: now, pendingSinceMs: pendingSince, hooksMissing: a.hooks_ok ? 0 : 1 })
-        .onConflictDoUpdate({ target: [schema.agents.hostId, schema.agents.name], set: { pendingSinceMs: pendingSince, hooksMissing: a.hooks_ok ? 0 : 1, ...(pendingSince === null ? { degradedMs: null } : {}) } });
+      return d
+        .insert(schema.agents)
+        .values({
+          hostId: host.id,
+          name: a.name,
+          workspaceId: host.workspaceId,
+          kind: agentKind(a.name),
+          wrappedMs: now,
+          pendingSinceMs: pendingSince,
+          hooksMissing: a.hooks_ok ? 0 : 1,
+        })
+        .onConflictDoUpdate({
+          target: [schema.agents.hostId, schema.agents.name],
+          set: { pendingSinceMs: pendingSince, hooksMissing: a.hooks_ok ? 0 : 1, ...(pendingSince === null ? { degradedMs: null } : {}) },
+        });
     });
     if (writes.length > 0) await d.batch(writes as [(typeof writes)[number], ...(typeof writes)[number][]]);
     return c.json(await hostStatus(c.env, host));
@@ -88,6 +123,12 @@ export const hosts = new Hono<OperatorEnv>()
     const rows = await db(c.env).select().from(schema.hosts).where(eq(schema.hosts.workspaceId, c.var.workspaceId)).all();
     return c.json({ hosts: rows.map(hostView) });
   })
-  .get("/v1/hosts/:id", valid("param", IdParam), async (c) => c.json(hostView(await ownHost(c.env, c.var.workspaceId, c.req.valid("param").id))))
-  .post("/v1/hosts/:id/suspend", valid("param", IdParam), async (c) => c.json(await setSuspended(c.env, await ownHost(c.env, c.var.workspaceId, c.req.valid("param").id), true)))
-  .post("/v1/hosts/:id/resume", valid("param", IdParam), async (c) => c.json(await setSuspended(c.env, await ownHost(c.env, c.var.workspaceId, c.req.valid("param").id), false)));
+  .get("/v1/hosts/:id", valid("param", IdParam), async (c) =>
+    c.json(hostView(await ownHost(c.env, c.var.workspaceId, c.req.valid("param").id))),
+  )
+  .post("/v1/hosts/:id/suspend", valid("param", IdParam), async (c) =>
+    c.json(await setSuspended(c.env, await ownHost(c.env, c.var.workspaceId, c.req.valid("param").id), true)),
+  )
+  .post("/v1/hosts/:id/resume", valid("param", IdParam), async (c) =>
+    c.json(await setSuspended(c.env, await ownHost(c.env, c.var.workspaceId, c.req.valid("param").id), false)),
+  );

@@ -32,7 +32,8 @@ function checkBatch(batch: IngestRequest, host: HostRow): void {
     seen.add(part.chain);
     frames += part.frames.length;
     if (part.chain.startsWith("host_")) {
-      if (part.chain !== hostChainId(host.id) || part.run) issues.push(`chains[${i}]: a host chain must be this host's own and carry no run`);
+      if (part.chain !== hostChainId(host.id) || part.run)
+        issues.push(`chains[${i}]: a host chain must be this host's own and carry no run`);
     } else if (!part.run || part.chain !== runIdFor(host.id, part.run.harness, part.run.session_id)) {
       issues.push(`chains[${i}]: the chain id is not this host's run for the given harness and session`);
     }
@@ -69,7 +70,15 @@ function initFor(part: Part, host: HostRow, mode: "enforce" | "observe"): ChainI
 function retryable(chain: string, err: unknown): ChainAck {
   console.error("chain ingest failed", chain, err);
   return {
-    chain, status: "retryable", stored: 0, duplicates: [], missing: [], held: 0, conflicts: [], locks_stored: 0, locks_refused: [],
+    chain,
+    status: "retryable",
+    stored: 0,
+    duplicates: [],
+    missing: [],
+    held: 0,
+    conflicts: [],
+    locks_stored: 0,
+    locks_refused: [],
     message: "the chain could not be reached; resend this part",
   };
 }
@@ -80,7 +89,11 @@ export const ingest = new Hono<{ Bindings: Env }>().post(ROUTES.ingest, async (c
   requireActive(host);
   const d = db(c.env);
   // Started before the (CPU-bound) checks so the D1 round trip overlaps them.
-  const workspace = d.select({ mode: schema.workspaces.mode }).from(schema.workspaces).where(eq(schema.workspaces.id, host.workspaceId)).get();
+  const workspace = d
+    .select({ mode: schema.workspaces.mode })
+    .from(schema.workspaces)
+    .where(eq(schema.workspaces.id, host.workspaceId))
+    .get();
   let text: string;
   try {
     text = fromUtf8(body);
@@ -96,7 +109,12 @@ export const ingest = new Hono<{ Bindings: Env }>().post(ROUTES.ingest, async (c
       try {
         const stub = c.env.CHAINS.get(c.env.CHAINS.idFromName(part.chain));
         // RPC typing widens the ack's [from, to] tuples to arrays; the object returns ChainIngestResult.
-        const result = (await stub.ingest({ init: initFor(part, host, mode), frames: part.frames, locks: part.locks, now })) as unknown as ChainIngestResult;
+        const result = (await stub.ingest({
+          init: initFor(part, host, mode),
+          frames: part.frames,
+          locks: part.locks,
+          now,
+        })) as unknown as ChainIngestResult;
         return { part, result, ack: result.ack };
       } catch (err) {
         return { part, result: null, ack: retryable(part.chain, err) };
@@ -111,10 +129,18 @@ export const ingest = new Hono<{ Bindings: Env }>().post(ROUTES.ingest, async (c
     const pending = ack.held > 0;
     const refused = ack.status === "refused" || ack.conflicts.length > 0 || ack.locks_refused.length > 0;
     writes.push(
-      d.insert(schema.agents)
+      d
+        .insert(schema.agents)
         .values({
-          hostId: host.id, name, workspaceId: host.workspaceId, kind: agentKind(name),
-          firstSeenMs: now, lastSeenMs: now, lastDeliveredMs: now, pendingSinceMs: pending ? now : null, lastRefusedMs: refused ? now : null,
+          hostId: host.id,
+          name,
+          workspaceId: host.workspaceId,
+          kind: agentKind(name),
+          firstSeenMs: now,
+          lastSeenMs: now,
+          lastDeliveredMs: now,
+          pendingSinceMs: pending ? now : null,
+          lastRefusedMs: refused ? now : null,
         })
         .onConflictDoUpdate({
           target: [schema.agents.hostId, schema.agents.name],

@@ -21,7 +21,10 @@ const ListQuery = z.strictObject({
   from: int.optional(),
   to: int.optional(),
   limit: z.coerce.number().int().min(1).max(200).default(50),
-  cursor: z.string().regex(/^\d+:run_[0-9a-f]{32}$/).optional(),
+  cursor: z
+    .string()
+    .regex(/^\d+:run_[0-9a-f]{32}$/)
+    .optional(),
 });
 const IdParam = z.object({ id: RunId });
 const FramesQuery = z.strictObject({ from: int.default(0), limit: z.coerce.number().int().min(1).max(1000).default(100) });
@@ -30,14 +33,31 @@ type RunRow = typeof schema.runs.$inferSelect;
 
 function runView(r: RunRow) {
   return {
-    id: r.id, host_id: r.hostId, harness: r.harness, agent: r.agent, session_id: r.sessionId, status: r.status, outcome: r.outcome,
-    tier: { value: r.tier, reason: r.tierReason }, grade: { value: r.grade, reason: r.gradeReason }, spend_microusd: r.spendMicrousd,
-    frame_count: r.frameCount, lock_count: r.lockCount, gap_count: r.gapCount, first_frame_ms: r.firstFrameMs, last_frame_ms: r.lastFrameMs, updated_ms: r.updatedMs,
+    id: r.id,
+    host_id: r.hostId,
+    harness: r.harness,
+    agent: r.agent,
+    session_id: r.sessionId,
+    status: r.status,
+    outcome: r.outcome,
+    tier: { value: r.tier, reason: r.tierReason },
+    grade: { value: r.grade, reason: r.gradeReason },
+    spend_microusd: r.spendMicrousd,
+    frame_count: r.frameCount,
+    lock_count: r.lockCount,
+    gap_count: r.gapCount,
+    first_frame_ms: r.firstFrameMs,
+    last_frame_ms: r.lastFrameMs,
+    updated_ms: r.updatedMs,
   };
 }
 
 async function ownRun(env: Env, workspaceId: string, id: string): Promise<RunRow> {
-  const r = await db(env).select().from(schema.runs).where(and(eq(schema.runs.id, id), eq(schema.runs.workspaceId, workspaceId))).get();
+  const r = await db(env)
+    .select()
+    .from(schema.runs)
+    .where(and(eq(schema.runs.id, id), eq(schema.runs.workspaceId, workspaceId)))
+    .get();
   if (!r) throw notFound("run");
   return r;
 }
@@ -63,7 +83,13 @@ export const runs = new Hono<OperatorEnv>()
       const [ms, id] = q.cursor.split(":") as [string, string];
       where.push(or(lt(when, Number(ms)), and(eq(when, Number(ms)), lt(r.id, id)))!);
     }
-    const rows = await db(c.env).select().from(r).where(and(...where)).orderBy(desc(when), desc(r.id)).limit(q.limit + 1).all();
+    const rows = await db(c.env)
+      .select()
+      .from(r)
+      .where(and(...where))
+      .orderBy(desc(when), desc(r.id))
+      .limit(q.limit + 1)
+      .all();
     const page = rows.slice(0, q.limit);
     const last = page.at(-1);
     return c.json({ runs: page.map(runView), next: rows.length > q.limit && last ? `${last.lastFrameMs ?? 0}:${last.id}` : null });
@@ -95,7 +121,8 @@ export const runs = new Hono<OperatorEnv>()
   .post("/v1/runs/:id/resume", valid("param", IdParam), async (c) => {
     const row = await ownRun(c.env, c.var.workspaceId, c.req.valid("param").id);
     // The chain, not its D1 copy, knows whether it is sealed.
-    if ((await chain(c.env, row.id).summary())?.status === "sealed") throw new AppError(409, "sealed", "A sealed run stays stopped; it cannot be resumed.");
+    if ((await chain(c.env, row.id).summary())?.status === "sealed")
+      throw new AppError(409, "sealed", "A sealed run stays stopped; it cannot be resumed.");
     await updatePolicy(c.env, row.workspaceId, (p) => ({ ...p, paused_runs: toggle(p.paused_runs, row.id, false) }));
     return c.json({ id: row.id, paused: false });
   })
@@ -105,12 +132,27 @@ export const runs = new Hono<OperatorEnv>()
     if (!data) throw notFound("run");
     const s = data.summary;
     if (s.status === "live") throw new AppError(409, "not_exportable", "The run is live: it can be exported once it ends or is sealed.");
-    if (s.status === "closed") throw new AppError(409, "not_exportable", "The run went quiet and was closed with outcome unknown; it can be exported once the computer ends it or an operator seals it.");
+    if (s.status === "closed")
+      throw new AppError(
+        409,
+        "not_exportable",
+        "The run went quiet and was closed with outcome unknown; it can be exported once the computer ends it or an operator seals it.",
+      );
     const key = serverKey(c.env);
     const manifest = assembleManifest({
       run: {
-        id: s.chain, workspace: s.workspace, host: s.hostId, harness: s.harness ?? "", agent: s.agent, session_id: s.sessionId ?? "", status: s.status,
-        outcome: s.outcome, environment: "customer_computer", mode: data.mode, first_frame_ms: s.firstFrameMs, last_frame_ms: s.lastFrameMs,
+        id: s.chain,
+        workspace: s.workspace,
+        host: s.hostId,
+        harness: s.harness ?? "",
+        agent: s.agent,
+        session_id: s.sessionId ?? "",
+        status: s.status,
+        outcome: s.outcome,
+        environment: "customer_computer",
+        mode: data.mode,
+        first_frame_ms: s.firstFrameMs,
+        last_frame_ms: s.lastFrameMs,
       },
       exportedMs: Date.now(),
       serverKeyId: key.keyId,

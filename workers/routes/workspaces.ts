@@ -9,7 +9,11 @@ import { parseRoles, signedPolicy, updatePolicy } from "../lib/policy-store.ts";
 import { valid } from "../validate.ts";
 
 const Retention = z.strictObject({ mode: z.enum(["keep", "digest_only"]), keep: z.array(BodyRole).max(16) });
-const Settings = z.strictObject({ name: z.string().min(1).max(128).optional(), mode: z.enum(["enforce", "observe"]).optional(), retention: Retention.optional() });
+const Settings = z.strictObject({
+  name: z.string().min(1).max(128).optional(),
+  mode: z.enum(["enforce", "observe"]).optional(),
+  retention: Retention.optional(),
+});
 /** What an operator may set; the server owns the rest (workspace, issue time, paused runs, suspended hosts). */
 const PolicyInput = Policy.omit({ v: true, workspace: true, issued_ms: true, paused_runs: true, suspended_hosts: true });
 const IdParam = z.object({ id: z.string().min(1).max(128) });
@@ -22,12 +26,20 @@ async function ownWorkspace(env: Env, workspaceId: string, id: string) {
 }
 
 function view(ws: typeof schema.workspaces.$inferSelect) {
-  return { id: ws.id, name: ws.name, mode: ws.mode, retention: { mode: ws.retentionMode, keep: parseRoles(ws.retentionKeep) }, created_ms: ws.createdMs };
+  return {
+    id: ws.id,
+    name: ws.name,
+    mode: ws.mode,
+    retention: { mode: ws.retentionMode, keep: parseRoles(ws.retentionKeep) },
+    created_ms: ws.createdMs,
+  };
 }
 
 export const workspaces = new Hono<OperatorEnv>()
   .use("/v1/workspaces/*", operatorAuth)
-  .get("/v1/workspaces/:id", valid("param", IdParam), async (c) => c.json(view(await ownWorkspace(c.env, c.var.workspaceId, c.req.valid("param").id))))
+  .get("/v1/workspaces/:id", valid("param", IdParam), async (c) =>
+    c.json(view(await ownWorkspace(c.env, c.var.workspaceId, c.req.valid("param").id))),
+  )
   .patch("/v1/workspaces/:id", valid("param", IdParam), valid("json", Settings), async (c) => {
     const ws = await ownWorkspace(c.env, c.var.workspaceId, c.req.valid("param").id);
     const s = c.req.valid("json");

@@ -1,4 +1,16 @@
-import { closeSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readSync, renameSync, rmSync, statSync } from "node:fs";
+import {
+  closeSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readSync,
+  renameSync,
+  rmSync,
+  statSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fromHex, ROUTES, runIdFor, signRequest, type FrameKind, type Payload } from "../../../protocol/index.ts";
@@ -75,11 +87,16 @@ export async function backfill(args: string[]): Promise<number> {
   const b = new Backfill(policy?.policy.retention ?? null);
   readTranscript(path, b);
   b.finish();
-  if (!b.sessionId) throw new ExitError(1, `oxagen agent backfill: ${path} holds no Claude Code session (no user or assistant line with a sessionId)`);
+  if (!b.sessionId)
+    throw new ExitError(1, `oxagen agent backfill: ${path} holds no Claude Code session (no user or assistant line with a sessionId)`);
   const run = runIdFor(host.host_id, "claude-code", b.sessionId);
   const mainDir = statePath("journal");
   if (existsSync(join(mainDir, `${run}.jsonl`))) {
-    out(json, { ok: false, error: "already_recorded", run, session_id: b.sessionId }, `oxagen agent backfill: session ${b.sessionId} is already recorded as run ${run} (live or by an earlier backfill); nothing was written`);
+    out(
+      json,
+      { ok: false, error: "already_recorded", run, session_id: b.sessionId },
+      `oxagen agent backfill: session ${b.sessionId} is already recorded as run ${run} (live or by an earlier backfill); nothing was written`,
+    );
     return 1;
   }
   // The journal forgets nothing it recorded, but a reinstalled collector starts with an empty one.
@@ -88,7 +105,10 @@ export async function backfill(args: string[]): Promise<number> {
     const [error, text] =
       remote === "yes"
         ? ["already_recorded", `the server already holds session ${b.sessionId} as run ${run}; nothing was written`]
-        : ["server_unreachable", `cannot ask the server whether it already holds run ${run}; nothing was written (try again when it is reachable)`];
+        : [
+            "server_unreachable",
+            `cannot ask the server whether it already holds run ${run}; nothing was written (try again when it is reachable)`,
+          ];
     out(json, { ok: false, error, run, session_id: b.sessionId }, `oxagen agent backfill: ${text}`);
     return 1;
   }
@@ -107,7 +127,12 @@ export async function backfill(args: string[]): Promise<number> {
       bodies.push({ sha: body.ref.sha256, role: body.ref.role, seq: frame.seq });
     }
   }
-  const lock = rec.writer.lock({ secretKey: fromHex(host.secret_key, 32), hostId: host.host_id, t: Math.max(Date.now(), frames.at(-1)?.t ?? 0), final: true });
+  const lock = rec.writer.lock({
+    secretKey: fromHex(host.secret_key, 32),
+    hostId: host.host_id,
+    t: Math.max(Date.now(), frames.at(-1)?.t ?? 0),
+    final: true,
+  });
   journal.commit(rec, { frames, locks: lock ? [lock] : [], bodies }, before);
   const shipper = new Shipper(journal, host, { baseMs: 500, maxMs: 5000, delayMs: 0, log: () => {} });
   shipper.kick(0);
@@ -124,10 +149,15 @@ export async function backfill(args: string[]): Promise<number> {
   rmSync(dir, { recursive: true, force: true });
   const shipped = pendingCount() === 0;
   const counts = Object.fromEntries(frames.reduce((m, f) => m.set(f.kind, (m.get(f.kind) ?? 0) + 1), new Map<string, number>()));
-  out(json, { ok: true, run, session_id: b.sessionId, frames: frames.length, kinds: counts, skipped_lines: b.bad, shipped, pending },
+  out(
+    json,
+    { ok: true, run, session_id: b.sessionId, frames: frames.length, kinds: counts, skipped_lines: b.bad, shipped, pending },
     `rebuilt session ${b.sessionId} as run ${run}: ${frames.length} frames, every one marked backfilled` +
-    (b.bad ? `; ${b.bad} unreadable line(s) skipped (recorded as a gap)` : "") +
-    (shipped ? "; shipped" : `; not yet delivered (${pending.frames} frames, ${pending.bodies} bodies): the recorder ships them when it next starts`));
+      (b.bad ? `; ${b.bad} unreadable line(s) skipped (recorded as a gap)` : "") +
+      (shipped
+        ? "; shipped"
+        : `; not yet delivered (${pending.frames} frames, ${pending.bodies} bodies): the recorder ships them when it next starts`),
+  );
   return 0;
 }
 

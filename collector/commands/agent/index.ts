@@ -1,7 +1,8 @@
 import { UsageError } from "../../lib/errors.ts";
 import { enrollWith } from "../enroll/index.ts";
 
-const USAGE = "usage: oxagen agent enroll --server URL --token TOKEN [--harness LIST] [--json]\n       oxagen agent backfill TRANSCRIPT [--json]";
+const USAGE =
+  "usage: oxagen agent enroll --server URL --token TOKEN [--harness LIST] [--json]\n       oxagen agent backfill TRANSCRIPT [--json]";
 
 /** `oxagen agent <subcommand>`. */
 export async function agent(args: string[]): Promise<number> {

@@ -16,8 +16,6 @@ function enrolled(): HostConfig {
   return host;
 }
 
-
-
 async function answers(port: number): Promise<{ pid: number } | null> {
   try {
     const res = await fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(1000) });
@@ -37,11 +35,12 @@ async function run(): Promise<number> {
   const host = enrolled();
   const { startDaemon } = await import("../../recorder/daemon.ts");
   const log = (msg: string) => process.stderr.write(`${new Date().toISOString()} ${msg}\n`);
-  let daemon;
+  let daemon: Awaited<ReturnType<typeof startDaemon>>;
   try {
     daemon = await startDaemon(host, log);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "EADDRINUSE") throw new ExitError(1, `tacho daemon: port ${host.ports.hooks} is in use (is a recorder already running?)`);
+    if ((err as NodeJS.ErrnoException).code === "EADDRINUSE")
+      throw new ExitError(1, `tacho daemon: port ${host.ports.hooks} is in use (is a recorder already running?)`);
     throw err;
   }
   const gc = (globalThis as { gc?: () => void }).gc;
@@ -67,12 +66,20 @@ async function start(json: boolean): Promise<number> {
   const log = openSync(statePath("recorder.log"), "a", 0o600);
   // A small young generation and an explicit GC when idle keep the long-lived recorder's memory low.
   const entry = freshBundle() ?? TACHO;
-  const child = spawn(process.execPath, ["--max-semi-space-size=1", "--expose-gc", entry, "daemon", "run"], { detached: true, stdio: ["ignore", log, log], env: process.env });
+  const child = spawn(process.execPath, ["--max-semi-space-size=1", "--expose-gc", entry, "daemon", "run"], {
+    detached: true,
+    stdio: ["ignore", log, log],
+    env: process.env,
+  });
   child.unref();
   for (let i = 0; i < 100; i++) {
     const health = await answers(host.ports.hooks);
     if (health?.pid === child.pid) {
-      print(json, { running: true, pid: child.pid, port: host.ports.hooks, started: true }, `recorder started (pid ${child.pid}, 127.0.0.1:${host.ports.hooks})`);
+      print(
+        json,
+        { running: true, pid: child.pid, port: host.ports.hooks, started: true },
+        `recorder started (pid ${child.pid}, 127.0.0.1:${host.ports.hooks})`,
+      );
       return 0;
     }
     if (child.exitCode !== null || !alive(child.pid!)) break;
@@ -101,8 +108,15 @@ async function status(json: boolean): Promise<number> {
   const running = pid !== null && alive(pid);
   const health = await answers(host.ports.hooks);
   const ok = running && health !== null;
-  print(json, { running, answering: health !== null, pid: running ? pid : null, port: host.ports.hooks },
-    ok ? `recorder running (pid ${pid}, 127.0.0.1:${host.ports.hooks})` : running ? `recorder pid ${pid} is alive but port ${host.ports.hooks} does not answer` : "recorder is not running");
+  print(
+    json,
+    { running, answering: health !== null, pid: running ? pid : null, port: host.ports.hooks },
+    ok
+      ? `recorder running (pid ${pid}, 127.0.0.1:${host.ports.hooks})`
+      : running
+        ? `recorder pid ${pid} is alive but port ${host.ports.hooks} does not answer`
+        : "recorder is not running",
+  );
   return ok ? 0 : 3;
 }
 
@@ -111,10 +125,15 @@ export async function daemon(args: string[]): Promise<number> {
   const [sub, ...extra] = positionals;
   if (extra.length) throw new UsageError(`tacho daemon: unexpected ${extra.join(" ")}\n${USAGE}`);
   switch (sub) {
-    case "run": return run();
-    case "start": return start(values.json);
-    case "stop": return stop(values.json);
-    case "status": return status(values.json);
-    default: throw new UsageError(`tacho daemon: name a subcommand\n${USAGE}`);
+    case "run":
+      return run();
+    case "start":
+      return start(values.json);
+    case "stop":
+      return stop(values.json);
+    case "status":
+      return status(values.json);
+    default:
+      throw new UsageError(`tacho daemon: name a subcommand\n${USAGE}`);
   }
 }

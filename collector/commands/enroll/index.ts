@@ -35,7 +35,8 @@ export async function enrollWith(options: EnrollOptions): Promise<number> {
   });
   if (positionals.length > 0) throw new UsageError(`${options.program}: unexpected ${positionals.join(" ")}\n${USAGE}`);
   const named = harnessList(values.harness);
-  if (options.harnessRequired && named.length === 0) throw new UsageError(`${options.program}: --harness is required (e.g. --harness claude-code)\n${USAGE}`);
+  if (options.harnessRequired && named.length === 0)
+    throw new UsageError(`${options.program}: --harness is required (e.g. --harness claude-code)\n${USAGE}`);
   const existing = readHost();
   if (!values.token && !existing) throw new UsageError(`${options.program}: --token is required to enroll this computer\n${USAGE}`);
   if (values.token && !values.server) throw new UsageError(`${options.program}: --server is required with --token\n${USAGE}`);
@@ -74,7 +75,13 @@ function port(value: string | undefined, fallback: number, flag: string): number
   return n;
 }
 
-async function register(server: string, token: string, harnesses: string[], ports: HostConfig["ports"], workspace: string | undefined): Promise<HostConfig> {
+async function register(
+  server: string,
+  token: string,
+  harnesses: string[],
+  ports: HostConfig["ports"],
+  workspace: string | undefined,
+): Promise<HostConfig> {
   let base: URL;
   try {
     base = new URL(server);
@@ -93,7 +100,10 @@ async function register(server: string, token: string, harnesses: string[], port
       signal: AbortSignal.timeout(30_000),
     });
   } catch (err) {
-    throw new ExitError(1, `cannot reach ${base.origin}: ${(err as Error).cause instanceof Error ? ((err as Error).cause as Error).message : (err as Error).message}`);
+    throw new ExitError(
+      1,
+      `cannot reach ${base.origin}: ${(err as Error).cause instanceof Error ? ((err as Error).cause as Error).message : (err as Error).message}`,
+    );
   }
   const answer: unknown = await res.json().catch(() => null);
   if (!res.ok) {
@@ -124,7 +134,9 @@ async function cachePolicy(host: HostConfig): Promise<string> {
     const cached = await fetchPolicy(host, null, Date.now());
     return cached === "unchanged" ? "unchanged" : cached.etag;
   } catch (err) {
-    process.stderr.write(`warning: the policy was not cached (${(err as Error).message}); until it is, tacho hook denies tool calls while the recorder is down\n`);
+    process.stderr.write(
+      `warning: the policy was not cached (${(err as Error).message}); until it is, tacho hook denies tool calls while the recorder is down\n`,
+    );
     return "missing";
   }
 }

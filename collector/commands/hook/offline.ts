@@ -27,7 +27,7 @@ interface Decided {
  */
 export async function offlineAnswer(raw: OfflineContext): Promise<HookAnswer> {
   const { harness, event: payload } = raw.request;
-  const wrapped = Array.isArray((raw.host as { harnesses?: unknown }).harnesses) ? ((raw.host as { harnesses: string[] }).harnesses) : [];
+  const wrapped = Array.isArray((raw.host as { harnesses?: unknown }).harnesses) ? (raw.host as { harnesses: string[] }).harnesses : [];
   const n = normalizeEvent(harness, payload, { wrapped, pid: raw.request.pid, pidStart: raw.request.pid_start });
   if (!("event" in n)) return neutralAnswer(harness, payload);
   // Decided and spooled in the canonical shape (the recorder replays it); printed in the harness's.
@@ -64,7 +64,8 @@ function decideOffline(ctx: OfflineContext): [Decided["decision"], string] {
   const cached = readPolicyFile(host);
   const event = ctx.request.event;
   if (!cached) {
-    if (ctx.eventName === "PreToolUse") return ["deny", "Oxagen's recorder is not running and no verified policy is cached, so this tool call cannot be checked"];
+    if (ctx.eventName === "PreToolUse")
+      return ["deny", "Oxagen's recorder is not running and no verified policy is cached, so this tool call cannot be checked"];
     return ["allow", "no verified policy is cached"];
   }
   const policy = cached.policy;

@@ -4,7 +4,7 @@ import { parse } from "../../lib/args.ts";
 import { ExitError, UsageError } from "../../lib/errors.ts";
 import { readHost, writeHost } from "../../lib/state.ts";
 
-const USAGE = "usage: tacho reassign --harness LIST [--workspace ID] [--json]   (LIST may be \"none\")";
+const USAGE = 'usage: tacho reassign --harness LIST [--workspace ID] [--json]   (LIST may be "none")';
 
 /**
  * Without --workspace, LIST becomes the set of wrapped harnesses: a harness left out has its
@@ -18,7 +18,8 @@ export async function reassign(args: string[]): Promise<number> {
     json: { type: "boolean", default: false },
   });
   if (positionals.length > 0) throw new UsageError(`tacho reassign: unexpected ${positionals.join(" ")}\n${USAGE}`);
-  if (values.harness === undefined && values.workspace === undefined) throw new UsageError(`tacho reassign: name --harness, --workspace or both\n${USAGE}`);
+  if (values.harness === undefined && values.workspace === undefined)
+    throw new UsageError(`tacho reassign: name --harness, --workspace or both\n${USAGE}`);
   const host = readHost();
   if (!host) throw new ExitError(1, "tacho reassign: this computer is not enrolled; run tacho enroll first");
   const named = values.harness === undefined || values.harness.trim() === "none" ? [] : harnessList(values.harness);
@@ -34,10 +35,14 @@ export async function reassign(args: string[]): Promise<number> {
   const applied = applyHarnesses(next, keep, "apply");
   if (moving) {
     // The server has no route to move a host yet (docs/collector.md): the change is local only.
-    process.stderr.write(`warning: workspace changed to ${values.workspace} on this computer only; the server still files this host under ${host.workspace} until it offers a move\n`);
+    process.stderr.write(
+      `warning: workspace changed to ${values.workspace} on this computer only; the server still files this host under ${host.workspace} until it offers a move\n`,
+    );
   }
   if (values.json) {
-    process.stdout.write(`${JSON.stringify({ host_id: next.host_id, workspace: next.workspace, moved: moving, server_told: false, harnesses: next.harnesses, removed, applied }, null, 2)}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ host_id: next.host_id, workspace: next.workspace, moved: moving, server_told: false, harnesses: next.harnesses, removed, applied }, null, 2)}\n`,
+    );
   } else {
     const lines = [`host ${next.host_id} in workspace ${next.workspace}; wraps ${next.harnesses.join(", ") || "no harness"}`];
     for (const r of removed) lines.push(`${r.harness}: hooks ${r.changed ? "removed from" : "were not in"} ${r.config}`);

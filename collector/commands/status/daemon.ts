@@ -23,8 +23,6 @@ export interface DaemonState {
   recorder: RecorderSummary | null;
 }
 
-
-
 function answers(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = connect({ host: "127.0.0.1", port });
@@ -46,7 +44,8 @@ function summary(): RecorderSummary | null {
     const p = raw.pending as RecorderSummary["pending"] | undefined;
     return {
       heartbeat_ms: num(raw.heartbeat_ms),
-      pending: p && typeof p === "object" ? { frames: Number(p.frames) || 0, locks: Number(p.locks) || 0, bodies: Number(p.bodies) || 0 } : null,
+      pending:
+        p && typeof p === "object" ? { frames: Number(p.frames) || 0, locks: Number(p.locks) || 0, bodies: Number(p.bodies) || 0 } : null,
       sessions_open: num(raw.sessions_open),
       last_delivery_ms: num(raw.last_delivery_ms),
       last_error: typeof raw.last_error === "string" ? raw.last_error : null,

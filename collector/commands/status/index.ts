@@ -74,8 +74,11 @@ function harnessStatus(host: HostConfig, name: string, writtenMs: number | undef
     // A hook event after the write shows the harness runs the new hooks (for Codex: they were trusted).
     const pending = adapter.afterWrite && writtenMs !== undefined && (seenMs === undefined || seenMs < writtenMs);
     return {
-      harness: name, config: file.path, hooks: s.state,
-      ...(s.missing.length ? { missing: s.missing } : {}), ...(s.altered.length ? { altered: s.altered } : {}),
+      harness: name,
+      config: file.path,
+      hooks: s.state,
+      ...(s.missing.length ? { missing: s.missing } : {}),
+      ...(s.altered.length ? { altered: s.altered } : {}),
       ...(pending ? { action: adapter.afterWrite } : {}),
     };
   } catch (err) {
@@ -86,7 +89,9 @@ function harnessStatus(host: HostConfig, name: string, writtenMs: number | undef
 
 function countLines(path: string): number {
   try {
-    return readFileSync(path, "utf8").split("\n").filter((l) => l.trim()).length;
+    return readFileSync(path, "utf8")
+      .split("\n")
+      .filter((l) => l.trim()).length;
   } catch {
     return 0;
   }
@@ -113,21 +118,37 @@ function when(ms: number | null | undefined): string {
   return typeof ms === "number" ? new Date(ms).toISOString() : "unknown";
 }
 
-function render(o: {
-  host_id: string; workspace: string; server: string; harnesses: HarnessStatus[]; spool: { events: number; dropped: number };
-  policy: { etag: string | null; fetched_ms: number | null } | null; server_view: Awaited<ReturnType<typeof serverView>> | null;
-}, d: DaemonState): string {
+function render(
+  o: {
+    host_id: string;
+    workspace: string;
+    server: string;
+    harnesses: HarnessStatus[];
+    spool: { events: number; dropped: number };
+    policy: { etag: string | null; fetched_ms: number | null } | null;
+    server_view: Awaited<ReturnType<typeof serverView>> | null;
+  },
+  d: DaemonState,
+): string {
   const lines = [`host ${o.host_id} in workspace ${o.workspace} (${o.server})`];
   if (o.harnesses.length === 0) lines.push("harnesses: none wrapped");
   for (const h of o.harnesses) {
-    const detail = [h.missing?.length ? `missing: ${h.missing.join(", ")}` : "", h.altered?.length ? `altered: ${h.altered.join(", ")}` : "", h.problem ?? ""].filter(Boolean).join("; ");
+    const detail = [
+      h.missing?.length ? `missing: ${h.missing.join(", ")}` : "",
+      h.altered?.length ? `altered: ${h.altered.join(", ")}` : "",
+      h.problem ?? "",
+    ]
+      .filter(Boolean)
+      .join("; ");
     lines.push(`${h.harness}: hooks ${h.hooks}${detail ? ` (${detail})` : ""} in ${h.config || "?"}`);
     if (h.action) lines.push(`  ${h.action}`);
   }
   lines.push(`recorder: ${d.state}${d.pid ? ` (pid ${d.pid})` : ""}, port ${d.port} ${d.answering ? "answering" : "not answering"}`);
   if (d.recorder) {
     const p = d.recorder.pending;
-    lines.push(`pending: ${p ? `${p.frames} frames, ${p.locks} locks, ${p.bodies} bodies` : "unknown"}; last delivery ${when(d.recorder.last_delivery_ms)}${d.recorder.last_error ? `; last error: ${d.recorder.last_error}` : ""}`);
+    lines.push(
+      `pending: ${p ? `${p.frames} frames, ${p.locks} locks, ${p.bodies} bodies` : "unknown"}; last delivery ${when(d.recorder.last_delivery_ms)}${d.recorder.last_error ? `; last error: ${d.recorder.last_error}` : ""}`,
+    );
   } else {
     lines.push("pending: unknown; last delivery unknown");
   }

@@ -15,7 +15,11 @@ export async function serverView(host: HostConfig): Promise<ServerView> {
     const agents = Array.isArray(body?.agents) ? (body.agents as Record<string, unknown>[]) : [];
     return {
       status: typeof body?.status === "string" ? body.status : "unknown",
-      agents: agents.map((a) => ({ name: String(a.name), health: String(a.health), reason: typeof a.reason === "string" ? a.reason : null })),
+      agents: agents.map((a) => ({
+        name: String(a.name),
+        health: String(a.health),
+        reason: typeof a.reason === "string" ? a.reason : null,
+      })),
     };
   } catch (err) {
     return { error: `unreachable (${(err as Error).name === "TimeoutError" ? "timed out" : (err as Error).message})` };

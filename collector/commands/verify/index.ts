@@ -20,7 +20,8 @@ export async function verify(args: string[]): Promise<number> {
   if (positionals.length !== 1) throw new UsageError(`oxagen verify: name exactly one bundle\n${USAGE}`);
   if (!values["server-key"]) throw new UsageError(`oxagen verify: --server-key is required (the server's pinned public key)\n${USAGE}`);
   const expectHead = values["expect-head"];
-  if (expectHead !== undefined && !isHex(expectHead, 32)) throw new UsageError("oxagen verify: --expect-head takes 64 lowercase hex characters");
+  if (expectHead !== undefined && !isHex(expectHead, 32))
+    throw new UsageError("oxagen verify: --expect-head takes 64 lowercase hex characters");
   const serverKey = readKey(values["server-key"]);
   const bundle = readBundle(positionals[0]!);
   const bodiesDir = values.bodies;
@@ -69,7 +70,8 @@ function readBundle(path: string): Uint8Array {
   try {
     const st = fstatSync(fd);
     if (!st.isFile()) throw new ExitError(2, `oxagen verify: ${path} is not a file`);
-    if (st.size > MAX_BUNDLE_BYTES) throw new ExitError(2, `oxagen verify: ${path} is ${st.size} bytes, over the ${MAX_BUNDLE_BYTES}-byte limit`);
+    if (st.size > MAX_BUNDLE_BYTES)
+      throw new ExitError(2, `oxagen verify: ${path} is ${st.size} bytes, over the ${MAX_BUNDLE_BYTES}-byte limit`);
     // Shared memory, so a second thread can read it without a copy (see parallel.ts).
     const buf = Buffer.from(new SharedArrayBuffer(st.size));
     let off = 0;
@@ -117,7 +119,9 @@ function render(r: VerifyResult): string {
   const s = r.summary;
   const lines: string[] = [];
   if (s.run) {
-    lines.push(`run ${s.run}: ${s.frames} frames, ${s.locks} locks (${s.lockedFrames} frames locked, final lock: ${s.finalLocked ? "yes" : "no"}), ${s.gaps} gaps`);
+    lines.push(
+      `run ${s.run}: ${s.frames} frames, ${s.locks} locks (${s.lockedFrames} frames locked, final lock: ${s.finalLocked ? "yes" : "no"}), ${s.gaps} gaps`,
+    );
     lines.push(`tier ${s.tier}, grade ${s.grade}, head ${s.head}${s.bodiesChecked ? `, ${s.bodiesChecked} bodies checked` : ""}`);
   }
   const shown = r.findings.filter((f) => f.severity !== "note" || r.findings.length < 50);

@@ -184,5 +184,12 @@ function handOver(m: Manifest, bound: number): Handover | null {
 function isFrame(f: unknown): f is HashedFrame & { hash: string } {
   if (typeof f !== "object" || f === null) return false;
   const { seq, t, kind, payload, hash } = f as Record<string, unknown>;
-  return typeof seq === "number" && typeof t === "number" && typeof kind === "string" && typeof payload === "string" && typeof hash === "string" && hash.length === 64;
+  return (
+    typeof seq === "number" &&
+    typeof t === "number" &&
+    typeof kind === "string" &&
+    typeof payload === "string" &&
+    typeof hash === "string" &&
+    hash.length === 64
+  );
 }

@@ -7,7 +7,17 @@ import { BEGIN } from "../toml.ts";
 import type { HarnessAdapter, HookEntries } from "../types.ts";
 
 /** Codex events that carry a step the recorder records (PreCompact/PostCompact record nothing). */
-export const CODEX_EVENTS = ["SessionStart", "UserPromptSubmit", "PreToolUse", "PermissionRequest", "PostToolUse", "Stop", "SubagentStart", "SubagentStop", "SessionEnd"] as const;
+export const CODEX_EVENTS = [
+  "SessionStart",
+  "UserPromptSubmit",
+  "PreToolUse",
+  "PermissionRequest",
+  "PostToolUse",
+  "Stop",
+  "SubagentStart",
+  "SubagentStop",
+  "SessionEnd",
+] as const;
 
 const MARKER = commandMarker("codex");
 
@@ -36,7 +46,8 @@ function configPath(): string {
 function entries(): HookEntries {
   const out: HookEntries = {};
   // SessionEnd hooks may take at most 3 s in Codex.
-  for (const event of CODEX_EVENTS) out[event] = { type: "command", command: `${tachoCommand()} hook --harness codex`, timeout: event === "SessionEnd" ? 3 : 30 };
+  for (const event of CODEX_EVENTS)
+    out[event] = { type: "command", command: `${tachoCommand()} hook --harness codex`, timeout: event === "SessionEnd" ? 3 : 30 };
   return out;
 }
 

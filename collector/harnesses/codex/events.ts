@@ -32,7 +32,10 @@ export const codexEvents: EventAdapter = {
         return { ...common, ...pick(answer, ["decision", "reason"]) };
       case "SessionStart": {
         const ctx = (answer.hookSpecificOutput as { additionalContext?: unknown } | undefined)?.additionalContext;
-        return { ...common, ...(typeof ctx === "string" ? { hookSpecificOutput: { hookEventName: "SessionStart", additionalContext: ctx } } : {}) };
+        return {
+          ...common,
+          ...(typeof ctx === "string" ? { hookSpecificOutput: { hookEventName: "SessionStart", additionalContext: ctx } } : {}),
+        };
       }
       case "PermissionRequest":
         return pick(answer, ["hookSpecificOutput"]);

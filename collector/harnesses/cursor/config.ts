@@ -7,7 +7,15 @@ import type { HarnessAdapter, HookEntries } from "../types.ts";
 /** Veto points: an answer is required there, and a hook that fails must block (failClosed). */
 export const CURSOR_VETO_EVENTS = ["beforeSubmitPrompt", "preToolUse", "subagentStart"] as const;
 /** Telemetry-only events (the generic tool hooks only: shell/MCP/file hooks fire for the same calls). */
-export const CURSOR_TELEMETRY_EVENTS = ["sessionStart", "postToolUse", "postToolUseFailure", "subagentStop", "afterAgentResponse", "stop", "sessionEnd"] as const;
+export const CURSOR_TELEMETRY_EVENTS = [
+  "sessionStart",
+  "postToolUse",
+  "postToolUseFailure",
+  "subagentStop",
+  "afterAgentResponse",
+  "stop",
+  "sessionEnd",
+] as const;
 
 const MARKER = commandMarker("cursor");
 

@@ -15,7 +15,13 @@ const EVENTS: Record<string, string> = {
   preCompact: "PreCompact",
 };
 
-const OUTCOMES: Record<string, string> = { completed: "completed", aborted: "aborted", error: "error", window_close: "completed", user_close: "completed" };
+const OUTCOMES: Record<string, string> = {
+  completed: "completed",
+  aborted: "aborted",
+  error: "error",
+  window_close: "completed",
+  user_close: "completed",
+};
 
 function parsedOutput(v: unknown): unknown {
   if (typeof v !== "string") return v;
@@ -35,7 +41,12 @@ function hookUsage(p: Payload): Payload | undefined {
   const input = wholeNumber(p.input_tokens);
   const output = wholeNumber(p.output_tokens);
   if (input === undefined || output === undefined) return undefined;
-  return compact({ input_tokens: input, output_tokens: output, cache_read_tokens: wholeNumber(p.cache_read_tokens), cache_write_tokens: wholeNumber(p.cache_write_tokens) });
+  return compact({
+    input_tokens: input,
+    output_tokens: output,
+    cache_read_tokens: wholeNumber(p.cache_read_tokens),
+    cache_write_tokens: wholeNumber(p.cache_write_tokens),
+  });
 }
 
 /**
@@ -97,7 +108,12 @@ export const cursorEvents: EventAdapter = {
       case "sessionStart": {
         // sessionStart cannot veto: a stop becomes context the agent reads.
         const ctx = (answer.hookSpecificOutput as { additionalContext?: unknown } | undefined)?.additionalContext;
-        const text = typeof ctx === "string" ? ctx : answer.continue === false ? `Oxagen: ${String(answer.stopReason ?? "this session should stop")}` : undefined;
+        const text =
+          typeof ctx === "string"
+            ? ctx
+            : answer.continue === false
+              ? `Oxagen: ${String(answer.stopReason ?? "this session should stop")}`
+              : undefined;
         return text ? { additional_context: text } : {};
       }
       default:

@@ -22,7 +22,8 @@ function configPath(): string {
 
 function entries(): HookEntries {
   const out: HookEntries = {};
-  for (const event of STELLA_EVENTS) out[event] = { type: "command", command: `${tachoCommand()} hook --harness stella`, timeoutMs: 30_000 };
+  for (const event of STELLA_EVENTS)
+    out[event] = { type: "command", command: `${tachoCommand()} hook --harness stella`, timeoutMs: 30_000 };
   return out;
 }
 

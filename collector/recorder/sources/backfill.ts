@@ -67,7 +67,8 @@ export class Backfill {
     this.#push("agent_start", { harness: "claude-code", session_id: sid.slice(0, 256), ...(cwd ? { cwd } : {}), source: "backfill" });
     this.#push("telemetry_gap", {
       cause: "rebuilt",
-      detail: "rebuilt from the Claude Code transcript by oxagen agent backfill after the session ended: no hook saw it live, so it holds no policy decisions, approvals, permission refusals or worktree changes",
+      detail:
+        "rebuilt from the Claude Code transcript by oxagen agent backfill after the session ended: no hook saw it live, so it holds no policy decisions, approvals, permission refusals or worktree changes",
     });
   }
 
@@ -80,11 +81,27 @@ export class Backfill {
       const name = call?.name ?? "unknown";
       const input = makeBody("tool_input", call?.input ?? null, this.#retention);
       const output = makeBody(r!.is_error === true ? "error" : "tool_output", r!.content ?? null, this.#retention);
-      this.#push("tool_call", { tool_name: name, ...(id ? { tool_use_id: id } : {}), status: r!.is_error === true ? "error" : "ok", input: input.digest, output: output.digest }, [input, output]);
+      this.#push(
+        "tool_call",
+        {
+          tool_name: name,
+          ...(id ? { tool_use_id: id } : {}),
+          status: r!.is_error === true ? "error" : "ok",
+          input: input.digest,
+          output: output.digest,
+        },
+        [input, output],
+      );
       for (const d of deriveFrames(name, call?.input ?? null, id)) this.#push(d.kind, d.payload);
     }
     if (results.length) return;
-    const prompt = typeof content === "string" ? content : blocks.filter((b) => b?.type === "text").map((b) => String(b!.text ?? "")).join("\n");
+    const prompt =
+      typeof content === "string"
+        ? content
+        : blocks
+            .filter((b) => b?.type === "text")
+            .map((b) => String(b!.text ?? ""))
+            .join("\n");
     if (!prompt && !blocks.length) return;
     this.#endTurn();
     const body = makeBody("prompt", prompt, this.#retention);
@@ -106,7 +123,11 @@ export class Backfill {
     if (!this.#started) return;
     this.#endTurn();
     for (const c of this.#usage.flush()) this.#push("llm_call", { ...c.payload });
-    if (this.bad) this.#push("telemetry_gap", { cause: "log_unreadable", detail: `${this.bad} transcript line(s) were not valid JSON and were skipped` });
+    if (this.bad)
+      this.#push("telemetry_gap", {
+        cause: "log_unreadable",
+        detail: `${this.bad} transcript line(s) were not valid JSON and were skipped`,
+      });
     this.#push("agent_stop", { reason: "backfill", outcome: "completed" });
   }
 }

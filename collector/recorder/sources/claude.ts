@@ -43,7 +43,9 @@ export function claudeUsage(u: Record<string, unknown>): Usage {
     input_tokens: count(u.input_tokens),
     output_tokens: count(u.output_tokens),
     cache_read_tokens: count(u.cache_read_input_tokens),
-    cache_write_tokens: split ? count(cc.ephemeral_5m_input_tokens) + count(cc.ephemeral_1h_input_tokens) : count(u.cache_creation_input_tokens),
+    cache_write_tokens: split
+      ? count(cc.ephemeral_5m_input_tokens) + count(cc.ephemeral_1h_input_tokens)
+      : count(u.cache_creation_input_tokens),
   };
   // The transcript's usage has no separate thinking count; a build that adds one is passed on as a number only.
   if (typeof u.thinking_tokens === "number") usage.thinking_tokens = count(u.thinking_tokens);
@@ -78,8 +80,14 @@ function recordOf(o: Record<string, unknown>, now: number): { rec: Response | nu
   const req = str(requestId);
   return {
     rec: {
-      key: req ? `${id}\u0000${req}` : id, message_id: id, ...(req ? { request_id: req } : {}), model,
-      usage: claudeUsage(usage), t: timeOf(o, now), sidechain, speed: typeof usage.speed === "string",
+      key: req ? `${id}\u0000${req}` : id,
+      message_id: id,
+      ...(req ? { request_id: req } : {}),
+      model,
+      usage: claudeUsage(usage),
+      t: timeOf(o, now),
+      sidechain,
+      speed: typeof usage.speed === "string",
     },
     stream,
   };
@@ -120,7 +128,11 @@ export class ClaudeTranscript {
   }
 
   get state(): ClaudeState {
-    return { pending: [...this.#pending.values()], emitted: [...this.#emitted].slice(-MAX_EMITTED), streams: Object.fromEntries(this.#streams) };
+    return {
+      pending: [...this.#pending.values()],
+      emitted: [...this.#emitted].slice(-MAX_EMITTED),
+      streams: Object.fromEntries(this.#streams),
+    };
   }
 
   /** Feeds one line; returns the responses this line made final. */
@@ -182,8 +194,13 @@ export class ClaudeTranscript {
       key,
       t: r.t,
       payload: {
-        path: "transcript", vendor: "anthropic", model: r.model, forwarded: true, usage: r.usage,
-        message_id: r.message_id, ...(r.request_id ? { request_id: r.request_id } : {}),
+        path: "transcript",
+        vendor: "anthropic",
+        model: r.model,
+        forwarded: true,
+        usage: r.usage,
+        message_id: r.message_id,
+        ...(r.request_id ? { request_id: r.request_id } : {}),
       },
     });
   }

@@ -12,7 +12,13 @@ interface Tokens {
   reasoning_output_tokens: number;
 }
 
-const FIELDS: (keyof Tokens)[] = ["input_tokens", "cached_input_tokens", "cache_write_input_tokens", "output_tokens", "reasoning_output_tokens"];
+const FIELDS: (keyof Tokens)[] = [
+  "input_tokens",
+  "cached_input_tokens",
+  "cache_write_input_tokens",
+  "output_tokens",
+  "reasoning_output_tokens",
+];
 
 /** A function call seen in the rollout, waiting for its output (paired by call_id). */
 interface OpenCall {
@@ -111,7 +117,9 @@ export class CodexRollout {
   bad = 0;
 
   constructor(state?: CodexState) {
-    this.#s = state ? structuredClone(state) : { model: null, lastInfo: null, prev: null, bytes: 0, metas: 0, subagent: false, replaySecond: null, replayOver: false, calls: {} };
+    this.#s = state
+      ? structuredClone(state)
+      : { model: null, lastInfo: null, prev: null, bytes: 0, metas: 0, subagent: false, replaySecond: null, replayOver: false, calls: {} };
   }
 
   get state(): CodexState {
@@ -163,18 +171,21 @@ export class CodexRollout {
     if (total) {
       const step = s.prev ? advanced(total, s.prev) : "forward";
       if (step === "same") return [];
-      delta = step === "regressed" || !s.prev ? total : (Object.fromEntries(FIELDS.map((f) => [f, total[f] - s.prev![f]])) as unknown as Tokens);
+      delta =
+        step === "regressed" || !s.prev ? total : (Object.fromEntries(FIELDS.map((f) => [f, total[f] - s.prev![f]])) as unknown as Tokens);
       s.prev = total;
     } else delta = last;
     if (replay || !delta || FIELDS.every((f) => delta[f] === 0)) return [];
     const model = s.model ?? str(info.model) ?? "unknown";
-    return [{
-      usage: {
-        identity: total ? JSON.stringify(FIELDS.map((f) => total[f])) : `${infoKey}@${t}`,
-        t,
-        payload: { path: "transcript", vendor: "openai", model, forwarded: true, usage: usageOf(delta) },
+    return [
+      {
+        usage: {
+          identity: total ? JSON.stringify(FIELDS.map((f) => total[f])) : `${infoKey}@${t}`,
+          t,
+          payload: { path: "transcript", vendor: "openai", model, forwarded: true, usage: usageOf(delta) },
+        },
       },
-    }];
+    ];
   }
 
   #item(p: Record<string, unknown>, t: number): CodexOut[] {
@@ -183,7 +194,11 @@ export class CodexRollout {
     if (!id) return [];
     if (p.type === "function_call" || p.type === "custom_tool_call" || p.type === "local_shell_call") {
       const input = p.type === "function_call" ? p.arguments : p.type === "custom_tool_call" ? p.input : p.action;
-      s.calls[id] = { name: str(p.name) ?? (p.type === "local_shell_call" ? "local_shell" : "unknown"), input: typeof input === "string" ? input : JSON.stringify(input ?? null), t };
+      s.calls[id] = {
+        name: str(p.name) ?? (p.type === "local_shell_call" ? "local_shell" : "unknown"),
+        input: typeof input === "string" ? input : JSON.stringify(input ?? null),
+        t,
+      };
       return [];
     }
     if (p.type !== "function_call_output" && p.type !== "custom_tool_call_output") return [];

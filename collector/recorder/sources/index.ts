@@ -113,7 +113,10 @@ export class Sources {
       const e = req.event;
       if (typeof e.cwd === "string") this.trees.note(s.chain, e.cwd);
       const tool = typeof e.tool_use_id === "string" ? e.tool_use_id : null;
-      if (tool && (e.hook_event_name === "PostToolUse" || e.hook_event_name === "PostToolUseFailure" || e.hook_event_name === "PreToolUse")) {
+      if (
+        tool &&
+        (e.hook_event_name === "PostToolUse" || e.hook_event_name === "PostToolUseFailure" || e.hook_event_name === "PreToolUse")
+      ) {
         const set = this.#hooked.get(s.chain) ?? new Set();
         set.add(tool);
         this.#hooked.set(s.chain, set);
@@ -172,8 +175,20 @@ export class Sources {
 
   save(): void {
     if (!this.#dirty) return;
-    const files = [...this.#files.values()].map((f) => ({ ...f, state: this.#parsers.get(`${f.chain}\0${f.path}`) instanceof StellaJournal ? null : (this.#parsers.get(`${f.chain}\0${f.path}`) as ClaudeTranscript | CodexRollout | undefined)?.state ?? f.state }));
-    const persisted: Persisted = { v: 1, files, hooked: Object.fromEntries([...this.#hooked].map(([k, v]) => [k, [...v].slice(-5000)])), trees: this.trees.state, hookless: this.hookless.state };
+    const files = [...this.#files.values()].map((f) => ({
+      ...f,
+      state:
+        this.#parsers.get(`${f.chain}\0${f.path}`) instanceof StellaJournal
+          ? null
+          : ((this.#parsers.get(`${f.chain}\0${f.path}`) as ClaudeTranscript | CodexRollout | undefined)?.state ?? f.state),
+    }));
+    const persisted: Persisted = {
+      v: 1,
+      files,
+      hooked: Object.fromEntries([...this.#hooked].map(([k, v]) => [k, [...v].slice(-5000)])),
+      trees: this.trees.state,
+      hookless: this.hookless.state,
+    };
     this.#opts.save(`${JSON.stringify(persisted)}\n`);
     this.#dirty = false;
   }
@@ -202,8 +217,12 @@ export class Sources {
     const key = `${f.chain}\0${f.path}`;
     let p = this.#parsers.get(key);
     if (!p) {
-      p = f.kind === "claude" ? new ClaudeTranscript(f.state as ClaudeState | undefined ?? undefined)
-        : f.kind === "codex" ? new CodexRollout(f.state as CodexState | undefined ?? undefined) : new StellaJournal();
+      p =
+        f.kind === "claude"
+          ? new ClaudeTranscript((f.state as ClaudeState | undefined) ?? undefined)
+          : f.kind === "codex"
+            ? new CodexRollout((f.state as CodexState | undefined) ?? undefined)
+            : new StellaJournal();
       this.#parsers.set(key, p);
     }
     return p;
@@ -228,32 +247,58 @@ export class Sources {
     const now = this.#now();
     const r = readFrom(f.path, f.offset);
     if (r.error && r.lines.length === 0) {
-      if (!f.gapped && (last || !(r.error.includes("ENOENT")))) this.#unreadable(rec, f, `${f.kind} log ${basename(f.path)} cannot be read: ${r.error}`);
+      if (!f.gapped && (last || !r.error.includes("ENOENT")))
+        this.#unreadable(rec, f, `${f.kind} log ${basename(f.path)} cannot be read: ${r.error}`);
       return;
     }
-    if (r.shrunk) this.#rec.log(`${f.path} is shorter than what was read; reading it again from the start (responses already recorded are not recorded twice)`);
+    if (r.shrunk)
+      this.#rec.log(
+        `${f.path} is shorter than what was read; reading it again from the start (responses already recorded are not recorded twice)`,
+      );
     const parser = this.#parser(f);
     const badBefore = parser.bad;
     for (const line of r.lines) {
       const t = now;
-      if (parser instanceof ClaudeTranscript) for (const c of parser.line(line.text, t)) this.#commit(rec, [{ kind: "llm_call", payload: c.payload, bodies: [] }], c.t, id("tx", rec.chain, c.key));
+      if (parser instanceof ClaudeTranscript)
+        for (const c of parser.line(line.text, t))
+          this.#commit(rec, [{ kind: "llm_call", payload: c.payload, bodies: [] }], c.t, id("tx", rec.chain, c.key));
       else if (parser instanceof CodexRollout) {
         for (const o of parser.line(line.text, t)) {
-          if ("usage" in o) this.#commit(rec, [{ kind: "llm_call", payload: o.usage.payload, bodies: [] }], o.usage.t, id("cx", o.usage.identity));
-          else if (!this.#hooked.get(rec.chain)?.has(o.tool.call_id)) this.#commit(rec, codexToolSteps(o.tool, this.#rec.policy?.policy.retention ?? null), o.tool.t, id("ct", rec.chain, o.tool.call_id));
+          if ("usage" in o)
+            this.#commit(rec, [{ kind: "llm_call", payload: o.usage.payload, bodies: [] }], o.usage.t, id("cx", o.usage.identity));
+          else if (!this.#hooked.get(rec.chain)?.has(o.tool.call_id))
+            this.#commit(
+              rec,
+              codexToolSteps(o.tool, this.#rec.policy?.policy.retention ?? null),
+              o.tool.t,
+              id("ct", rec.chain, o.tool.call_id),
+            );
         }
-      } else for (const c of parser.line(line.text, t)) this.#commit(rec, [{ kind: "llm_call", payload: c.payload, bodies: [] }], c.t, id("st", rec.chain, f.path, String(line.at)));
-      if (parser.bad > badBefore && !f.gapped) this.#unreadable(rec, f, `a line of ${f.kind} log ${basename(f.path)} at byte ${line.at} is not valid JSON; it was skipped, the lines after it were read`);
+      } else
+        for (const c of parser.line(line.text, t))
+          this.#commit(rec, [{ kind: "llm_call", payload: c.payload, bodies: [] }], c.t, id("st", rec.chain, f.path, String(line.at)));
+      if (parser.bad > badBefore && !f.gapped)
+        this.#unreadable(
+          rec,
+          f,
+          `a line of ${f.kind} log ${basename(f.path)} at byte ${line.at} is not valid JSON; it was skipped, the lines after it were read`,
+        );
     }
     if (r.offset !== f.offset || r.lines.length) {
       f.offset = r.offset;
       f.grown = now;
       this.#changed();
     }
-    if (last && r.tail > 0 && !f.gapped) this.#unreadable(rec, f, `${f.kind} log ${basename(f.path)} ends in a truncated line (${r.tail} bytes at byte ${r.offset}); it was not read`);
+    if (last && r.tail > 0 && !f.gapped)
+      this.#unreadable(
+        rec,
+        f,
+        `${f.kind} log ${basename(f.path)} ends in a truncated line (${r.tail} bytes at byte ${r.offset}); it was not read`,
+      );
     const quiet = now - f.grown >= (this.#opts.quietMs ?? 30_000);
     if ((flush || quiet) && parser instanceof ClaudeTranscript) {
-      for (const c of parser.flush()) this.#commit(rec, [{ kind: "llm_call", payload: c.payload, bodies: [] }], c.t, id("tx", rec.chain, c.key));
+      for (const c of parser.flush())
+        this.#commit(rec, [{ kind: "llm_call", payload: c.payload, bodies: [] }], c.t, id("tx", rec.chain, c.key));
     }
   }
 

@@ -23,7 +23,7 @@ export class StellaJournal {
     }
     // Journal lines wrap the event; stream-json output is the bare event.
     const e = o.type === "event" ? obj(o.event) : o;
-    if (!e || e.type !== "step_usage") return [];
+    if (e?.type !== "step_usage") return [];
     const input = count(e.input_tokens);
     const cached = count(e.cached_input_tokens);
     const usage: Payload<"llm_call">["usage"] = {

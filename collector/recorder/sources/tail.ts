@@ -41,7 +41,8 @@ export function readFrom(path: string, offset: number): Read {
       lines.push(...more);
       if (consumed === 0) {
         // One line longer than a read: skip it whole rather than stall on it forever.
-        if (got === MAX_READ) return { lines, offset: at, size, tail: size - at, error: `a line at byte ${at} is longer than ${MAX_READ} bytes` };
+        if (got === MAX_READ)
+          return { lines, offset: at, size, tail: size - at, error: `a line at byte ${at} is longer than ${MAX_READ} bytes` };
         break;
       }
       at += consumed;
@@ -86,7 +87,7 @@ export function activeStellaJournal(since: number, taken: ReadonlySet<string>, d
   for (const name of names) {
     const path = join(dir, "sessions", name, "journal.jsonl");
     if (taken.has(path)) continue;
-    let st;
+    let st: ReturnType<typeof statSync>;
     try {
       st = statSync(path);
     } catch {
@@ -103,7 +104,13 @@ export function activeStellaJournal(since: number, taken: ReadonlySet<string>, d
 export function findRollout(sessionId: string, now = Date.now(), home = codexHome()): string | null {
   for (let day = 0; day < 3; day++) {
     const d = new Date(now - day * 86_400_000);
-    const dir = join(home, "sessions", String(d.getFullYear()), String(d.getMonth() + 1).padStart(2, "0"), String(d.getDate()).padStart(2, "0"));
+    const dir = join(
+      home,
+      "sessions",
+      String(d.getFullYear()),
+      String(d.getMonth() + 1).padStart(2, "0"),
+      String(d.getDate()).padStart(2, "0"),
+    );
     let names: string[];
     try {
       names = readdirSync(dir);
@@ -121,7 +128,9 @@ export function subagentFiles(transcript: string): string[] {
   const dir = join(transcript.replace(/\.jsonl$/, ""), "subagents");
   if (!existsSync(dir)) return [];
   try {
-    return readdirSync(dir).filter((n) => n.endsWith(".jsonl")).map((n) => join(dir, n));
+    return readdirSync(dir)
+      .filter((n) => n.endsWith(".jsonl"))
+      .map((n) => join(dir, n));
   } catch {
     return [];
   }

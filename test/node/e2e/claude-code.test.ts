@@ -44,7 +44,14 @@ function ours(event: string): Handler {
 
 async function fire(event: string, payload: Record<string, unknown>): Promise<Record<string, unknown>> {
   const handler = ours(event);
-  const body = JSON.stringify({ session_id: "cc-session-1", transcript_path: null, cwd: computer.home, permission_mode: "default", hook_event_name: event, ...payload });
+  const body = JSON.stringify({
+    session_id: "cc-session-1",
+    transcript_path: null,
+    cwd: computer.home,
+    permission_mode: "default",
+    hook_event_name: event,
+    ...payload,
+  });
   if (handler.type === "http") {
     const res = await fetch(handler.url!, { method: "POST", headers: { "content-type": "application/json" }, body });
     expect(res.status).toBe(200);
@@ -88,14 +95,40 @@ describe("Claude Code, end to end", () => {
   it("records every step Claude Code reports, from command and HTTP hooks", async () => {
     expect(await fire("SessionStart", { source: "startup", model: "claude-sonnet-4-5" })).toEqual({});
     await fire("UserPromptSubmit", { prompt: "write the changelog and run the tests", prompt_id: "p-1" });
-    const pre = await fire("PreToolUse", { tool_name: "Write", tool_input: { file_path: `${computer.home}/CHANGELOG.md`, content: "# 1.0\n" }, tool_use_id: "toolu_01" });
+    const pre = await fire("PreToolUse", {
+      tool_name: "Write",
+      tool_input: { file_path: `${computer.home}/CHANGELOG.md`, content: "# 1.0\n" },
+      tool_use_id: "toolu_01",
+    });
     expect(pre).toMatchObject({ hookSpecificOutput: { hookEventName: "PreToolUse", permissionDecision: "allow" } });
-    await fire("PostToolUse", { tool_name: "Write", tool_input: { file_path: `${computer.home}/CHANGELOG.md`, content: "# 1.0\n" }, tool_use_id: "toolu_01", tool_response: { filePath: `${computer.home}/CHANGELOG.md`, success: true }, duration_ms: 12 });
+    await fire("PostToolUse", {
+      tool_name: "Write",
+      tool_input: { file_path: `${computer.home}/CHANGELOG.md`, content: "# 1.0\n" },
+      tool_use_id: "toolu_01",
+      tool_response: { filePath: `${computer.home}/CHANGELOG.md`, success: true },
+      duration_ms: 12,
+    });
     await fire("PermissionRequest", { tool_name: "Bash", tool_input: { command: "npm test", description: "Run tests" } });
-    await fire("PreToolUse", { tool_name: "Bash", tool_input: { command: "npm test", description: "Run tests", timeout: 120000, run_in_background: false }, tool_use_id: "toolu_02" });
-    await fire("PostToolUseFailure", { tool_name: "Bash", tool_input: { command: "npm test" }, tool_use_id: "toolu_02", error: "Exit code 1\n2 failing", is_interrupt: false, duration_ms: 8012 });
+    await fire("PreToolUse", {
+      tool_name: "Bash",
+      tool_input: { command: "npm test", description: "Run tests", timeout: 120000, run_in_background: false },
+      tool_use_id: "toolu_02",
+    });
+    await fire("PostToolUseFailure", {
+      tool_name: "Bash",
+      tool_input: { command: "npm test" },
+      tool_use_id: "toolu_02",
+      error: "Exit code 1\n2 failing",
+      is_interrupt: false,
+      duration_ms: 8012,
+    });
     await fire("SubagentStart", { agent_id: "a-1", agent_type: "Explore" });
-    await fire("SubagentStop", { agent_id: "a-1", agent_type: "Explore", stop_hook_active: false, last_assistant_message: "Found the failing test." });
+    await fire("SubagentStop", {
+      agent_id: "a-1",
+      agent_type: "Explore",
+      stop_hook_active: false,
+      last_assistant_message: "Found the failing test.",
+    });
     await fire("Stop", { stop_hook_active: false, last_assistant_message: "The changelog is written; 2 tests fail." });
     await fire("SessionEnd", { reason: "prompt_input_exit" });
     await drained(computer, Date.now());
@@ -105,7 +138,9 @@ describe("Claude Code, end to end", () => {
       const res = await worker.api(`/v1/runs/${id}`);
       return res.status === 200 && ((await res.json()) as { status: string }).status === "ended";
     }, "the Claude Code run to end");
-    const frames = ((await (await worker.api(`/v1/runs/${id}/frames?limit=1000`)).json()) as { frames: { kind: string; payload: string }[] }).frames;
+    const frames = (
+      (await (await worker.api(`/v1/runs/${id}/frames?limit=1000`)).json()) as { frames: { kind: string; payload: string }[] }
+    ).frames;
     expect(frames.map((f) => f.kind)).toEqual([
       "agent_start",
       "turn_start",

@@ -43,7 +43,15 @@ beforeAll(async () => {
     method: "PUT",
     body: JSON.stringify({
       mode: "enforce",
-      tools: [{ id: "no-refunds-over-100", tool: "stripe_refund", command: "*amount=5000*", decision: "deny", reason: "refunds over $100 need a person" }],
+      tools: [
+        {
+          id: "no-refunds-over-100",
+          tool: "stripe_refund",
+          command: "*amount=5000*",
+          decision: "deny",
+          reason: "refunds over $100 need a person",
+        },
+      ],
       default_tool_decision: "allow",
       models: null,
       budgets: [],
@@ -63,20 +71,47 @@ describe("a custom agent wrapped with tacho hook, end to end", () => {
     const who = ["--agent", "stripe-refunds"];
     const ran: string[] = [];
     const tool = (id: string, amount: number) => {
-      const answer = computer.hook(who, { session_id: session, hook_event_name: "PreToolUse", tool_name: "stripe_refund", tool_input: { command: `refund charge=ch_${id} amount=${amount}` }, tool_use_id: id });
+      const answer = computer.hook(who, {
+        session_id: session,
+        hook_event_name: "PreToolUse",
+        tool_name: "stripe_refund",
+        tool_input: { command: `refund charge=ch_${id} amount=${amount}` },
+        tool_use_id: id,
+      });
       const decision = (answer.hookSpecificOutput as { permissionDecision: string }).permissionDecision;
       if (decision === "deny") return answer;
       ran.push(id);
-      computer.hook(who, { session_id: session, hook_event_name: "PostToolUse", tool_name: "stripe_refund", tool_input: { command: `refund charge=ch_${id} amount=${amount}` }, tool_use_id: id, tool_response: { exit_code: 0, refund: `re_${id}` } });
+      computer.hook(who, {
+        session_id: session,
+        hook_event_name: "PostToolUse",
+        tool_name: "stripe_refund",
+        tool_input: { command: `refund charge=ch_${id} amount=${amount}` },
+        tool_use_id: id,
+        tool_response: { exit_code: 0, refund: `re_${id}` },
+      });
       return answer;
     };
     expect(computer.hook(who, { session_id: session, hook_event_name: "SessionStart", cwd: computer.home })).toEqual({});
-    expect(computer.hook(who, { session_id: session, hook_event_name: "UserPromptSubmit", prompt: "refund the two duplicate charges", extra_field: { kept: true } })).toEqual({});
+    expect(
+      computer.hook(who, {
+        session_id: session,
+        hook_event_name: "UserPromptSubmit",
+        prompt: "refund the two duplicate charges",
+        extra_field: { kept: true },
+      }),
+    ).toEqual({});
     tool("call-1", 1200);
     const denied = tool("call-2", 5000);
-    expect(denied.hookSpecificOutput).toMatchObject({ permissionDecision: "deny", permissionDecisionReason: "refunds over $100 need a person" });
+    expect(denied.hookSpecificOutput).toMatchObject({
+      permissionDecision: "deny",
+      permissionDecisionReason: "refunds over $100 need a person",
+    });
     expect(ran).toEqual(["call-1"]);
-    computer.hook(who, { session_id: session, hook_event_name: "Stop", last_assistant_message: "Refunded one charge; the other needs approval." });
+    computer.hook(who, {
+      session_id: session,
+      hook_event_name: "Stop",
+      last_assistant_message: "Refunded one charge; the other needs approval.",
+    });
     computer.hook(who, { session_id: session, hook_event_name: "SessionEnd", reason: "done" });
 
     const id = await runIdOf(session, "stripe-refunds");
@@ -115,7 +150,10 @@ describe("a custom agent wrapped with tacho hook, end to end", () => {
   }, 120_000);
 
   it("refuses a reserved agent name with one JSON answer and exit 0, recording nothing", async () => {
-    const r = computer.tacho(["hook", "--agent", "claude-code"], JSON.stringify({ session_id: "x", hook_event_name: "PreToolUse", tool_name: "t" }));
+    const r = computer.tacho(
+      ["hook", "--agent", "claude-code"],
+      JSON.stringify({ session_id: "x", hook_event_name: "PreToolUse", tool_name: "t" }),
+    );
     expect(r.status).toBe(0);
     const answer = JSON.parse(r.stdout);
     expect(answer.hookSpecificOutput.permissionDecision).toBe("deny");
@@ -127,8 +165,21 @@ describe("when parts go down", () => {
   const who = ["--agent", "ci-bot"];
   const step = (session: string, i: number) => {
     const input = { command: `echo step-${i}` };
-    const pre = computer.hook(who, { session_id: session, hook_event_name: "PreToolUse", tool_name: "run_shell", tool_input: input, tool_use_id: `c${i}` });
-    computer.hook(who, { session_id: session, hook_event_name: "PostToolUse", tool_name: "run_shell", tool_input: input, tool_use_id: `c${i}`, tool_response: { exit_code: 0 } });
+    const pre = computer.hook(who, {
+      session_id: session,
+      hook_event_name: "PreToolUse",
+      tool_name: "run_shell",
+      tool_input: input,
+      tool_use_id: `c${i}`,
+    });
+    computer.hook(who, {
+      session_id: session,
+      hook_event_name: "PostToolUse",
+      tool_name: "run_shell",
+      tool_input: input,
+      tool_use_id: `c${i}`,
+      tool_response: { exit_code: 0 },
+    });
     return pre;
   };
   const toolCalls = async (id: string) => (await kinds(id)).filter((k) => k === "tool_call").length;
@@ -141,7 +192,13 @@ describe("when parts go down", () => {
     await daemon.exited;
     const offline = step(session, 1);
     expect(offline).toMatchObject({ enforcement_tier: "client_attested", hookSpecificOutput: { permissionDecision: "allow" } });
-    const refused = computer.hook(who, { session_id: session, hook_event_name: "PreToolUse", tool_name: "stripe_refund", tool_input: { command: "refund amount=5000" }, tool_use_id: "r1" });
+    const refused = computer.hook(who, {
+      session_id: session,
+      hook_event_name: "PreToolUse",
+      tool_name: "stripe_refund",
+      tool_input: { command: "refund amount=5000" },
+      tool_use_id: "r1",
+    });
     expect(refused).toMatchObject({ enforcement_tier: "client_attested", hookSpecificOutput: { permissionDecision: "deny" } });
     step(session, 2);
     daemon = runDaemon(computer);
@@ -176,7 +233,9 @@ describe("when parts go down", () => {
     const id = await runIdOf(session, "ci-bot");
     await eventually(async () => (await run(id))?.status === "ended", "the crashed-recorder run to end");
     expect(await toolCalls(id)).toBe(30);
-    const ids = ((await (await worker.api(`/v1/runs/${id}/frames?limit=1000`)).json()) as { frames: { kind: string; payload: string }[] }).frames
+    const ids = (
+      (await (await worker.api(`/v1/runs/${id}/frames?limit=1000`)).json()) as { frames: { kind: string; payload: string }[] }
+    ).frames
       .filter((f) => f.kind === "tool_call")
       .map((f) => (JSON.parse(f.payload) as { tool_use_id: string }).tool_use_id);
     expect(new Set(ids).size).toBe(30);

@@ -7,7 +7,8 @@ import type { Policy } from "../../../protocol/index.ts";
 import { makeHome, NODE, TACHO, type Home } from "../../support/recorder.ts";
 import { collect, type Ran } from "./tacho.ts";
 
-type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- walks parsed configs
+// biome-ignore lint/suspicious/noExplicitAny: tests walk parsed JSON
+type Json = Record<string, any>;
 
 export interface HarnessHome extends Home {
   env: Record<string, string>;
@@ -27,7 +28,14 @@ export async function harnessHome(harnesses: string[], policy: Partial<Policy> =
   const hostPath = join(home.dir, "host.json");
   writeFileSync(hostPath, JSON.stringify({ ...JSON.parse(readFileSync(hostPath, "utf8")), harnesses }));
   const user = mkdtempSync(join(tmpdir(), "oxagen-user-"));
-  const env = { PATH: process.env.PATH ?? "", HOME: user, OXAGEN_HOME: home.dir, CODEX_HOME: join(user, ".codex"), CLAUDE_CONFIG_DIR: join(user, ".claude"), TACHO_HOOK_COMMAND: `${NODE} ${TACHO}` };
+  const env = {
+    PATH: process.env.PATH ?? "",
+    HOME: user,
+    OXAGEN_HOME: home.dir,
+    CODEX_HOME: join(user, ".codex"),
+    CLAUDE_CONFIG_DIR: join(user, ".claude"),
+    TACHO_HOOK_COMMAND: `${NODE} ${TACHO}`,
+  };
   const r = await sh(`${NODE} ${TACHO} enroll --harness ${harnesses.join(",")}`, "", env);
   if (r.code !== 0) throw new Error(`enroll failed: ${r.stderr}`);
   return { ...home, env, user };
@@ -35,7 +43,12 @@ export async function harnessHome(harnesses: string[], policy: Partial<Policy> =
 
 /** The command our entry runs for an event, read from the written configuration. */
 export function writtenCommand(h: HarnessHome, harness: string, event: string): string {
-  const path = { codex: join(h.user, ".codex/hooks.json"), cursor: join(h.user, ".cursor/hooks.json"), stella: join(h.user, ".stella/settings.json"), "claude-code": join(h.user, ".claude/settings.json") }[harness]!;
+  const path = {
+    codex: join(h.user, ".codex/hooks.json"),
+    cursor: join(h.user, ".cursor/hooks.json"),
+    stella: join(h.user, ".stella/settings.json"),
+    "claude-code": join(h.user, ".claude/settings.json"),
+  }[harness]!;
   const hooks = (JSON.parse(readFileSync(path, "utf8")) as Json).hooks[event] as Json[] | undefined;
   if (!hooks) throw new Error(`${harness} has no ${event} entry`);
   const handlers = harness === "cursor" ? hooks : hooks.flatMap((g) => g.hooks as Json[]);

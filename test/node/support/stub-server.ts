@@ -45,17 +45,29 @@ export async function startStub(): Promise<StubServer> {
       stub.enrollCalls++;
       const parsed = EnrollRequest.safeParse(JSON.parse(raw.toString("utf8")));
       if (!parsed.success) return send(400, { error: "invalid_request", message: "bad enroll request" });
-      if (parsed.data.token !== STUB_TOKEN) return send(401, { error: "invalid_token", message: "The enrollment token is unknown, expired or already used." });
+      if (parsed.data.token !== STUB_TOKEN)
+        return send(401, { error: "invalid_token", message: "The enrollment token is unknown, expired or already used." });
       const hostId = `h-stub-${next++}`;
       hosts.set(hostId, parsed.data.public_key);
-      return send(201, { host_id: hostId, workspace: STUB_WORKSPACE, server_key: { pub: bytesToHex(SERVER_PUBLIC), key_id: SERVER_KEY_ID } });
+      return send(201, {
+        host_id: hostId,
+        workspace: STUB_WORKSPACE,
+        server_key: { pub: bytesToHex(SERVER_PUBLIC), key_id: SERVER_KEY_ID },
+      });
     }
     if (req.method === "GET" && req.url === ROUTES.policy) {
       const hostId = String(req.headers[AUTH_HEADERS.host] ?? "");
       const pub = hosts.get(hostId);
       const header = (name: string) => (typeof req.headers[name] === "string" ? (req.headers[name] as string) : null);
       const problem = pub
-        ? requestProblem(fromHex(pub, 32), { host: header(AUTH_HEADERS.host), time: header(AUTH_HEADERS.time), signature: header(AUTH_HEADERS.signature) }, "GET", ROUTES.policy, new Uint8Array(), Date.now())
+        ? requestProblem(
+            fromHex(pub, 32),
+            { host: header(AUTH_HEADERS.host), time: header(AUTH_HEADERS.time), signature: header(AUTH_HEADERS.signature) },
+            "GET",
+            ROUTES.policy,
+            new Uint8Array(),
+            Date.now(),
+          )
         : "unknown host";
       if (problem) return send(401, { error: "bad_signature", message: problem });
       return send(200, signPolicy(stub.policy, SERVER_SECRET, SERVER_KEY_ID));
