@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { PAYLOADS } from "../../protocol/index.ts";
-import { claudeUsage, ClaudeTranscript, type UsageCall } from "../../collector/recorder/sources/claude.ts";
+import { ClaudeTranscript, type UsageCall } from "../../collector/recorder/sources/claude.ts";
 import { CodexRollout, type CodexOut } from "../../collector/recorder/sources/codex.ts";
 import { splitLines } from "../../collector/recorder/sources/lines.ts";
 import { StellaJournal } from "../../collector/recorder/sources/stella.ts";
@@ -95,18 +95,6 @@ describe("Claude Code transcript usage", () => {
     // A late repeat of a recorded response is not counted again (and b's stream has moved on).
     expect(p.line(line("a", 60)).map((c) => c.payload.message_id)).toEqual(["b"]);
     expect(p.flush()).toEqual([]);
-  });
-
-  it("takes cache writes from the ephemeral 5m/1h split when present, else the flat field", () => {
-    expect(
-      claudeUsage({
-        input_tokens: 1,
-        output_tokens: 2,
-        cache_creation_input_tokens: 999,
-        cache_creation: { ephemeral_5m_input_tokens: 10, ephemeral_1h_input_tokens: 5 },
-      }).cache_write_tokens,
-    ).toBe(15);
-    expect(claudeUsage({ input_tokens: 1, output_tokens: 2, cache_creation_input_tokens: 999 }).cache_write_tokens).toBe(999);
   });
 });
 

@@ -3,7 +3,7 @@ import { count, obj, parseObject, str, timeOf } from "./lines.ts";
 
 type Usage = Payload<"llm_call">["usage"];
 
-/** One API response as the transcript shows it (the largest record seen for its key). */
+/** One API response as the transcript shows it (the latest line seen for its key). */
 interface Response {
   key: string;
   message_id: string;
@@ -11,8 +11,8 @@ interface Response {
   model: string;
   usage: Usage;
   t: number;
-  sidechain: boolean;
-  speed: boolean;
+  /** A line of it carried the vendor's stop_reason: its usage is the final one. */
+  complete?: boolean;
 }
 
 /** What survives a restart: responses not yet final, the keys already emitted, each stream's open key. */
@@ -31,52 +31,49 @@ export interface UsageCall {
 
 const MAX_EMITTED = 50_000;
 
-function total(u: Usage): number {
-  return u.input_tokens + u.output_tokens + (u.cache_read_tokens ?? 0) + (u.cache_write_tokens ?? 0);
-}
-
-/** The usage of one transcript record, mapped to the llm_call fields (harnesses.md §1.7). */
+/**
+ * The usage of one transcript record, mapped to the llm_call fields (harnesses.md §1.7). Cache
+ * writes are `cache_creation_input_tokens`, the figure the vendor bills; the 5m/1h split is only
+ * a fallback when that total is absent (Claude Code writes the split as zeros when the vendor
+ * sends none, so taking the split would drop every cache write).
+ */
 export function claudeUsage(u: Record<string, unknown>): Usage {
   const cc = obj(u.cache_creation);
-  const split = cc && (typeof cc.ephemeral_5m_input_tokens === "number" || typeof cc.ephemeral_1h_input_tokens === "number");
   const usage: Usage = {
     input_tokens: count(u.input_tokens),
     output_tokens: count(u.output_tokens),
     cache_read_tokens: count(u.cache_read_input_tokens),
-    cache_write_tokens: split
-      ? count(cc.ephemeral_5m_input_tokens) + count(cc.ephemeral_1h_input_tokens)
-      : count(u.cache_creation_input_tokens),
+    cache_write_tokens:
+      typeof u.cache_creation_input_tokens === "number" || !cc
+        ? count(u.cache_creation_input_tokens)
+        : count(cc.ephemeral_5m_input_tokens) + count(cc.ephemeral_1h_input_tokens),
   };
-  // The transcript's usage has no separate thinking count; a build that adds one is passed on as a number only.
-  if (typeof u.thinking_tokens === "number") usage.thinking_tokens = count(u.thinking_tokens);
+  // Thinking is recorded as a count only: 2.1 writes it in output_tokens_details (part of the output).
+  const thinking = u.thinking_tokens ?? obj(u.output_tokens_details)?.thinking_tokens;
+  if (typeof thinking === "number") usage.thinking_tokens = count(thinking);
   return usage;
 }
 
 /** The usage-bearing record of a line (assistant line or subagent progress line) and the stream it belongs to. */
-function recordOf(o: Record<string, unknown>, now: number): { rec: Response | null; stream: string | null } {
+function recordOf(o: Record<string, unknown>, now: number): { rec: Response; stream: string } | null {
   let message: Record<string, unknown> | null = null;
   let requestId: unknown;
   let stream: string;
-  let sidechain = o.isSidechain === true;
   if (o.type === "assistant") {
     message = obj(o.message);
     requestId = o.requestId;
-    stream = sidechain ? `side:${String(o.agentId ?? "")}` : "main";
+    stream = o.isSidechain === true ? `side:${String(o.agentId ?? "")}` : "main";
   } else if (o.type === "progress") {
     const data = obj(o.data);
     const outer = obj(data?.message);
     message = obj(outer?.message);
     requestId = outer?.requestId;
     stream = `progress:${String(o.parentToolUseID ?? data?.agentId ?? "")}`;
-    sidechain = true;
-  } else if (o.type === "user") {
-    // A user line (a prompt or a tool result) means the stream's last response has finished.
-    return { rec: null, stream: sidechain ? `side:${String(o.agentId ?? "")}` : "main" };
-  } else return { rec: null, stream: null };
+  } else return null;
   const usage = obj(message?.usage);
   const id = str(message?.id);
   const model = str(message?.model);
-  if (!message || !usage || !id || !model || model === "<synthetic>") return { rec: null, stream };
+  if (!message || !usage || !id || !model || model === "<synthetic>") return null;
   const req = str(requestId);
   return {
     rec: {
@@ -86,30 +83,33 @@ function recordOf(o: Record<string, unknown>, now: number): { rec: Response | nu
       model,
       usage: claudeUsage(usage),
       t: timeOf(o, now),
-      sidechain,
-      speed: typeof usage.speed === "string",
+      ...(typeof message.stop_reason === "string" ? { complete: true } : {}),
     },
     stream,
   };
 }
 
-/** ccusage's rule: the larger total wins; on a tie, a record with `speed`, then a non-sidechain one. */
-function better(candidate: Response, kept: Response): boolean {
-  const a = total(candidate.usage);
-  const b = total(kept.usage);
-  if (a !== b) return a > b;
-  if (candidate.speed !== kept.speed) return candidate.speed;
-  return kept.sidechain && !candidate.sidechain;
+/**
+ * Whether a later line of a response replaces the one kept: a line carrying the final usage is
+ * never replaced by one that does not; otherwise the latest line wins. Not the largest total: a
+ * placeholder line can carry a larger total than the final one (Claude Code writes the cache
+ * fields differently on the two), and keeping it loses the response's real output count.
+ */
+function replaces(candidate: Response, kept: Response): boolean {
+  return !!candidate.complete || !kept.complete;
 }
 
 /**
  * Claude Code transcript → llm_call, one per API response. Pure: lines in, calls out.
  *
- * A response's lines (one per content block) repeat its usage, and output grows from a placeholder,
- * so a response is recorded only once it is final: when its stream (the main conversation, a
- * sidechain, or one subagent's progress lines) moves on to another response or to a user line, or
- * when the caller flushes (Stop, SubagentStop, SessionEnd, or the file has been quiet). A record
- * that arrives for a key already recorded is not counted again.
+ * A response's lines (one per content block) repeat its usage, and output grows from a placeholder
+ * to the final count, which comes with the vendor's stop_reason. Other lines may sit between them:
+ * Claude Code 2.1 writes a tool's result as soon as the tool ran, while the response that asked for
+ * it is still streaming. So a response is recorded only once it is over: when its stream (the main
+ * conversation, a sidechain, or one subagent's progress lines) starts another response, when the
+ * caller flushes (Stop, SubagentStop, SessionEnd, the session ending), or, for a response whose
+ * final line has arrived, when the file has been quiet. Until then its latest line is kept,
+ * whatever lines come between. A record for a key already recorded is not counted again.
  */
 export class ClaudeTranscript {
   readonly #pending = new Map<string, Response>();
@@ -142,32 +142,32 @@ export class ClaudeTranscript {
       this.bad++;
       return [];
     }
-    const { rec, stream } = recordOf(o, now);
+    const found = recordOf(o, now);
+    if (!found) return [];
+    const { rec, stream } = found;
     const out: UsageCall[] = [];
-    if (stream !== null) {
-      const open = this.#streams.get(stream);
-      const key = rec ? this.#keyOf(rec) : null;
-      if (open !== undefined && open !== key) {
-        this.#finish(open, out);
-        this.#streams.delete(stream);
-      }
-      if (key !== null) this.#streams.set(stream, key);
-    }
-    if (rec) {
-      rec.key = this.#keyOf(rec);
-      if (!this.#emitted.has(rec.key)) {
-        const kept = this.#pending.get(rec.key);
-        if (!kept || better(rec, kept)) this.#pending.set(rec.key, kept ? { ...rec, t: kept.t } : rec);
-      }
-    }
+    rec.key = this.#keyOf(rec);
+    // Only the next response of the same stream ends the open one; other lines (a tool's result,
+    // written while the response that asked for it is still streaming) do not.
+    const open = this.#streams.get(stream);
+    if (open !== undefined && open !== rec.key) this.#finish(open, out);
+    this.#streams.set(stream, rec.key);
+    if (this.#emitted.has(rec.key)) return out;
+    const kept = this.#pending.get(rec.key);
+    if (!kept) this.#pending.set(rec.key, rec);
+    else if (replaces(rec, kept)) this.#pending.set(rec.key, { ...rec, t: kept.t });
     return out;
   }
 
-  /** Makes every pending response final. */
-  flush(): UsageCall[] {
+  /**
+   * Makes pending responses final: every one (the turn or the session is over), or with
+   * `completeOnly` (the file went quiet) only those whose final line has arrived; a response still
+   * streaming stays open, so its later lines still count.
+   */
+  flush(completeOnly = false): UsageCall[] {
     const out: UsageCall[] = [];
-    for (const key of [...this.#pending.keys()]) this.#finish(key, out);
-    this.#streams.clear();
+    for (const [key, r] of [...this.#pending]) if (!completeOnly || r.complete) this.#finish(key, out);
+    for (const [stream, key] of [...this.#streams]) if (!this.#pending.has(key)) this.#streams.delete(stream);
     return out;
   }
 

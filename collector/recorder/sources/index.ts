@@ -297,7 +297,9 @@ export class Sources {
       );
     const quiet = now - f.grown >= (this.#opts.quietMs ?? 30_000);
     if ((flush || quiet) && parser instanceof ClaudeTranscript) {
-      for (const c of parser.flush())
+      // A quiet file records only responses whose final line has arrived: one still streaming
+      // (a long pause between its blocks) keeps counting its later lines.
+      for (const c of parser.flush(!flush))
         this.#commit(rec, [{ kind: "llm_call", payload: c.payload, bodies: [] }], c.t, id("tx", rec.chain, c.key));
     }
   }
