@@ -1,5 +1,6 @@
 import { spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { cpSync, mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { parseLock, PAYLOADS, runIdFor, verifyChain } from "../../protocol/index.ts";
@@ -9,6 +10,7 @@ import { HOST, makeHome, NODE, payloads, readJournal, ROOT } from "../support/re
 import { StubServer } from "../support/stub-server.ts";
 
 const FIX = join(import.meta.dirname, "../fixtures/transcripts/claude-session.jsonl");
+const REAL = join(import.meta.dirname, "../fixtures/transcripts");
 const SESSION = "4d5611e5-0c1e-4f1b-9d0e-2f3a4b5c6d7e";
 const servers: StubServer[] = [];
 afterEach(async () => {
@@ -100,4 +102,61 @@ describe("oxagen agent backfill", () => {
     expect(offline.code).toBe(1);
     expect(JSON.parse(offline.stdout)).toMatchObject({ ok: false, error: "server_unreachable" });
   });
+
+  it("includes a subagent's model and tool calls, between a subagent_start and a subagent_stop, placed by time", () => {
+    const dir = join(REAL, "claude-2.1.332-subagent");
+    const session = "44d42bf1-e215-448a-a40b-6d93a7c0a3ed";
+    const b = new Backfill(null);
+    for (const line of readFileSync(join(dir, `${session}.jsonl`), "utf8").split("\n")) if (line) b.line(line);
+    const sub = readFileSync(join(dir, session, "subagents", "agent-aa6b70651b02c06a2.jsonl"), "utf8")
+      .split("\n")
+      .filter(Boolean);
+    b.subagent(sub, { agentId: "aa6b70651b02c06a2", agentType: "general-purpose" });
+    b.finish();
+    const kinds = b.steps.map((s) => s.kind);
+    const start = kinds.indexOf("subagent_start");
+    const stop = kinds.indexOf("subagent_stop");
+    expect(b.steps[start]!.payload).toMatchObject({ agent_id: "aa6b70651b02c06a2", agent_type: "general-purpose", backfilled: true });
+    // The subagent ran echo sub-one: its request, its result and what it ran, inside the subagent's span
+    // (it ran in the background: the session's own steps go on beside it).
+    const ran = b.steps.flatMap((s, i) =>
+      s.payload.tool_use_id === "toolu_vendor_fxa_8_1" ? [[i, s.kind, s.payload.tool_name ?? s.payload.program]] : [],
+    );
+    expect(ran.map(([, k, n]) => [k, n])).toEqual([
+      ["tool_requested", "Bash"],
+      ["tool_call", "Bash"],
+      ["command", "echo"],
+    ]);
+    for (const [i] of ran) expect(i as number).toBeGreaterThan(start);
+    for (const [i] of ran) expect(i as number).toBeLessThan(stop);
+    // The vendor sent 188 + 97 + 97 to the session and 222 + 133 to its subagent.
+    const calls = b.steps.filter((s) => s.kind === "llm_call");
+    expect(calls.reduce((a, s) => a + (s.payload.usage as { output_tokens: number }).output_tokens, 0)).toBe(737);
+    for (let i = 1; i < b.steps.length; i++) expect(b.steps[i]!.t).toBeGreaterThanOrEqual(b.steps[i - 1]!.t);
+    expect(kinds.at(-1)).toBe("agent_stop");
+    for (const s of b.steps) expect(PAYLOADS[s.kind].safeParse(s.payload).success).toBe(true);
+  });
+
+  for (const [what, fixture, session, output, subagents] of [
+    // The compaction call (777) is in subagents/agent-acompact-*.jsonl, after a replay of the conversation.
+    ["a compaction call (2.1.90)", "claude-2.1.90-compact", "eaf7c9c9-b740-456d-8eab-528c96dbfc27", 815 + 777, 1],
+    // Four agent-<id>.jsonl beside the transcript: three warmups (12 each) and the subagent (222 + 133).
+    ["2.0.77 subagent transcripts", "claude-2.0.77-subagent", "66d49389-c0a9-46da-a293-2c73ef5640e9", 188 + 36 + 355 + 97, 4],
+  ] as const)
+    it(`oxagen agent backfill reads ${what}: every model call once`, async () => {
+      const server = new StubServer();
+      servers.push(server);
+      const port = await server.start();
+      const home = await makeHome({ server: `http://127.0.0.1:${port}` });
+      const dir = mkdtempSync(join(tmpdir(), "cc-proj-"));
+      cpSync(join(REAL, fixture), dir, { recursive: true });
+      const done = await oxagen(home.dir, "agent", "backfill", join(dir, `${session}.jsonl`), "--json");
+      expect(done.code, done.stderr).toBe(0);
+      expect(JSON.parse(done.stdout)).toMatchObject({ ok: true, subagents, skipped_lines: 0, shipped: true });
+      const run = runIdFor(HOST, "claude-code", session);
+      const calls = payloads(readJournal(home).get(run)!).filter((p) => "usage" in p && "model" in p);
+      expect(calls.reduce((a, p) => a + (p.usage as { output_tokens: number }).output_tokens, 0)).toBe(output);
+      expect(new Set(calls.map((p) => p.message_id)).size).toBe(calls.length);
+      expect(verifyChain(run, readJournal(home).get(run)!.frames).problems).toEqual([]);
+    });
 });

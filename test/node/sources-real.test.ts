@@ -1,10 +1,11 @@
 // The recorder's second sources against transcripts the real CLIs wrote (test/fixtures/transcripts/README.md).
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { claudeUsage, ClaudeTranscript, type UsageCall } from "../../collector/recorder/sources/claude.ts";
-import { runIdFor } from "../../protocol/index.ts";
+import { SubagentFinder } from "../../collector/recorder/sources/tail.ts";
+import { PAYLOADS, runIdFor } from "../../protocol/index.ts";
 import { HOST_ID, payloadsOf, rig } from "../support/sources.ts";
 
 const FIX = join(import.meta.dirname, "../fixtures/transcripts");
@@ -103,5 +104,77 @@ describe("Claude Code cache writes", () => {
     expect(usage.output_tokens_details).toEqual({ thinking_tokens: 0 });
     expect(claudeUsage(usage).thinking_tokens).toBe(0);
     expect(claudeUsage({ ...usage, output_tokens_details: { thinking_tokens: 120 } }).thinking_tokens).toBe(120);
+  });
+});
+
+describe("Claude Code subagent transcripts, both layouts", () => {
+  const SUB21 = "44d42bf1-e215-448a-a40b-6d93a7c0a3ed";
+  const SUB20 = "66d49389-c0a9-46da-a293-2c73ef5640e9";
+
+  it("finds 2.1's <session>/subagents/ and 2.0's agent-<id>.jsonl of this session only", () => {
+    const dir = mkdtempSync(join(tmpdir(), "cc-subs-"));
+    cpSync(join(FIX, "claude-2.0.77-subagent"), dir, { recursive: true });
+    cpSync(join(FIX, "claude-2.1.332-subagent"), dir, { recursive: true });
+    // Another session's 2.0 subagent in the same project folder.
+    writeFileSync(
+      join(dir, "agent-other01.jsonl"),
+      readFileSync(join(dir, "agent-a818f6b.jsonl"), "utf8").replaceAll(SUB20, "other-session"),
+    );
+    const finder = new SubagentFinder();
+    const found = (session: string) =>
+      finder
+        .find(join(dir, `${session}.jsonl`))
+        .map((p) => p.slice(dir.length + 1))
+        .sort();
+    const FOUR = ["agent-a818f6b.jsonl", "agent-aad42a6.jsonl", "agent-ab83608.jsonl", "agent-adf8938.jsonl"];
+    expect(found(SUB20)).toEqual(FOUR);
+    expect(found(SUB21)).toEqual([`${SUB21}/subagents/agent-aa6b70651b02c06a2.jsonl`]);
+    // A subagent started later: its file appears empty, then gets its first line.
+    const late = join(dir, "agent-late001.jsonl");
+    writeFileSync(late, "");
+    expect(found(SUB20)).toEqual(FOUR);
+    writeFileSync(late, readFileSync(join(dir, "agent-a818f6b.jsonl")));
+    expect(found(SUB20)).toEqual([...FOUR, "agent-late001.jsonl"]);
+  });
+
+  for (const [layout, fixture, session, expected] of [
+    // main-agent 188, three warmups 12 each, the subagent's 222 and 133, main-done 97 (the vendor also
+    // answered one call, 11 tokens, that Claude Code writes to no transcript).
+    ["2.0.77", "claude-2.0.77-subagent", SUB20, 676],
+    // main-agent 188, main-done 97, the subagent's 222 and 133, and the reply to its notification 97.
+    ["2.1.332", "claude-2.1.332-subagent", SUB21, 737],
+  ] as const)
+    it(`${layout}: the recorder records the subagent's model calls in the session's run`, () => {
+      const dir = mkdtempSync(join(tmpdir(), "cc-proj-"));
+      cpSync(join(FIX, fixture), dir, { recursive: true });
+      const r = rig();
+      const base = { session_id: session, transcript_path: join(dir, `${session}.jsonl`), cwd: dir };
+      r.event("claude-code", { ...base, hook_event_name: "SessionStart" });
+      r.event("claude-code", { ...base, hook_event_name: "Stop" });
+      r.event("claude-code", { ...base, hook_event_name: "SessionEnd", reason: "other" });
+      const frames = r.frames(runIdFor(HOST_ID, "claude-code", session));
+      const calls = payloadsOf(frames, "llm_call");
+      expect(calls.reduce((a, c) => a + (c.usage as { output_tokens: number }).output_tokens, 0)).toBe(expected);
+      expect(new Set(calls.map((c) => c.message_id)).size).toBe(calls.length);
+      expect(payloadsOf(frames, "telemetry_gap")).toEqual([]);
+      r.close();
+    });
+
+  it("2.0's agent files are not reported as sessions running without hooks", () => {
+    const projects = mkdtempSync(join(tmpdir(), "cc-projects-"));
+    mkdirSync(join(projects, "-home-u-proj"));
+    cpSync(join(FIX, "claude-2.0.77-subagent"), join(projects, "-home-u-proj"), { recursive: true });
+    const r = rig();
+    r.event("claude-code", { session_id: SUB20, hook_event_name: "SessionStart", cwd: "/" });
+    const since = 0;
+    expect(r.sources.scanHookless(since, projects)).toEqual([]);
+    expect(r.sources.scanHookless(since, projects)).toEqual([]);
+    r.close();
+  });
+
+  it("every llm_call the sources record is a valid payload", () => {
+    const calls = read(lines("claude-2.1.332-subagent/44d42bf1-e215-448a-a40b-6d93a7c0a3ed/subagents/agent-aa6b70651b02c06a2.jsonl"));
+    expect(calls.length).toBe(2);
+    for (const c of calls) expect(PAYLOADS.llm_call.safeParse(c.payload).success).toBe(true);
   });
 });

@@ -6,13 +6,14 @@ import {
   mkdtempSync,
   openSync,
   readdirSync,
+  readFileSync,
   readSync,
   renameSync,
   rmSync,
   statSync,
 } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { fromHex, ROUTES, runIdFor, signRequest, type FrameKind, type Payload } from "../../../protocol/index.ts";
 import { parse } from "../../lib/args.ts";
 import { ExitError, UsageError } from "../../lib/errors.ts";
@@ -21,8 +22,9 @@ import { readHost, statePath, type HostConfig } from "../../lib/state.ts";
 import { Journal, type JournalFrame, type PendingBody } from "../../recorder/journal.ts";
 import { readPolicyFile } from "../../recorder/policy-cache.ts";
 import { Shipper } from "../../recorder/shipper.ts";
-import { Backfill } from "../../recorder/sources/backfill.ts";
+import { Backfill, type SubagentInfo } from "../../recorder/sources/backfill.ts";
 import { splitLines } from "../../recorder/sources/lines.ts";
+import { SubagentFinder } from "../../recorder/sources/tail.ts";
 import { progressBar } from "../verify/progress.ts";
 
 const USAGE = "usage: oxagen agent backfill TRANSCRIPT [--json]";
@@ -42,10 +44,9 @@ function out(json: boolean, value: Record<string, unknown>, text: string): void 
   process.stdout.write(json ? `${JSON.stringify(value)}\n` : `${text}\n`);
 }
 
-/** Reads the transcript in chunks (read-only), feeding whole lines; a last line without newline is fed too. */
-function readTranscript(path: string, b: Backfill): void {
+/** The lines of a file, read in chunks (read-only); a last line without its newline too. */
+function* linesOf(path: string, progress?: (fraction: number) => void): Generator<string> {
   const size = statSync(path).size;
-  const bar = progressBar(process.stderr);
   const fd = openSync(path, "r");
   try {
     let at = 0;
@@ -56,16 +57,37 @@ function readTranscript(path: string, b: Backfill): void {
       if (got === 0) break;
       const chunk = Buffer.concat([carry, buf.subarray(0, got)]);
       const { lines, consumed } = splitLines(chunk, 0);
-      for (const l of lines) b.line(l.text);
+      for (const l of lines) yield l.text;
       carry = Buffer.from(chunk.subarray(consumed));
       at += got;
-      bar.update(at / Math.max(1, size));
+      progress?.(at / Math.max(1, size));
     }
-    if (carry.toString().trim()) b.line(carry.toString());
-    bar.done();
+    if (carry.toString().trim()) yield carry.toString();
   } finally {
     closeSync(fd);
   }
+}
+
+/** A subagent transcript's agent id (its file name) and type (2.1's `.meta.json` beside it). */
+function subagentInfo(path: string): SubagentInfo {
+  const agentId = basename(path, ".jsonl").replace(/^agent-/, "");
+  try {
+    const meta = JSON.parse(readFileSync(path.replace(/\.jsonl$/, ".meta.json"), "utf8")) as { agentType?: unknown };
+    if (typeof meta.agentType === "string") return { agentId, agentType: meta.agentType };
+  } catch {
+    // 2.0 writes no meta file; a subagent without one still counts.
+  }
+  return { agentId };
+}
+
+/** Feeds the session's transcript, then its subagents' (compaction calls among them); returns how many subagent files. */
+function readTranscript(path: string, b: Backfill): number {
+  const bar = progressBar(process.stderr);
+  for (const line of linesOf(path, (f) => bar.update(f))) b.line(line);
+  bar.done();
+  const subs = new SubagentFinder().find(path);
+  for (const sub of subs) b.subagent(linesOf(sub), subagentInfo(sub));
+  return subs.length;
 }
 
 /**
@@ -85,7 +107,7 @@ export async function backfill(args: string[]): Promise<number> {
   useNodeCrypto();
   const policy = readPolicyFile(host);
   const b = new Backfill(policy?.policy.retention ?? null);
-  readTranscript(path, b);
+  const subagents = readTranscript(path, b);
   b.finish();
   if (!b.sessionId)
     throw new ExitError(1, `oxagen agent backfill: ${path} holds no Claude Code session (no user or assistant line with a sessionId)`);
@@ -151,8 +173,8 @@ export async function backfill(args: string[]): Promise<number> {
   const counts = Object.fromEntries(frames.reduce((m, f) => m.set(f.kind, (m.get(f.kind) ?? 0) + 1), new Map<string, number>()));
   out(
     json,
-    { ok: true, run, session_id: b.sessionId, frames: frames.length, kinds: counts, skipped_lines: b.bad, shipped, pending },
-    `rebuilt session ${b.sessionId} as run ${run}: ${frames.length} frames, every one marked backfilled` +
+    { ok: true, run, session_id: b.sessionId, frames: frames.length, kinds: counts, subagents, skipped_lines: b.bad, shipped, pending },
+    `rebuilt session ${b.sessionId} as run ${run}: ${frames.length} frames from its transcript and ${subagents} subagent transcript(s), every one marked backfilled` +
       (b.bad ? `; ${b.bad} unreadable line(s) skipped (recorded as a gap)` : "") +
       (shipped
         ? "; shipped"

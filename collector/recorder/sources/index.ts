@@ -8,7 +8,7 @@ import { ClaudeTranscript, type ClaudeState } from "./claude.ts";
 import { CodexRollout, type CodexState } from "./codex.ts";
 import { codexToolSteps } from "./codex-tools.ts";
 import { StellaJournal } from "./stella.ts";
-import { activeStellaJournal, findRollout, readFrom, stellaDataDir, subagentFiles } from "./tail.ts";
+import { activeStellaJournal, findRollout, readFrom, stellaDataDir, SubagentFinder } from "./tail.ts";
 import { Worktrees, type TreeState } from "./worktrees.ts";
 import { Hookless } from "./hookless.ts";
 
@@ -64,6 +64,7 @@ export class Sources {
   readonly #stellaSince = new Map<string, number>();
   readonly #parsers = new Map<string, Parser>();
   readonly #hooked = new Map<string, Set<string>>();
+  readonly #subagents = new SubagentFinder();
   readonly trees: Worktrees;
   readonly hookless: Hookless;
   #dirty = false;
@@ -99,6 +100,7 @@ export class Sources {
       const s = sessionOf(req, this.#rec.host.host_id);
       if (!s) return;
       this.#watch(req, s.chain, s.run);
+      this.#discover(s.chain);
       this.#readChain(s.chain, true, e === "SessionEnd");
       if (e === "SessionEnd") this.trees.reconcile(s.chain, true);
     });
@@ -138,6 +140,7 @@ export class Sources {
   /** A session is ending without its harness saying so (process gone, quiet): record what its logs hold first. */
   ending(chain: string): void {
     this.#guard(() => {
+      this.#discover(chain);
       this.#readChain(chain, true, true);
       this.trees.reconcile(chain, true);
     });
@@ -157,7 +160,10 @@ export class Sources {
         if (path) this.follow("stella", rec.chain, rec.run, path);
       }
       const chains = new Set([...this.#files.values()].map((f) => f.chain));
-      for (const chain of chains) this.#readChain(chain, false, false);
+      for (const chain of chains) {
+        this.#discover(chain);
+        this.#readChain(chain, false, false);
+      }
       this.trees.tick(this.#now());
       this.save();
     });
@@ -206,11 +212,22 @@ export class Sources {
     const path = typeof e.transcript_path === "string" && e.transcript_path ? e.transcript_path : null;
     if (run.harness === "claude-code" && path) {
       this.follow("claude", chain, run, path);
-      for (const sub of subagentFiles(path)) this.follow("claude", chain, run, sub);
     } else if (run.harness === "codex") {
       const rollout = path ?? ([...this.#files.values()].some((f) => f.chain === chain) ? null : findRollout(run.session_id, this.#now()));
       if (rollout) this.follow("codex", chain, run, rollout);
     }
+  }
+
+  /**
+   * Follows the subagent transcripts of a session's Claude Code transcripts (both layouts, compaction
+   * calls included). Lists directories, so it runs on a tick and at a turn's or session's end, never
+   * on every hook.
+   */
+  #discover(chain: string): void {
+    const mains = [...this.#files.values()].filter(
+      (f) => f.chain === chain && f.kind === "claude" && !basename(f.path).startsWith("agent-"),
+    );
+    for (const f of mains) for (const sub of this.#subagents.find(f.path)) this.follow("claude", chain, f.run, sub);
   }
 
   #parser(f: Watched): Parser {

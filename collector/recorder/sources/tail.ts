@@ -1,7 +1,7 @@
-import { closeSync, existsSync, fstatSync, openSync, readdirSync, readSync, statSync } from "node:fs";
+import { closeSync, fstatSync, openSync, readdirSync, readSync, statSync } from "node:fs";
 import { homedir } from "node:os";
-import { join } from "node:path";
-import { splitLines, type Line } from "./lines.ts";
+import { basename, dirname, join } from "node:path";
+import { parseObject, splitLines, type Line } from "./lines.ts";
 
 const MAX_READ = 8 * 1024 * 1024;
 
@@ -123,14 +123,82 @@ export function findRollout(sessionId: string, now = Date.now(), home = codexHom
   return null;
 }
 
-/** Subagent transcripts of a Claude Code session (`<session>/subagents/agent-*.jsonl` beside the transcript). */
-export function subagentFiles(transcript: string): string[] {
-  const dir = join(transcript.replace(/\.jsonl$/, ""), "subagents");
-  if (!existsSync(dir)) return [];
+/**
+ * The session id a Claude Code 2.0 subagent transcript (`agent-<id>.jsonl` beside the session's
+ * transcript) belongs to: the `sessionId` of its first line (read from the first 16 KiB; a key
+ * outside any string is the only place `"sessionId":"` can occur unescaped). Undefined while the
+ * file has none yet.
+ */
+function agentFileSession(path: string): string | undefined {
+  let head: string;
   try {
-    return readdirSync(dir)
+    const fd = openSync(path, "r");
+    try {
+      const buf = Buffer.alloc(16 * 1024);
+      head = buf.subarray(0, readSync(fd, buf, 0, buf.length, 0)).toString("utf8");
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    return undefined;
+  }
+  const first = head.indexOf("\n") >= 0 ? parseObject(head.slice(0, head.indexOf("\n"))) : null;
+  if (typeof first?.sessionId === "string") return first.sessionId;
+  return /"sessionId":"([^"\\]{1,256})"/.exec(head)?.[1];
+}
+
+/**
+ * Subagent transcripts of Claude Code sessions, in both layouts: 2.1's
+ * `<session>/subagents/agent-*.jsonl` (compaction calls among them, as `agent-acompact-*`) and
+ * 2.0's `agent-*.jsonl` beside the session transcript, which name their session only inside. A
+ * project folder holds every session's 2.0 files, so it is listed again only when a file was added
+ * to it (its mtime changed) or a file's session was not written yet, and each file is opened once.
+ */
+export class SubagentFinder {
+  /** A 2.0 agent file → its session. */
+  readonly #owners = new Map<string, string>();
+  /** A project folder → its mtime at the last complete listing, and the 2.0 agent files it held. */
+  readonly #folders = new Map<string, { mtime: number; agents: string[] }>();
+
+  find(transcript: string): string[] {
+    const session = basename(transcript, ".jsonl");
+    const sub = join(dirname(transcript), session, "subagents");
+    const out = list(sub)
       .filter((n) => n.endsWith(".jsonl"))
-      .map((n) => join(dir, n));
+      .map((n) => join(sub, n));
+    for (const path of this.#agents(dirname(transcript))) if (this.#owners.get(path) === session) out.push(path);
+    return out;
+  }
+
+  #agents(folder: string): string[] {
+    let mtime: number;
+    try {
+      mtime = statSync(folder).mtimeMs;
+    } catch {
+      return [];
+    }
+    const seen = this.#folders.get(folder);
+    if (seen?.mtime === mtime) return seen.agents;
+    const agents = list(folder)
+      .filter((n) => n.startsWith("agent-") && n.endsWith(".jsonl"))
+      .map((n) => join(folder, n));
+    let complete = true;
+    for (const path of agents) {
+      if (this.#owners.has(path)) continue;
+      const owner = agentFileSession(path);
+      if (owner === undefined) complete = false;
+      else this.#owners.set(path, owner);
+    }
+    if (complete) this.#folders.set(folder, { mtime, agents });
+    else this.#folders.delete(folder);
+    if (this.#owners.size > 100_000) this.#owners.clear();
+    return agents;
+  }
+}
+
+function list(dir: string): string[] {
+  try {
+    return readdirSync(dir);
   } catch {
     return [];
   }
@@ -153,7 +221,8 @@ export function recentTranscripts(since: number, dir = join(claudeDir(), "projec
       continue;
     }
     for (const n of names) {
-      if (!n.endsWith(".jsonl")) continue;
+      // Claude Code 2.0 writes a subagent's transcript as agent-<id>.jsonl beside its session's: not a session.
+      if (!n.endsWith(".jsonl") || n.startsWith("agent-")) continue;
       try {
         const mtime = statSync(join(dir, p, n)).mtimeMs;
         if (mtime >= since) out.set(n.slice(0, -".jsonl".length), { path: join(dir, p, n), mtime });
