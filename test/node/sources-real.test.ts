@@ -178,3 +178,97 @@ describe("Claude Code subagent transcripts, both layouts", () => {
     for (const c of calls) expect(PAYLOADS.llm_call.safeParse(c.payload).success).toBe(true);
   });
 });
+
+describe("Codex 0.169: a turn whose tool call was denied", () => {
+  const DIR = "codex-0.169-denied";
+  const ROLLOUT = "rollout-2026-11-30T20-29-19-01a22e25-cee7-78a2-a314-a909cfe9f130.jsonl";
+  const DENY_RM = {
+    etag: "e1",
+    policy: {
+      v: 1 as const,
+      workspace: "ws_test",
+      issued_ms: 0,
+      mode: "enforce" as const,
+      tools: [{ id: "no-rm", tool: "Bash", command: "*rm -rf*", decision: "deny" as const, reason: "no deletes" }],
+      default_tool_decision: "allow" as const,
+      models: null,
+      budgets: [],
+      paused_runs: [],
+      suspended_hosts: [],
+      retention: { mode: "keep" as const, keep: [] },
+    },
+  };
+
+  /** Replays the session's real hooks, each with the rollout as far as Codex had written it then. */
+  function replay(r: ReturnType<typeof rig>, session: string): Record<string, unknown>[] {
+    const dir = mkdtempSync(join(tmpdir(), "cx-denied-"));
+    const path = join(dir, ROLLOUT);
+    const rollout = lines(`${DIR}/${ROLLOUT}`);
+    for (const h of lines(`${DIR}/hooks.jsonl`).map((l) => JSON.parse(l) as { rollout_lines: number; payload: Record<string, unknown> })) {
+      writeFileSync(
+        path,
+        rollout
+          .slice(0, h.rollout_lines)
+          .map((l) => `${l}\n`)
+          .join(""),
+      );
+      r.event("codex", { ...h.payload, session_id: session, transcript_path: path });
+    }
+    return r.frames(runIdFor(HOST_ID, "codex", session)).map((f) => ({ kind: f.kind, ...(JSON.parse(f.payload) as object) }));
+  }
+
+  it("records its model calls, and so does a second session that reached the same token totals", () => {
+    const r = rig();
+    r.recorder.policy = DENY_RM;
+    for (const session of ["01a22e25-cee7-78a2-a314-a909cfe9f130", "01a22e25-0000-7000-8000-000000000002"]) {
+      const frames = replay(r, session);
+      expect(frames.map((f) => f.kind)).toEqual([
+        "agent_start",
+        "turn_start",
+        "policy_decision",
+        "token_denied",
+        "llm_call",
+        "llm_call",
+        "turn_end",
+        "agent_stop",
+      ]);
+      // The vendor sent 96 then 103 output tokens, 3800 and 3900 input tokens (1080 and 1090 cached).
+      expect(frames.filter((f) => f.kind === "llm_call").map((f) => f.usage)).toEqual([
+        { input_tokens: 2720, cache_read_tokens: 1080, output_tokens: 96, reasoning_tokens: 13 },
+        { input_tokens: 2810, cache_read_tokens: 1090, output_tokens: 103, reasoning_tokens: 14 },
+      ]);
+    }
+    r.close();
+  });
+
+  it("a fork's replay of its parent's history is still dropped when it outlasts a second", () => {
+    const r = rig();
+    const dir = mkdtempSync(join(tmpdir(), "cx-fork-"));
+    const parent = join(dir, "rollout-2026-08-11T13-20-00-0199aaaa-1111-7222-8333-444455556666.jsonl");
+    const child = join(dir, "rollout-2026-08-11T13-30-00-0199bbbb-1111-7222-8333-444455556666.jsonl");
+    cpSync(join(FIX, "rollout-2026-08-11T13-20-00-0199aaaa-1111-7222-8333-444455556666.jsonl"), parent);
+    // The child's replay burst spread over two seconds: the burst rule alone would count its tail.
+    writeFileSync(
+      child,
+      readFileSync(join(FIX, "rollout-2026-08-11T13-30-00-0199bbbb-1111-7222-8333-444455556666.jsonl"), "utf8").replace(
+        "13:30:00.150Z",
+        "13:30:01.150Z",
+      ),
+    );
+    for (const [session, path] of [
+      ["0199aaaa-1111-7222-8333-444455556666", parent],
+      ["0199bbbb-1111-7222-8333-444455556666", child],
+    ] as const) {
+      r.event("codex", { session_id: session, transcript_path: path, cwd: dir, hook_event_name: "SessionStart" });
+      r.event("codex", { session_id: session, transcript_path: path, cwd: dir, hook_event_name: "Stop" });
+    }
+    const out = (s: string) =>
+      payloadsOf(r.frames(runIdFor(HOST_ID, "codex", s)), "llm_call").reduce(
+        (a, c) => a + (c.usage as { output_tokens: number }).output_tokens,
+        0,
+      );
+    expect(out("0199aaaa-1111-7222-8333-444455556666")).toBe(300);
+    expect(out("0199bbbb-1111-7222-8333-444455556666")).toBe(200);
+    r.close();
+  });
+});

@@ -38,6 +38,8 @@ export interface CodexState {
   replaySecond: string | null;
   replayOver: boolean;
   calls: Record<string, OpenCall>;
+  /** The thread a forked or subagent rollout was spawned from (its replay is that thread's history). */
+  parent?: string | null;
 }
 
 /** An llm_call from a token_count event; `identity` is its cumulative totals (cross-file replay protection). */
@@ -110,7 +112,8 @@ function outputMeta(output: string): { exit_code?: number; duration_ms?: number 
  * advanced is dropped and the usage is the delta of the totals (a regression starts a new baseline);
  * in a forked or subagent rollout (`thread_spawn` in the first 16 KB, or a second session_meta),
  * the leading burst of token_counts sharing one second is the parent's history: it sets the baseline
- * and is not recorded. `identity` lets the caller drop totals another file already recorded.
+ * and is not recorded. `identity` (the cumulative totals) and `parent` let the caller drop totals
+ * the parent thread's file already recorded, should its replay outlast that second.
  */
 export class CodexRollout {
   #s: CodexState;
@@ -126,6 +129,11 @@ export class CodexRollout {
     return structuredClone(this.#s);
   }
 
+  /** The parent thread's id, for a forked or subagent rollout. */
+  get parent(): string | null {
+    return this.#s.parent ?? null;
+  }
+
   line(text: string, now = Date.now()): CodexOut[] {
     const s = this.#s;
     if (s.bytes < 16_384 && text.includes("thread_spawn")) s.subagent = true;
@@ -139,6 +147,9 @@ export class CodexRollout {
     if (!p) return [];
     const t = timeOf(o, now);
     if (o.type === "session_meta") {
+      // The first session_meta is this thread's; a second one, or thread_spawn, names its parent.
+      const spawn = obj(obj(obj(p.source)?.subagent)?.thread_spawn);
+      s.parent ??= str(spawn?.parent_thread_id) ?? (s.metas > 0 ? (str(p.id) ?? null) : null);
       s.metas++;
       return [];
     }

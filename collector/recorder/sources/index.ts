@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from "node:fs";
 import { basename, join } from "node:path";
-import { sha256Hex } from "../../../protocol/index.ts";
+import { runIdFor, sha256Hex } from "../../../protocol/index.ts";
 import type { ChainRecord, RunInfo } from "../journal.ts";
 import { sessionOf, type HookRequest, type Step } from "../mapper.ts";
 import type { Recorder } from "../recorder.ts";
@@ -281,9 +281,18 @@ export class Sources {
           this.#commit(rec, [{ kind: "llm_call", payload: c.payload, bodies: [] }], c.t, id("tx", rec.chain, c.key));
       else if (parser instanceof CodexRollout) {
         for (const o of parser.line(line.text, t)) {
-          if ("usage" in o)
-            this.#commit(rec, [{ kind: "llm_call", payload: o.usage.payload, bodies: [] }], o.usage.t, id("cx", o.usage.identity));
-          else if (!this.#hooked.get(rec.chain)?.has(o.tool.call_id))
+          if ("usage" in o) {
+            // Cumulative totals identify a call within its own session only: two sessions can reach the
+            // same totals. A fork's replay of its parent's history is checked against the parent's run.
+            const parent = parser.parent && runIdFor(this.#rec.host.host_id, "codex", parser.parent);
+            if (parent && this.#rec.journal.has(id("cx", parent, o.usage.identity))) continue;
+            this.#commit(
+              rec,
+              [{ kind: "llm_call", payload: o.usage.payload, bodies: [] }],
+              o.usage.t,
+              id("cx", rec.chain, o.usage.identity),
+            );
+          } else if (!this.#hooked.get(rec.chain)?.has(o.tool.call_id))
             this.#commit(
               rec,
               codexToolSteps(o.tool, this.#rec.policy?.policy.retention ?? null),
