@@ -1,6 +1,7 @@
-import { ChainWriter, fromHex, type FrameKind, type Payload, type SignedLock } from "../../protocol/index.ts";
+import { fromHex, type FrameKind, type Payload } from "../../protocol/index.ts";
+import { appendSteps } from "./append.ts";
 import type { HostConfig } from "../lib/state.ts";
-import type { ChainRecord, Journal, JournalFrame, PendingBody } from "./journal.ts";
+import type { ChainRecord, Journal } from "./journal.ts";
 import { askBecomes, neutralAnswer, normalizeEvent, shapeAnswer } from "../harnesses/events.ts";
 import { mapEvent, sessionOf, type CachedPolicy, type HookRequest, type Step } from "./mapper.ts";
 import { HarnessProcesses } from "./processes.ts";
@@ -198,30 +199,14 @@ export class Recorder {
   }
 
   #commit(rec: ChainRecord, steps: Step[], t0: number, opts: { id: string | null; answer?: unknown; final: boolean }): void {
-    const before = rec.writer.state;
-    const t = Math.max(t0, rec.lastT);
-    const frames: JournalFrame[] = [];
-    const bodies: PendingBody[] = [];
-    const locks: SignedLock[] = [];
-    try {
-      for (const s of steps) {
-        const { frame, hash } = rec.writer.append(s.kind, s.payload as Payload<FrameKind>, t);
-        frames.push({ ...frame, hash });
-        for (const b of s.bodies) {
-          if (!b.bytes) continue;
-          this.journal.putBody(b.ref.sha256, b.bytes);
-          bodies.push({ sha: b.ref.sha256, role: b.ref.role, seq: frame.seq });
-        }
-      }
-      const lock =
-        steps.length === 0 || opts.final
-          ? rec.writer.lock({ secretKey: this.#secret, hostId: this.host.host_id, t, final: opts.final })
-          : null;
-      if (lock) locks.push(lock);
-    } catch (err) {
-      rec.writer = new ChainWriter(before);
-      throw err;
-    }
-    this.journal.commit(rec, { ...(opts.id !== null ? { id: opts.id, answer: opts.answer ?? {} } : {}), frames, locks, bodies }, before);
+    const key = { secretKey: this.#secret, hostId: this.host.host_id };
+    appendSteps(this.journal, rec, steps, {
+      t: t0,
+      lock: steps.length === 0 || opts.final,
+      final: opts.final,
+      key,
+      id: opts.id,
+      answer: opts.answer,
+    });
   }
 }

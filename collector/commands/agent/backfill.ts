@@ -14,12 +14,13 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
-import { fromHex, ROUTES, runIdFor, signRequest, type FrameKind, type Payload } from "../../../protocol/index.ts";
+import { fromHex, ROUTES, runIdFor, signRequest } from "../../../protocol/index.ts";
 import { parse } from "../../lib/args.ts";
 import { ExitError, UsageError } from "../../lib/errors.ts";
 import { useNodeCrypto } from "../../lib/node-crypto.ts";
 import { readHost, statePath, type HostConfig } from "../../lib/state.ts";
-import { Journal, type JournalFrame, type PendingBody } from "../../recorder/journal.ts";
+import { appendSteps } from "../../recorder/append.ts";
+import { Journal } from "../../recorder/journal.ts";
 import { readPolicyFile } from "../../recorder/policy-cache.ts";
 import { Shipper } from "../../recorder/shipper.ts";
 import { Backfill, type SubagentInfo } from "../../recorder/sources/backfill.ts";
@@ -137,25 +138,8 @@ export async function backfill(args: string[]): Promise<number> {
   const dir = mkdtempSync(join(tmpdir(), "oxagen-backfill-"));
   const journal = new Journal(dir);
   const rec = journal.open(run, { harness: "claude-code", agent: null, session_id: b.sessionId });
-  const frames: JournalFrame[] = [];
-  const bodies: PendingBody[] = [];
-  const before = rec.writer.state;
-  for (const s of b.steps) {
-    const { frame, hash } = rec.writer.append(s.kind, s.payload as Payload<FrameKind>, Math.max(s.t, frames.at(-1)?.t ?? 0));
-    frames.push({ ...frame, hash });
-    for (const body of s.bodies) {
-      if (!body.bytes) continue;
-      journal.putBody(body.ref.sha256, body.bytes);
-      bodies.push({ sha: body.ref.sha256, role: body.ref.role, seq: frame.seq });
-    }
-  }
-  const lock = rec.writer.lock({
-    secretKey: fromHex(host.secret_key, 32),
-    hostId: host.host_id,
-    t: Math.max(Date.now(), frames.at(-1)?.t ?? 0),
-    final: true,
-  });
-  journal.commit(rec, { frames, locks: lock ? [lock] : [], bodies }, before);
+  const key = { secretKey: fromHex(host.secret_key, 32), hostId: host.host_id };
+  const frames = appendSteps(journal, rec, b.steps, { t: 0, lock: true, final: true, key, lockT: Date.now() });
   const shipper = new Shipper(journal, host, { baseMs: 500, maxMs: 5000, delayMs: 0, log: () => {} });
   shipper.kick(0);
   const deadline = Date.now() + Number(process.env.OXAGEN_BACKFILL_SHIP_MS ?? 20_000);
