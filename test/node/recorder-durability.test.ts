@@ -38,7 +38,7 @@ describe("recorder durability", () => {
       while (next < N) {
         const e = events[next++]!;
         try {
-          await agentEvent(home.port, "crash-agent", e.event, e.id);
+          await agentEvent(home, "crash-agent", e.event, e.id);
           answered.add(e.id);
         } catch {
           return;
@@ -55,7 +55,7 @@ describe("recorder durability", () => {
     d = await startDaemon(home);
     running.push(d);
     // The hook client retries everything it is not sure of, including ones that were answered.
-    for (const e of events) await agentEvent(home.port, "crash-agent", e.event, e.id);
+    for (const e of events) await agentEvent(home, "crash-agent", e.event, e.id);
 
     const chain = runIdFor(HOST, "crash-agent", "crash-1");
     const view = readJournal(home).get(chain)!;
@@ -72,7 +72,7 @@ describe("recorder durability", () => {
     const home = await makeHome();
     let d = await startDaemon(home);
     running.push(d);
-    await agentEvent(home.port, "spool-agent", { session_id: "run-a", hook_event_name: "SessionStart" });
+    await agentEvent(home, "spool-agent", { session_id: "run-a", hook_event_name: "SessionStart" });
     d.proc.kill("SIGTERM");
     await d.exited;
 

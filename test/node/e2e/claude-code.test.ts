@@ -31,6 +31,7 @@ interface Handler {
   type: string;
   command?: string;
   url?: string;
+  headers?: Record<string, string>;
 }
 type Settings = { hooks: Record<string, { matcher?: string; hooks: Handler[] }[]> };
 
@@ -53,7 +54,7 @@ async function fire(event: string, payload: Record<string, unknown>): Promise<Re
     ...payload,
   });
   if (handler.type === "http") {
-    const res = await fetch(handler.url!, { method: "POST", headers: { "content-type": "application/json" }, body });
+    const res = await fetch(handler.url!, { method: "POST", headers: { "content-type": "application/json", ...handler.headers }, body });
     expect(res.status).toBe(200);
     const text = await res.text();
     return text ? (JSON.parse(text) as Record<string, unknown>) : {};
