@@ -59,6 +59,21 @@ describe("the spool is drained while the recorder runs (issue 10: lines written 
     await until(() => !existsSync(join(home.dir, "spool/events.jsonl")) && !existsSync(join(home.dir, "spool/replaying.jsonl")));
   });
 
+  it("what waits in the spool is pending in recorder-status.json (it said 0 while events were stranded)", async () => {
+    const home = await makeHome({ policy: {} });
+    running.push(await startDaemon(home, { OXAGEN_SPOOL_INTERVAL_MS: "3600000", OXAGEN_STATUS_INTERVAL_MS: "50" }));
+    appendSpool(join(home.dir, "spool"), spooledLine("wait-agent", { session_id: "w1", hook_event_name: "SessionStart" }));
+    const status = await until(() => {
+      const s = JSON.parse(readFileSync(join(home.dir, "recorder-status.json"), "utf8")) as {
+        pending: { spooled: number };
+        spool: { by_label: Record<string, { events: number }> };
+      };
+      return s.pending.spooled > 0 ? s : null;
+    });
+    expect(status.pending.spooled).toBe(1);
+    expect(status.spool.by_label).toEqual({ "wait-agent": { events: 1, oldest_ms: expect.any(Number) } });
+  });
+
   it("a line spooled while it runs is recorded before the next hook's step", async () => {
     const home = await makeHome({ policy: {} });
     running.push(await startDaemon(home, { OXAGEN_SPOOL_INTERVAL_MS: "3600000" }));
