@@ -1,7 +1,7 @@
 // The channel between `tacho hook` and its own recorder: a Unix socket in the state directory.
 // Plain JS (node: built-ins only) because the hook's fast path loads it; the recorder uses it too,
 // so both sides name the socket by the same rule. See docs/collector.md, "Who may answer a hook".
-const { lstatSync } = process.getBuiltinModule("node:fs");
+const { statSync } = process.getBuiltinModule("node:fs");
 const { join } = process.getBuiltinModule("node:path");
 
 const SOCKET_NAME = "recorder.sock";
@@ -34,11 +34,12 @@ function atSocket(dir, fn) {
 /**
  * Why the state directory cannot be trusted to hold this user's recorder, or null: it must be a
  * directory this user owns that nobody else can write (so no one else can put a socket there).
+ * A symlinked state directory is judged by the directory it names.
  */
 function untrustedDir(dir) {
   let st;
   try {
-    st = lstatSync(dir);
+    st = statSync(dir);
   } catch (err) {
     return `the state directory cannot be read (${err.code ?? err.message})`;
   }

@@ -27,7 +27,14 @@ import {
 const running: DaemonProc[] = [];
 const pids: number[] = [];
 const servers: Server[] = [];
+// State directories whose recorder a hook may have started: stopped whatever the test's outcome.
+const autostarted: string[] = [];
 afterEach(async () => {
+  for (const dir of autostarted.splice(0)) {
+    try {
+      pids.push(Number(readFileSync(join(dir, "recorder.pid"), "utf8")));
+    } catch {}
+  }
   for (const d of running.splice(0)) {
     d.proc.kill("SIGKILL");
     await d.exited;
@@ -137,10 +144,10 @@ describe("a stranger holding the hook port", () => {
 describe("a hook that finds the recorder down", () => {
   it("answers from the cached policy, spools, and starts the recorder, which records the spooled step", async () => {
     const home = await makeHome({ policy: POLICY, autostart: true });
+    autostarted.push(home.dir);
     const answer = hook(home, ["--agent", "agent-up"], pre("rm -rf /"));
     expect(answer).toMatchObject({ enforcement_tier: "client_attested", hookSpecificOutput: { permissionDecision: "deny" } });
-    const health = await until(() => socketHealth(home).catch(() => null));
-    pids.push(health.pid);
+    await until(() => socketHealth(home).catch(() => null));
     const chain = runIdFor(HOST, "agent-up", "s-1");
     const view = await until(() => readJournal(home).get(chain));
     expect(view.frames.map((f) => f.kind)).toEqual(["telemetry_gap", "policy_decision", "token_denied"]);
