@@ -52,9 +52,13 @@ export function readHost(): HostConfig | null {
   return parsed.data;
 }
 
-/** Writes a file in the state directory atomically (temp file, fsync'd by writeFileSync's flush, then rename), mode 0600. */
+/** Writes a file in the state directory atomically (see {@link writeFileAtomic}). */
 export function writeStateFile(name: string, content: string): void {
-  const path = statePath(name);
+  writeFileAtomic(statePath(name), content);
+}
+
+/** Writes a file atomically (temp file, fsync'd by writeFileSync's flush, then rename), mode 0600, in a 0700 directory. */
+export function writeFileAtomic(path: string, content: string): void {
   mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
   const tmp = `${path}.${process.pid}.tmp`;
   writeFileSync(tmp, content, { mode: 0o600, flush: true });

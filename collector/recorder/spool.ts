@@ -12,6 +12,7 @@ import {
   writeSync,
 } from "node:fs";
 import { join } from "node:path";
+import { writeFileAtomic } from "../lib/state.ts";
 
 /** The most lines spool/events.jsonl holds (docs/collector.md). */
 export const SPOOL_LIMIT = 10_000;
@@ -173,13 +174,5 @@ function readCount(path: string): number {
 
 function bumpDropped(dir: string): void {
   const path = join(dir, "dropped");
-  const tmp = `${path}.${process.pid}.tmp`;
-  const fd = openSync(tmp, "w", 0o600);
-  try {
-    writeSync(fd, `${readCount(path) + 1}\n`);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-  renameSync(tmp, path);
+  writeFileAtomic(path, `${readCount(path) + 1}\n`);
 }

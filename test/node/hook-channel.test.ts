@@ -20,30 +20,15 @@ import {
   startDaemon,
   TACHO,
   until,
-  type DaemonProc,
+  Recorders,
   type Home,
 } from "../support/recorder.ts";
 
-const running: DaemonProc[] = [];
-const pids: number[] = [];
+const recorders = new Recorders();
+const running = recorders.running;
 const servers: Server[] = [];
-// State directories whose recorder a hook may have started: stopped whatever the test's outcome.
-const autostarted: string[] = [];
 afterEach(async () => {
-  for (const dir of autostarted.splice(0)) {
-    try {
-      pids.push(Number(readFileSync(join(dir, "recorder.pid"), "utf8")));
-    } catch {}
-  }
-  for (const d of running.splice(0)) {
-    d.proc.kill("SIGKILL");
-    await d.exited;
-  }
-  for (const pid of pids.splice(0)) {
-    try {
-      process.kill(pid, "SIGKILL");
-    } catch {}
-  }
+  await recorders.stop();
   for (const s of servers.splice(0)) await new Promise((r) => s.close(r));
 });
 
@@ -144,7 +129,7 @@ describe("a stranger holding the hook port", () => {
 describe("a hook that finds the recorder down", () => {
   it("answers from the cached policy, spools, and starts the recorder, which records the spooled step", async () => {
     const home = await makeHome({ policy: POLICY, autostart: true });
-    autostarted.push(home.dir);
+    recorders.autostarted.push(home.dir);
     const answer = hook(home, ["--agent", "agent-up"], pre("rm -rf /"));
     expect(answer).toMatchObject({ enforcement_tier: "client_attested", hookSpecificOutput: { permissionDecision: "deny" } });
     await until(() => socketHealth(home).catch(() => null));

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { runIdFor, verifyChain } from "../../protocol/index.ts";
@@ -16,29 +16,12 @@ import {
   startDaemon,
   TACHO,
   until,
-  type DaemonProc,
+  Recorders,
 } from "../support/recorder.ts";
 
-const running: DaemonProc[] = [];
-const pids: number[] = [];
-// State directories whose recorder a hook may have started: stopped whatever the test's outcome.
-const autostarted: string[] = [];
-afterEach(async () => {
-  for (const dir of autostarted.splice(0)) {
-    try {
-      pids.push(Number(readFileSync(join(dir, "recorder.pid"), "utf8")));
-    } catch {}
-  }
-  for (const d of running.splice(0)) {
-    d.proc.kill("SIGKILL");
-    await d.exited;
-  }
-  for (const pid of pids.splice(0)) {
-    try {
-      process.kill(pid, "SIGKILL");
-    } catch {}
-  }
-});
+const recorders = new Recorders();
+const running = recorders.running;
+afterEach(() => recorders.stop());
 
 describe("recorder durability", () => {
   it("kill -9 in the middle of a stream of events: after a restart nothing answered is lost and nothing is recorded twice", async () => {
@@ -177,7 +160,7 @@ describe("recorder durability", () => {
 describe("the fault run of issue 10: kill -9 of the recorder while real hooks run", () => {
   it("every step a hook answered is recorded once, spooled or not, and the hooks restart the recorder themselves", async () => {
     const home = await makeHome({ policy: {}, autostart: true });
-    autostarted.push(home.dir);
+    recorders.autostarted.push(home.dir);
     const first = await startDaemon(home);
     running.push(first);
     const SESSIONS = 3;

@@ -212,3 +212,24 @@ export function readJournal(home: Home): Map<string, JournalView> {
 export function payloads(view: JournalView): Record<string, unknown>[] {
   return view.frames.map((f) => JSON.parse(f.payload) as Record<string, unknown>);
 }
+
+/** The recorders a test file starts, directly or through a hook that found none: `stop()` (afterEach) kills them all. */
+export class Recorders {
+  readonly running: DaemonProc[] = [];
+  /** State directories whose recorder a hook may have started: stopped by the pid it wrote, whatever the test's outcome. */
+  readonly autostarted: string[] = [];
+
+  async stop(): Promise<void> {
+    for (const d of this.running.splice(0)) {
+      d.proc.kill("SIGKILL");
+      await d.exited;
+    }
+    for (const dir of this.autostarted.splice(0)) {
+      try {
+        process.kill(Number(readFileSync(join(dir, "recorder.pid"), "utf8")), "SIGKILL");
+      } catch {
+        // None started, or gone already.
+      }
+    }
+  }
+}
