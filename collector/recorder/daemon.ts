@@ -112,7 +112,7 @@ export async function startDaemon(host: HostConfig, log: (msg: string) => void):
   };
   await bindHttp();
   // Events spooled while the first replay ran: same outage, so no second gap.
-  replayer.drain();
+  replayer.drain({ sameOutage: true });
   writeFileSync(statePath("recorder.pid"), `${process.pid}\n`, { mode: 0o600 });
 
   let policyEtag = recorder.policy?.etag ?? null;

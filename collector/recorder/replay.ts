@@ -12,6 +12,8 @@ export interface DrainOptions {
   start?: boolean;
   /** When the recorder went down (its last heartbeat or stop), for that gap. */
   wentDown?: number | null;
+  /** Lines spooled while the start replay ran: the same outage, so sessions it gapped get no second gap. */
+  sameOutage?: boolean;
   now?: number;
 }
 
@@ -26,6 +28,8 @@ export class SpoolReplayer {
   readonly #dir: string;
   readonly #log: (msg: string) => void;
   #draining = false;
+  /** The chains the start replay gave a daemon_down gap. */
+  #startGapped = new Set<string>();
 
   constructor(recorder: Recorder, dir: string, log: (msg: string) => void) {
     this.#recorder = recorder;
@@ -39,6 +43,9 @@ export class SpoolReplayer {
     this.#draining = true;
     try {
       this.#drain(opts);
+    } catch (err) {
+      // The spool stays where it is for the next attempt; the hook being answered must not fail for it.
+      this.#log(`spool replay failed: ${(err as Error).message}`);
     } finally {
       this.#draining = false;
     }
@@ -57,7 +64,7 @@ export class SpoolReplayer {
     // session's first spooled step.
     const since = (req: HookRequest | null) =>
       Math.min(opts.start ? (opts.wentDown ?? firstSpooled ?? now) : (req?.spooled_ms ?? now), now);
-    const gapped = new Set<string>();
+    const gapped = opts.sameOutage ? new Set(this.#startGapped) : new Set<string>();
     const gap = (chain: ChainRecord | null | undefined, from: number) => {
       if (!chain || gapped.has(chain.chain) || chain.writer.state.final) return;
       gapped.add(chain.chain);
@@ -97,6 +104,7 @@ export class SpoolReplayer {
           now,
         );
     }
+    if (opts.start) this.#startGapped = gapped;
     spool.done(keep);
     if (replayed || spool.dropped || keep.length)
       this.#log(`replayed ${replayed} spooled events (${spool.dropped} dropped, ${keep.length} kept for another attempt)`);
