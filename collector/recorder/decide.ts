@@ -1,10 +1,10 @@
-import { decideTool, type Payload as FramePayload } from "../../protocol/index.ts";
+import { decideTool, type Payload as FramePayload, type Policy } from "../../protocol/index.ts";
 import { decisionAnswer, type HookAnswer } from "../hook-fast/answers.cjs";
 import { oversizeOf } from "./bodies.ts";
 
 /** A cached policy that verified under the pinned server key, and its ETag. */
 export interface CachedPolicy {
-  policy: import("../../protocol/index.ts").Policy;
+  policy: Policy;
   etag: string;
 }
 
@@ -25,9 +25,7 @@ export interface Verdict {
   record: DecisionRecord | null;
 }
 
-/** The events where a harness waits for a decision before it goes on. */
-export const VETO_EVENTS = new Set(["PreToolUse", "UserPromptSubmit", "SessionStart", "PermissionRequest"]);
-
+// The events where a harness waits for a decision before it goes on, and what each decides.
 const SUBJECT: Record<string, DecisionRecord["subject"]> = {
   PreToolUse: "tool",
   PermissionRequest: "tool",
