@@ -15,7 +15,7 @@ export interface HookRequest {
   agent: string | null;
   event: Record<string, unknown>;
   spooled_ms?: number;
-  /** Set by `tacho hook` when the payload was over 1 MiB: its size and the fields it dropped. */
+  /** Only on spool lines of an older `tacho hook`, which cut a payload over 1 MiB without hashing what it cut. */
   oversize?: { bytes: number; dropped_fields: string[] };
   answer?: unknown;
   /** Spooled lines only: the decision `tacho hook` made offline, recorded as it was made. */
@@ -104,11 +104,12 @@ function hookUsage(v: unknown): Record<string, number> | undefined {
 }
 
 /**
- * Maps one hook event to frames and an answer, per the coverage statement's table. Pure. `session`
- * is the run the event belongs to (the recorder passes the current run of a reused session id).
+ * Maps one hook event to frames and an answer, per the coverage statement's table. Pure. The run is
+ * the one its event's session id names (the recorder gives a reused id its current run's, runs.ts).
  */
-export function mapEvent(req: HookRequest, ctx: MapContext, session = sessionOf(req, ctx.hostId)): Plan {
+export function mapEvent(req: HookRequest, ctx: MapContext): Plan {
   const e = req.event;
+  const session = sessionOf(req, ctx.hostId);
   const verdict = decideEvent(e, session?.chain ?? null, ctx);
   const plan: Plan = {
     chain: session?.chain ?? hostChainId(ctx.hostId),
