@@ -150,6 +150,22 @@ describe("steps of a session that already ended (issue 10: they were answered an
   });
 });
 
+describe("a spool line an older tacho hook cut without hashing what it cut", () => {
+  it("is recorded as a gap saying its content is unknown, not as the hash of an empty prompt", () => {
+    const { r, spool, replayer } = inProcess();
+    const line = spooledLine(
+      "rig-agent",
+      { session_id: "old-1", hook_event_name: "UserPromptSubmit" },
+      { oversize: { bytes: 5_242_900, dropped_fields: ["prompt"] } },
+    );
+    appendSpool(spool, line);
+    replayer.drain();
+    const p = payloadsOf(r.frames(runIdFor(HOST_ID, "rig-agent", "old-1")));
+    expect(p.map((x) => x.cause)).toEqual(["daemon_down", "other"]);
+    expect(String(p[1]!.detail)).toMatch(/5242900 bytes was cut by an older tacho hook \(prompt\); its content hashes are unknown/);
+  });
+});
+
 describe("a hook that gave up on a live recorder (issue 10: the record held a decision the agent never got)", () => {
   it("records the decision the agent acted on, offline, and what it meant for the call, once", () => {
     const { r, spool, replayer } = inProcess();
