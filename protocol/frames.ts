@@ -43,6 +43,9 @@ export const Redaction = z.strictObject({ role: BodyRole, kind: z.string().regex
 /** One of {@link Redaction}. */
 export type Redaction = z.infer<typeof Redaction>;
 
+/** The decision a `policy_decision` frame records (see its `decision` field). */
+export const PolicyDecisionValue = z.enum(["allow", "deny", "ask", "none"]);
+
 const name = z.string().min(1).max(256);
 const count = z.number().int().nonnegative();
 const hashAndSize = { sha256: Sha256Hex, size: count };
@@ -73,7 +76,14 @@ export const PAYLOADS = {
   policy_decision: z.strictObject({
     ...common,
     subject: z.enum(["tool", "model", "prompt", "session", "oxagen_tool"]),
-    decision: z.enum(["allow", "deny", "ask"]),
+    /**
+     * In `enforce` mode, what the agent was answered: `allow` (an explicit allow clause or
+     * default), `deny`, `ask`, or `none`: no clause decided, no permission decision was given and
+     * the harness's own permission flow ran as if Oxagen were not there. In `observe` mode, what
+     * the policy would have decided; the agent was answered nothing.
+     */
+    decision: PolicyDecisionValue,
+    /** `observe`: recorded only, never answered. */
     mode: z.enum(["enforce", "observe"]),
     reason: z.string().max(1024).optional(),
     reason_sha256: Sha256Hex.optional(),

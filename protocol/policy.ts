@@ -20,6 +20,13 @@ import { pae } from "./lock.ts";
 export const POLICY_PAYLOAD_TYPE = "application/vnd.oxagen.policy.v1+json";
 
 const decision = z.enum(["allow", "deny", "ask"]);
+/**
+ * What a tool call no clause matches gets: `none` gives no permission decision, so the harness's
+ * own permission flow runs as if Oxagen were not there (the default for new workspaces since
+ * policies could say so); `allow`, `deny` and `ask`, set by an operator or cached from an older
+ * policy, are answered as they say.
+ */
+export const DefaultToolDecision = z.enum(["allow", "deny", "ask", "none"]);
 const glob = z.string().min(1).max(256);
 
 /** One access clause for tools: the first clause that matches decides. */
@@ -50,7 +57,8 @@ export const Policy = z.strictObject({
   issued_ms: z.number().int().nonnegative(),
   mode: z.enum(["enforce", "observe"]),
   tools: z.array(ToolClause).max(500),
-  default_tool_decision: decision,
+  /** See {@link DefaultToolDecision}. */
+  default_tool_decision: DefaultToolDecision,
   /** Model name globs the gateway may forward; null allows every model. */
   models: z.array(glob).max(200).nullable(),
   budgets: z.array(BudgetClause).max(50),
@@ -90,9 +98,12 @@ export function openPolicy(signed: SignedPolicy, serverKey: Uint8Array): Policy 
   return Policy.parse(parseRecordJson(signed.payload));
 }
 
-/** A decision with its reason and the clause that made it. */
+/**
+ * A decision with its reason and the clause that made it. `none` means no clause decided and the
+ * policy's default is to give no decision: the caller answers nothing and the harness decides.
+ */
 export interface PolicyDecision {
-  decision: "allow" | "deny" | "ask";
+  decision: "allow" | "deny" | "ask" | "none";
   reason: string;
   rule: string;
 }
@@ -119,8 +130,9 @@ const globs = new Map<string, RegExp>();
 
 /**
  * Decides a tool call: a suspended host or a paused run is denied first, then the first tool
- * clause that matches, then the default. In observe mode the decision is still computed (and
- * recorded) but the caller lets the call through.
+ * clause that matches, then the policy's `default_tool_decision` (`none` when it gives no
+ * decision). In observe mode the decision is still computed (and recorded) but the caller answers
+ * nothing.
  */
 export function decideTool(policy: Policy, call: { hostId: string; runId: string; toolName: string; command?: string }): PolicyDecision {
   if (policy.suspended_hosts.includes(call.hostId))
@@ -131,7 +143,9 @@ export function decideTool(policy: Policy, call: { hostId: string; runId: string
     if (clause.command !== undefined && (call.command === undefined || !globMatch(clause.command, call.command))) continue;
     return { decision: clause.decision, reason: clause.reason, rule: clause.id };
   }
-  return { decision: policy.default_tool_decision, reason: `default decision for ${call.toolName}`, rule: "default" };
+  const d = policy.default_tool_decision;
+  const reason = d === "none" ? `no clause of the policy decides ${call.toolName}` : `default decision for ${call.toolName}`;
+  return { decision: d, reason, rule: "default" };
 }
 
 /** Decides a model call: suspended host, paused run, then the model allow-list. Budgets are the gateway's to meter. */
@@ -146,7 +160,10 @@ export function decideModel(policy: Policy, call: { hostId: string; runId: strin
   return { decision: "allow", reason: "model allowed", rule: "models" };
 }
 
-/** The policy a new workspace starts with: enforce mode, every tool allowed, every body kept. */
+/**
+ * The policy a new workspace starts with: enforce mode, no tool clause and no default decision
+ * (the harness's own permission flow decides every tool call), every body kept.
+ */
 export function defaultPolicy(workspace: string, now: number): Policy {
   return {
     v: 1,
@@ -154,7 +171,7 @@ export function defaultPolicy(workspace: string, now: number): Policy {
     issued_ms: now,
     mode: "enforce",
     tools: [],
-    default_tool_decision: "allow",
+    default_tool_decision: "none",
     models: null,
     budgets: [],
     paused_runs: [],

@@ -398,7 +398,7 @@ KINDS = {
     "policy_decision": (
         {
             "subject": v_enum("tool", "model", "prompt", "session", "oxagen_tool"),
-            "decision": v_enum("allow", "deny", "ask"),
+            "decision": v_enum("allow", "deny", "ask", "none"),
             "mode": v_enum("enforce", "observe"),
         },
         {

@@ -1,4 +1,4 @@
-import type { HookAnswer } from "../hook-fast/answers.cjs";
+import type { Decision, HookAnswer } from "../hook-fast/answers.cjs";
 
 /** A hook payload: the harness's own JSON, or the canonical (Claude-shaped) event the mapper reads. */
 export type Payload = Record<string, unknown>;
@@ -36,12 +36,12 @@ export function compact(o: Payload): Payload {
   return o;
 }
 
-/** The decision and reason a canonical PreToolUse answer carries (mapper's shape). */
-export function toolDecision(answer: HookAnswer): { decision: "allow" | "deny" | "ask"; reason: string } {
+/** The decision and reason a canonical PreToolUse answer carries (mapper's shape); `none` when it carries none. */
+export function toolDecision(answer: HookAnswer): { decision: Decision; reason: string } {
   const out = (answer as { hookSpecificOutput?: { permissionDecision?: unknown; permissionDecisionReason?: unknown } }).hookSpecificOutput;
   const d = out?.permissionDecision;
   return {
-    decision: d === "deny" || d === "ask" ? d : "allow",
+    decision: d === "deny" || d === "ask" || d === "allow" ? d : "none",
     reason: typeof out?.permissionDecisionReason === "string" ? out.permissionDecisionReason : "",
   };
 }

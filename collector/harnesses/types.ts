@@ -7,7 +7,7 @@ export type JsonObject = { [key: string]: unknown };
 export type HookEntries = Record<string, JsonObject>;
 
 /** What entries need from the enrollment (a placeholder is enough to check a file before enrolling). */
-export type EntriesHost = Pick<HostConfig, "ports">;
+export type EntriesHost = Pick<HostConfig, "ports" | "hook_secret">;
 
 /**
  * What the collector needs to know about one harness's hook configuration. The file's format

@@ -13,9 +13,11 @@ function eventNameOf(harness, payload) {
   return typeof name === "string" && name.length > 0 ? name : null;
 }
 
+// `none` is no decision: the answer leaves the harness's own permission flow to decide.
 function decisionAnswer(event, decision, reason) {
   switch (event) {
     case "PreToolUse":
+      if (decision === "none") return {};
       return { hookSpecificOutput: { hookEventName: "PreToolUse", permissionDecision: decision, permissionDecisionReason: reason } };
     case "UserPromptSubmit":
       return decision === "deny" ? { decision: "block", reason } : {};
@@ -33,9 +35,13 @@ function decisionAnswer(event, decision, reason) {
 // Cursor's veto points: an empty answer there blocks under failClosed, so each always gets a decision.
 const CURSOR_PERMISSION_EVENTS = ["preToolUse", "subagentStart", "beforeShellExecution", "beforeMCPExecution", "beforeReadFile"];
 
-/** A decision in Cursor's flat snake_case shape; `ask` is not enforced by Cursor, so it is a denial. */
+/**
+ * A decision in Cursor's flat snake_case shape; `ask` is not enforced by Cursor, so it is a denial.
+ * No decision (`none`) is `{"permission":"allow"}` at a veto point: with failClosed an answer
+ * without a permission blocks there, and Cursor's documented pass-through answer is that allow.
+ */
 function cursorDecision(event, decision, reason) {
-  const deny = decision !== "allow";
+  const deny = decision === "deny" || decision === "ask";
   if (CURSOR_PERMISSION_EVENTS.includes(event)) {
     return deny ? { permission: "deny", user_message: reason, agent_message: reason } : { permission: "allow" };
   }
@@ -43,13 +49,21 @@ function cursorDecision(event, decision, reason) {
   return {};
 }
 
-/** A decision in Stella's `action` shape; `ask` holds the step for a person's approval. */
+/**
+ * A decision in Stella's `action` shape; `ask` holds the step for a person's approval. No decision
+ * (`none`) is `{}`: JSON without `action` is informational to Stella, which then goes on as if no
+ * hook had spoken.
+ */
 function stellaDecision(decision, reason) {
+  if (decision === "none") return {};
   if (decision === "allow") return { action: "allow" };
   return { action: decision === "ask" ? "require_approval" : "deny", reason };
 }
 
-/** A decision in the shape Codex accepts for the event; any extra field would void the whole answer. */
+/**
+ * A decision in the shape Codex accepts for the event; any extra field would void the whole answer.
+ * Codex ignores (and marks failed) a PreToolUse `allow`: only a denial is answered there.
+ */
 function codexDecision(event, decision, reason) {
   // Codex cannot ask a person from a hook: a policy that asks is refused with its reason.
   const d = decision === "ask" ? "deny" : decision;

@@ -1,7 +1,7 @@
 /** A hook's answer: the JSON document `tacho hook` prints. */
 export type HookAnswer = Record<string, unknown>;
-/** A decision as the policy gives it. */
-export type Decision = "allow" | "deny" | "ask";
+/** A decision as the policy gives it; `none` is no decision (the harness's own flow decides). */
+export type Decision = "allow" | "deny" | "ask" | "none";
 
 /** A custom agent's name. */
 export declare const AGENT_NAME: RegExp;

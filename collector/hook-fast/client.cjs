@@ -7,10 +7,10 @@ const { readFileSync, readSync } = process.getBuiltinModule("node:fs");
 const { connect } = process.getBuiltinModule("node:net");
 const { homedir } = process.getBuiltinModule("node:os");
 const { join } = process.getBuiltinModule("node:path");
-const { AGENT_NAME, HARNESSES, MAX_PAYLOAD_BYTES, RESERVED_AGENT_NAMES, eventNameOf, harnessDecision, refusal } = require("./answers.cjs");
+const { AGENT_NAME, HARNESSES, MAX_PAYLOAD_BYTES, RESERVED_AGENT_NAMES, eventNameOf, refusal } = require("./answers.cjs");
+const { atSocket, untrustedDir } = require("./channel.cjs");
 
 const HARD_CAP_BYTES = 64 * 1024 * 1024;
-const OVERSIZE_FIELD_BYTES = 8 * 1024;
 const DEFAULT_TIMEOUT_MS = 1500;
 
 function stateDir() {
@@ -94,22 +94,15 @@ function readHostRaw() {
   return { problem: ["host_damaged", "host.json is damaged; run tacho enroll again"] };
 }
 
-// Keeps the small top-level fields of a payload over 1 MiB, so the step is still recorded.
-function shrink(event, total) {
-  const kept = {};
-  const dropped = [];
-  for (const [key, value] of Object.entries(event)) {
-    if (JSON.stringify(value ?? null).length <= OVERSIZE_FIELD_BYTES) kept[key] = value;
-    else dropped.push(key);
-  }
-  return { event: kept, oversize: { bytes: total, dropped_fields: dropped } };
-}
-
-function ask(port, line, timeoutMs) {
+/**
+ * One request line to the recorder over its socket; resolves to its answer, or to why there is
+ * none: `down` (no recorder: nothing listens), `timeout`, or `failed` (it answered without an answer).
+ */
+function ask(dir, line, timeoutMs) {
   return new Promise((resolve) => {
     let text = "";
     let done = false;
-    const socket = connect({ host: "127.0.0.1", port });
+    const socket = atSocket(dir, (path) => connect({ path }));
     const finish = (value) => {
       if (done) return;
       done = true;
@@ -117,16 +110,17 @@ function ask(port, line, timeoutMs) {
       socket.destroy();
       resolve(value);
     };
-    const timer = setTimeout(() => finish(null), timeoutMs);
+    const timer = setTimeout(() => finish({ none: "timeout" }), timeoutMs);
     socket.setEncoding("utf8");
-    socket.setNoDelay(true);
     socket.on("connect", () => socket.write(`${line}\n`));
     socket.on("data", (chunk) => {
       text += chunk;
       const end = text.indexOf("\n");
       if (end >= 0) finish(parseAnswer(text.slice(0, end)));
     });
-    socket.on("error", () => finish(null));
+    socket.on("error", (err) =>
+      finish({ none: err.code === "ENOENT" || err.code === "ECONNREFUSED" || err.code === "ENOTSOCK" ? "down" : "failed" }),
+    );
     socket.on("close", () => finish(parseAnswer(text)));
   });
 }
@@ -141,9 +135,9 @@ function eventId() {
 function parseAnswer(line) {
   try {
     const reply = JSON.parse(line);
-    if (reply?.v === 1 && reply.answer && typeof reply.answer === "object" && !Array.isArray(reply.answer)) return reply.answer;
+    if (reply?.v === 1 && reply.answer && typeof reply.answer === "object" && !Array.isArray(reply.answer)) return { answer: reply.answer };
   } catch {}
-  return null;
+  return { none: "failed" };
 }
 
 async function decide(argv, seen) {
@@ -171,10 +165,12 @@ async function decide(argv, seen) {
   const { host, problem } = readHostRaw();
   if (problem) return refusal(eventName, problem[0], problem[1], harness);
 
-  let oversize = null;
-  if (total > MAX_PAYLOAD_BYTES) ({ event, oversize } = shrink(event, total));
   const request = { v: 1, id: eventId(), t: Date.now(), source: "command", harness, agent: flags.agent, event };
-  if (oversize) request.oversize = oversize;
+  if (total > MAX_PAYLOAD_BYTES) {
+    // Values whose body would be over 1 MiB travel as the digest of their real bytes (docs/collector.md).
+    const { cutPayload } = await import("../commands/hook/oversize.ts");
+    request.event = cutPayload(harness, event);
+  }
   if (harness === "stella") {
     // Stella sends no session id: the recorder derives it from the Stella process, and ends the session when it exits.
     const { harnessProcess } = await import("./harness-pid.js");
@@ -183,25 +179,20 @@ async function decide(argv, seen) {
   }
   const line = JSON.stringify(request);
 
-  // A tool input over 1 MiB cannot be checked against the policy's command clauses: deny it.
-  const override =
-    oversize && (eventName === "PreToolUse" || eventName === "preToolUse")
-      ? harnessDecision(harness, eventName, "deny", `the tool call's payload (${total} bytes) is over the 1 MiB Oxagen can check`)
-      : null;
-
+  const dir = stateDir();
+  const distrust = untrustedDir(dir);
   const timeoutMs = Number(process.env.TACHO_HOOK_TIMEOUT_MS) || DEFAULT_TIMEOUT_MS;
-  const online = await ask(host.ports.hooks, line, timeoutMs);
-  if (online) return override ?? online;
+  const online = distrust ? { none: "untrusted" } : await ask(dir, line, timeoutMs);
+  if (online.answer) return online.answer;
+  seen.down = online.none === "down";
   const { offlineAnswer } = await import("../commands/hook/offline.ts");
-  const offline = await offlineAnswer({ host, request, line, eventName });
-  // Codex, Cursor and Stella read only their documented fields, so the tier goes to the spool only.
-  return override ? (harness && harness !== "claude-code" ? override : { ...override, enforcement_tier: "client_attested" }) : offline;
+  return offlineAnswer({ host, request, line, eventName, why: online.none, ...(distrust ? { notice: distrust } : {}) });
 }
 
 /** Runs `tacho hook`; prints one JSON answer. Never throws. */
 async function runHook(argv) {
   let answer;
-  const seen = { harness: null, event: null };
+  const seen = { harness: null, event: null, down: false };
   try {
     answer = await decide(argv, seen);
   } catch (err) {
@@ -209,6 +200,13 @@ async function runHook(argv) {
   }
   process.stdout.write(`${JSON.stringify(answer)}\n`);
   process.exitCode = 0;
+  if (seen.down) {
+    // After the answer is out: start the recorder (at most once a minute), so the spool is replayed.
+    try {
+      const { startRecorderSoon } = await import("../commands/hook/offline.ts");
+      startRecorderSoon();
+    } catch {}
+  }
 }
 
 module.exports = { stateDir, runHook };

@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, join } from "node:path";
@@ -27,6 +28,12 @@ export const HostConfig = z.strictObject({
   harnesses: z.array(z.string()),
   ports: z.strictObject({ hooks: z.number().int().min(1).max(65535), gateway: z.number().int().min(1).max(65535) }),
   enrolled_ms: z.number().int().nonnegative(),
+  /**
+   * The secret HTTP hooks carry (header `x-oxagen-hook-secret`) so the recorder takes them from
+   * this enrollment's harness config only. Absent in host.json files written before it existed:
+   * `tacho enroll` adds it (withHookSecret) and the recorder then checks it.
+   */
+  hook_secret: Sha256Hex.optional(),
 });
 /** One of {@link HostConfig}. */
 export type HostConfig = z.infer<typeof HostConfig>;
@@ -45,13 +52,22 @@ export function readHost(): HostConfig | null {
   return parsed.data;
 }
 
-/** Writes a file in the state directory atomically (temp file, fsync'd by writeFileSync's flush, then rename), mode 0600. */
+/** Writes a file in the state directory atomically (see {@link writeFileAtomic}). */
 export function writeStateFile(name: string, content: string): void {
-  const path = statePath(name);
+  writeFileAtomic(statePath(name), content);
+}
+
+/** Writes a file atomically (temp file, fsync'd by writeFileSync's flush, then rename), mode 0600, in a 0700 directory. */
+export function writeFileAtomic(path: string, content: string): void {
   mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
   const tmp = `${path}.${process.pid}.tmp`;
   writeFileSync(tmp, content, { mode: 0o600, flush: true });
   renameSync(tmp, path);
+}
+
+/** The enrollment with a hook secret: its own, or a new random one when it has none yet. */
+export function withHookSecret(host: HostConfig): HostConfig {
+  return host.hook_secret ? host : { ...host, hook_secret: randomBytes(32).toString("hex") };
 }
 
 /** Writes host.json (mode 0600). */

@@ -1,17 +1,18 @@
-import { readFileSync, rmSync, writeFileSync } from "node:fs";
-import { hostChainId } from "../../protocol/index.ts";
+import { randomUUID } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { resolve } from "node:path";
 import { useNodeCrypto } from "../lib/node-crypto.ts";
-import { statePath, writeStateFile, type HostConfig } from "../lib/state.ts";
-import type { ChainRecord } from "./journal.ts";
+import { readHost, stateDir, statePath, writeStateFile, type HostConfig } from "../lib/state.ts";
 import { Journal } from "./journal.ts";
-import { listen } from "./listener.ts";
+import { type Listening, listenHttp, listenSocket } from "./listener.ts";
 import type { HookRequest } from "./mapper.ts";
 import { fetchPolicy, readPolicyFile } from "./policy-cache.ts";
 import { HarnessProcesses } from "./processes.ts";
 import { parseRequest, Recorder } from "./recorder.ts";
 import { Shipper } from "./shipper.ts";
 import { readSourcesFile, Sources } from "./sources/index.ts";
-import { takeSpool } from "./spool.ts";
+import { SpoolReplayer } from "./replay.ts";
+import { appendSpool, spoolSummary } from "./spool.ts";
 import { statusOf, type RecorderStatus } from "./status.ts";
 import { hostReport, sendReport } from "./report.ts";
 
@@ -32,12 +33,42 @@ function readPrevious(): RecorderStatus | null {
 export interface Daemon {
   port: number;
   stop(): Promise<void>;
+  /** Settles when the recorder's enrollment is gone (host.json removed): the caller should stop it. */
+  orphaned: Promise<void>;
 }
 
 /** Starts the recorder in this process (see docs/collector.md, "The recorder"). */
 export async function startDaemon(host: HostConfig, log: (msg: string) => void): Promise<Daemon> {
   useNodeCrypto();
   const started = Date.now();
+  const dir = resolve(stateDir());
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  // The socket first: it is also what keeps a second recorder of this enrollment off the journal.
+  // Until the journal is loaded, a hook gets no answer and spools (replayed just below).
+  let ready: { recorder: Recorder } | null = null;
+  let http: Listening | null = null;
+  const health = () => ({
+    ok: true,
+    v: 1,
+    pid: process.pid,
+    port: host.ports.hooks,
+    started_ms: started,
+    http: http ? "listening" : "unavailable",
+  });
+  const socket = await listenSocket(dir, {
+    line: (request) => {
+      if (!ready) return { v: 1, error: "the recorder is starting" };
+      const req = parseRequest(request);
+      if (!req) return { v: 1, answer: {}, error: "not a hook request (see docs/collector.md)" };
+      return { v: 1, answer: ready.recorder.handle(req) };
+    },
+    health,
+    log,
+  });
+  let orphan: () => void = () => {};
+  const orphaned = new Promise<void>((r) => {
+    orphan = r;
+  });
   const previous = readPrevious();
   const journal = new Journal(statePath("journal"));
   const recorder = new Recorder(journal, host, readPolicyFile(host));
@@ -57,31 +88,31 @@ export async function startDaemon(host: HostConfig, log: (msg: string) => void):
     log,
   });
   recorder.onChange = () => shipper.kick();
+  const spoolDir = statePath("spool");
+  const replayer = new SpoolReplayer(recorder, spoolDir, log);
+  recorder.beforeHook = () => replayer.drain();
 
-  const wentDown = previous?.stopped_ms ?? previous?.heartbeat_ms ?? null;
-  replaySpool(recorder, true, wentDown, started, log);
-  const listener = await listen(host.ports.hooks, {
-    line: (request) => {
-      const req = parseRequest(request);
-      if (!req) return { v: 1, answer: {}, error: "not a hook request (see docs/collector.md)" };
-      return { v: 1, answer: recorder.handle(req) };
-    },
-    http: (label, payload) => {
-      if (payload === null || typeof payload !== "object" || Array.isArray(payload)) return {};
-      return recorder.handle({
-        id: null,
-        t: Date.now(),
-        source: "http",
-        harness: label,
-        agent: null,
-        event: payload as Record<string, unknown>,
+  replayer.drain({ start: true, wentDown: previous?.stopped_ms ?? previous?.heartbeat_ms ?? null, now: started });
+  ready = { recorder };
+  const secret = hookSecret(host);
+  const bindHttp = async () => {
+    if (http) return;
+    try {
+      http = await listenHttp(host.ports.hooks, {
+        http: (label, payload) => httpHook(recorder, spoolDir, label, payload),
+        secret,
+        health,
+        log,
       });
-    },
-    health: () => ({ ok: true, v: 1, pid: process.pid, port: host.ports.hooks, started_ms: started }),
-    log,
-  });
+      log(`HTTP hooks on 127.0.0.1:${host.ports.hooks}`);
+    } catch (err) {
+      // A stranger holding the port keeps HTTP hooks out, not the recorder: its own socket still works.
+      log(`HTTP hooks unavailable: port ${host.ports.hooks}: ${(err as Error).message}; retrying`);
+    }
+  };
+  await bindHttp();
   // Events spooled while the first replay ran: same outage, so no second gap.
-  replaySpool(recorder, false, null, Date.now(), log);
+  replayer.drain({ sameOutage: true });
   writeFileSync(statePath("recorder.pid"), `${process.pid}\n`, { mode: 0o600 });
 
   let policyEtag = recorder.policy?.etag ?? null;
@@ -96,6 +127,8 @@ export async function startDaemon(host: HostConfig, log: (msg: string) => void):
       policyError,
       stopped,
       seen: { ...previous?.harness_seen_ms, ...recorder.seen },
+      spool: spoolSummary(spoolDir),
+      http: http ? (host.hook_secret ? "listening" : "listening without a hook secret (re-run tacho enroll)") : "port unavailable",
     });
   const writeStatus = (stopped?: number) => writeStateFile("recorder-status.json", `${JSON.stringify(currentStatus(stopped), null, 2)}\n`);
   const report = () => sendReport(host, hostReport(host, currentStatus()));
@@ -130,7 +163,14 @@ export async function startDaemon(host: HostConfig, log: (msg: string) => void):
     every(envMs("OXAGEN_SOURCES_INTERVAL_MS", 5000), () => sources.tick()),
     every(envMs("OXAGEN_HOOKLESS_INTERVAL_MS", 60_000), () => sources.scanHookless(started)),
     every(envMs("OXAGEN_POLICY_INTERVAL_MS", 5 * 60_000), () => void refreshPolicy()),
-    every(envMs("OXAGEN_STATUS_INTERVAL_MS", 2000), () => writeStatus()),
+    every(envMs("OXAGEN_STATUS_INTERVAL_MS", 2000), () => {
+      // An enrollment removed under a running recorder (its state directory deleted): nothing to record for.
+      if (!existsSync(statePath("host.json"))) return orphan();
+      writeStatus();
+    }),
+    // A hook that could not reach the recorder spools; nothing may wait there while it runs.
+    every(envMs("OXAGEN_SPOOL_INTERVAL_MS", 2000), () => replayer.drain()),
+    every(envMs("OXAGEN_HTTP_RETRY_MS", 10_000), () => bindHttp()),
     // Also what keeps the server from taking this computer for down (it waits 15 minutes).
     every(envMs("OXAGEN_REPORT_INTERVAL_MS", 2 * 60_000), () => void report()),
   ];
@@ -139,19 +179,23 @@ export async function startDaemon(host: HostConfig, log: (msg: string) => void):
   void report();
   writeStatus();
   shipper.kick(0);
-  log(`recorder ${process.pid} listening on 127.0.0.1:${host.ports.hooks}`);
+  log(`recorder ${process.pid} listening on ${statePath("recorder.sock")}`);
 
   let stopping: Promise<void> | null = null;
   const stop = () => {
     stopping ??= (async () => {
       for (const t of timers) clearInterval(t);
-      await listener.close();
-      recorder.lockAll(Date.now());
+      await Promise.all([socket.close(), (http as Listening | null)?.close()]);
+      const enrolled = existsSync(statePath("host.json"));
+      if (enrolled) {
+        replayer.drain();
+        recorder.lockAll(Date.now());
+      }
       shipper.kick(0);
       // A last chance to deliver; the timer is ref'd so the process stays up for it.
       await new Promise((r) => setTimeout(r, envMs("OXAGEN_STOP_FLUSH_MS", 1500)));
       await shipper.stop();
-      writeStatus(Date.now());
+      if (enrolled) writeStatus(Date.now());
       journal.close();
       try {
         if (readFileSync(statePath("recorder.pid"), "utf8").trim() === String(process.pid)) rmSync(statePath("recorder.pid"));
@@ -162,54 +206,45 @@ export async function startDaemon(host: HostConfig, log: (msg: string) => void):
     })();
     return stopping;
   };
-  return { port: host.ports.hooks, stop };
+  return { port: host.ports.hooks, stop, orphaned };
+}
+
+/** The enrollment's hook secret, re-read when host.json changes (a re-enroll adds one to an older enrollment). */
+function hookSecret(host: HostConfig): () => string | null {
+  let seen = -1;
+  let secret = host.hook_secret ?? null;
+  return () => {
+    try {
+      const mtime = statSync(statePath("host.json")).mtimeMs;
+      if (mtime !== seen) {
+        seen = mtime;
+        secret = readHost()?.hook_secret ?? secret;
+      }
+    } catch {
+      // Unreadable now: keep the one we have.
+    }
+    return secret;
+  };
 }
 
 /**
- * Replays the spool in order, exactly once by event id. With `gaps`, each session that was running
- * (or appears in the spool) gets one daemon_down gap, placed before its first replayed step (after
- * it when that step starts the session), and a spool_overflow gap when hooks were dropped.
+ * One HTTP hook. When it cannot be recorded it is spooled (replayed later, given up as a gap
+ * only after several attempts) and the error goes on to the listener, which answers 500.
  */
-function replaySpool(recorder: Recorder, gaps: boolean, wentDown: number | null, now: number, log: (m: string) => void): void {
-  const spool = takeSpool(statePath("spool"));
-  const requests = spool.lines.map(parseRequest).filter((r): r is HookRequest => r !== null);
-  const firstSpooled = requests.reduce<number | null>(
-    (m, r) => (r.spooled_ms !== undefined && (m === null || r.spooled_ms < m) ? r.spooled_ms : m),
-    null,
-  );
-  const from = wentDown ?? firstSpooled;
-  const gapped = new Set<string>();
-  const gap = (rec: ChainRecord | null | undefined) => {
-    if (!gaps || !rec || gapped.has(rec.chain) || rec.writer.state.final) return;
-    gapped.add(rec.chain);
-    const fromMs = Math.min(from ?? rec.lastT ?? now, now);
-    recorder.append(rec, "telemetry_gap", { path: "recorder", cause: "daemon_down", from_ms: fromMs, to_ms: now }, fromMs);
+export function httpHook(recorder: Recorder, spoolDir: string, label: string, payload: unknown): Record<string, unknown> {
+  if (payload === null || typeof payload !== "object" || Array.isArray(payload)) return {};
+  const req: HookRequest = {
+    id: `h-${randomUUID()}`,
+    t: Date.now(),
+    source: "http",
+    harness: label,
+    agent: null,
+    event: payload as Record<string, unknown>,
   };
-  const running = gaps ? recorder.running() : [];
-  let replayed = 0;
-  for (const req of requests) {
-    if (req.id !== null && recorder.journal.has(req.id)) continue;
-    const s = gaps ? recorder.sessionOf(req) : null;
-    if (s && !gapped.has(s.chain)) {
-      const existed = recorder.journal.chains.get(s.chain);
-      if (existed || req.event.hook_event_name !== "SessionStart") gap(existed ?? recorder.chainOf(req));
-      recorder.handle(req);
-      gap(recorder.journal.chains.get(s.chain));
-    } else recorder.handle(req);
-    replayed++;
+  try {
+    return recorder.handle(req);
+  } catch (err) {
+    appendSpool(spoolDir, { ...req, v: 1, spooled_ms: Date.now() });
+    throw err;
   }
-  for (const rec of running) gap(rec);
-  if (gaps && spool.dropped > 0) {
-    const chains = [...gapped].map((c) => recorder.journal.chains.get(c)).filter((r): r is ChainRecord => !!r && !r.writer.state.final);
-    const targets = chains.length ? chains : [recorder.journal.open(hostChainId(recorder.host.host_id), null)];
-    for (const rec of targets)
-      recorder.append(
-        rec,
-        "telemetry_gap",
-        { path: "recorder", cause: "spool_overflow", dropped: spool.dropped, from_ms: from ?? now, to_ms: now },
-        now,
-      );
-  }
-  spool.done();
-  if (replayed || spool.dropped) log(`replayed ${replayed} spooled events (${spool.dropped} dropped)`);
 }

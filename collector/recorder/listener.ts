@@ -1,14 +1,29 @@
+import { timingSafeEqual } from "node:crypto";
+import { chmodSync, mkdirSync, rmSync, statSync } from "node:fs";
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from "node:http";
-import { createServer, type Server, type Socket } from "node:net";
+import { connect, createServer, type Server, type Socket } from "node:net";
+import { join } from "node:path";
+import { atSocket } from "../hook-fast/channel.cjs";
 
 /** The most a request (line or HTTP body) may carry. */
 export const MAX_REQUEST_BYTES = 16 * 1024 * 1024;
 
-export interface ListenerHandlers {
+/** The header an HTTP hook proves its enrollment with (host.json `hook_secret`). */
+export const HOOK_SECRET_HEADER = "x-oxagen-hook-secret";
+
+export interface SocketHandlers {
   /** One line-protocol request (already parsed JSON); returns the answer object. */
   line(request: unknown): unknown;
-  /** One HTTP hook (the harness's payload) for a harness label; returns the hook answer. */
+  /** What `{"v":1,"op":"health"}` reports. */
+  health(): unknown;
+  log(msg: string): void;
+}
+
+export interface HttpHandlers {
+  /** One HTTP hook (the harness's payload) for a harness label; returns the hook answer, throws when it could not be recorded. */
   http(label: string, payload: unknown): unknown;
+  /** The enrollment's hook secret; null for an enrollment made before there was one (then unchecked). */
+  secret(): string | null;
   /** What GET /healthz reports. */
   health(): unknown;
   log(msg: string): void;
@@ -19,63 +34,91 @@ export interface Listening {
   close(): Promise<void>;
 }
 
-const LOOPBACK = new Set(["127.0.0.1", "::1", "::ffff:127.0.0.1"]);
+function closer(server: Server, sockets: Set<Socket>, after?: () => void): () => Promise<void> {
+  // Closing must not wait for a client that keeps its end open: every answer already went out.
+  return () =>
+    new Promise<void>((done) => {
+      server.close(() => {
+        after?.();
+        done();
+      });
+      for (const s of sockets) s.destroy();
+    });
+}
 
-/** True for a Host or Origin naming this loopback port (stops DNS rebinding from a browser). */
-function loopbackAuthority(value: string, port: number): boolean {
-  const hosts = [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`];
-  return hosts.includes(
-    value
-      .toLowerCase()
-      .replace(/^https?:\/\//, "")
-      .replace(/\/$/, ""),
-  );
+function track(sockets: Set<Socket>, socket: Socket): void {
+  sockets.add(socket);
+  socket.on("close", () => sockets.delete(socket));
+  socket.on("error", () => socket.destroy());
+}
+
+function inUse(message: string): Error {
+  return Object.assign(new Error(message), { code: "EADDRINUSE" });
+}
+
+/** Takes a short-lived lock (a directory; one older than 30 s is left from a crash and taken over). */
+function claim(path: string): () => void {
+  try {
+    mkdirSync(path, { mode: 0o700 });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+    if (Date.now() - statSync(path).mtimeMs < 30_000) throw inUse("another recorder is starting for this enrollment");
+    rmSync(path, { recursive: true, force: true });
+    mkdirSync(path, { mode: 0o700 });
+  }
+  return () => rmSync(path, { recursive: true, force: true });
+}
+
+/** True when something accepts connections on the socket in `dir` (a live recorder, hung or not). */
+function socketLive(dir: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = atSocket(dir, (path) => connect({ path }));
+    s.on("connect", () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.on("error", () => resolve(false));
+  });
 }
 
 /**
- * One loopback port for both wires: the line protocol of `tacho hook` (first byte `{`) and
- * HTTP hooks (anything else). Peers that are not loopback are closed unanswered.
+ * The recorder's own channel: the line protocol of `tacho hook` on the Unix socket in the state
+ * directory (`dir`, made 0700 first), so only this user's enrollment reaches it. A socket another
+ * recorder still answers on is an error (EADDRINUSE); one left by a dead recorder is replaced.
  */
-export function listen(port: number, handlers: ListenerHandlers): Promise<Listening> {
+export async function listenSocket(dir: string, handlers: SocketHandlers): Promise<Listening> {
+  chmodSync(dir, 0o700);
   const sockets = new Set<Socket>();
-  const http = createHttpServer({ maxHeaderSize: 16 * 1024 }, (req, res) => onHttp(req, res, port, handlers));
-  const server = createServer({ pauseOnConnect: false }, (socket) => {
-    if (!LOOPBACK.has(socket.remoteAddress ?? "")) {
-      socket.destroy();
-      return;
+  const server = createServer((socket) => {
+    track(sockets, socket);
+    onLine(socket, handlers);
+  });
+  const bind = () =>
+    new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      atSocket(dir, (path) => server.listen({ path }, () => resolve()));
+    });
+  try {
+    await bind();
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "EADDRINUSE") throw err;
+    // A socket file is there. Only one starting recorder may look at it and replace it, or two
+    // could each remove the other's and both run on one journal.
+    const release = claim(join(dir, "recorder.starting"));
+    try {
+      if (await socketLive(dir)) throw inUse("another recorder is already running for this enrollment");
+      atSocket(dir, (path) => rmSync(path, { force: true }));
+      await bind();
+    } finally {
+      release();
     }
-    sockets.add(socket);
-    socket.on("close", () => sockets.delete(socket));
-    socket.on("error", () => socket.destroy());
-    socket.once("data", (first: Buffer) => {
-      const c = first.find((b) => b !== 0x20 && b !== 0x0a && b !== 0x0d && b !== 0x09);
-      if (c === 0x7b) onLine(socket, first, handlers);
-      else {
-        socket.pause();
-        socket.unshift(first);
-        http.emit("connection", socket);
-        socket.resume();
-      }
-    });
-  });
-  return new Promise((resolve, reject) => {
-    server.once("error", reject);
-    server.listen({ port, host: "127.0.0.1", exclusive: true }, () => {
-      server.off("error", reject);
-      resolve({
-        server,
-        // Closing must not wait for a client that keeps its end open: every answer already went out.
-        close: () =>
-          new Promise<void>((done) => {
-            server.close(() => done());
-            for (const s of sockets) s.destroy();
-          }),
-      });
-    });
-  });
+  }
+  server.removeAllListeners("error");
+  server.on("error", (err) => handlers.log(`socket: ${err.message}`));
+  return { server, close: closer(server, sockets) };
 }
 
-function onLine(socket: Socket, first: Buffer, handlers: ListenerHandlers): void {
+function onLine(socket: Socket, handlers: SocketHandlers): void {
   const chunks: Buffer[] = [];
   let size = 0;
   let done = false;
@@ -89,7 +132,7 @@ function onLine(socket: Socket, first: Buffer, handlers: ListenerHandlers): void
     chunks.push(nl < 0 ? chunk : chunk.subarray(0, nl));
     size += nl < 0 ? chunk.length : nl;
     if (size > MAX_REQUEST_BYTES) {
-      reply({ v: 1, answer: {}, error: "request too large" });
+      reply({ v: 1, error: "request too large" });
       return;
     }
     if (nl < 0) return;
@@ -98,7 +141,11 @@ function onLine(socket: Socket, first: Buffer, handlers: ListenerHandlers): void
     try {
       request = JSON.parse(Buffer.concat(chunks).toString("utf8"));
     } catch {
-      reply({ v: 1, answer: {}, error: "request is not JSON" });
+      reply({ v: 1, error: "request is not JSON" });
+      return;
+    }
+    if ((request as { op?: unknown } | null)?.op === "health") {
+      reply({ v: 1, health: handlers.health() });
       return;
     }
     try {
@@ -114,8 +161,52 @@ function onLine(socket: Socket, first: Buffer, handlers: ListenerHandlers): void
   socket.on("end", () => {
     if (!done && size > 0) take(Buffer.from("\n"));
   });
-  take(first);
 }
+
+/** True for a Host or Origin naming this loopback port (stops DNS rebinding from a browser). */
+function loopbackAuthority(value: string, port: number): boolean {
+  const hosts = [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`];
+  return hosts.includes(
+    value
+      .toLowerCase()
+      .replace(/^https?:\/\//, "")
+      .replace(/\/$/, ""),
+  );
+}
+
+function secretMatches(given: string | string[] | undefined, secret: string): boolean {
+  if (typeof given !== "string") return false;
+  const a = Buffer.from(given);
+  const b = Buffer.from(secret);
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+/**
+ * The HTTP hook port on loopback (Claude Code posts its PostToolUse hooks here): only HTTP, only
+ * from loopback peers, only with a loopback Host and Origin (DNS rebinding), and a hook must carry
+ * the enrollment's secret (header `x-oxagen-hook-secret`). The line protocol is not served here.
+ */
+export function listenHttp(port: number, handlers: HttpHandlers): Promise<Listening> {
+  const sockets = new Set<Socket>();
+  const http = createHttpServer({ maxHeaderSize: 16 * 1024 }, (req, res) => onHttp(req, res, port, handlers));
+  const server = createServer((socket) => {
+    if (!LOOPBACK.has(socket.remoteAddress ?? "")) {
+      socket.destroy();
+      return;
+    }
+    track(sockets, socket);
+    http.emit("connection", socket);
+  });
+  return new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen({ port, host: "127.0.0.1", exclusive: true }, () => {
+      server.off("error", reject);
+      resolve({ server, close: closer(server, sockets) });
+    });
+  });
+}
+
+const LOOPBACK = new Set(["127.0.0.1", "::1", "::ffff:127.0.0.1"]);
 
 function send(res: ServerResponse, status: number, body: unknown): void {
   const text = JSON.stringify(body);
@@ -123,7 +214,7 @@ function send(res: ServerResponse, status: number, body: unknown): void {
   res.end(text);
 }
 
-function onHttp(req: IncomingMessage, res: ServerResponse, port: number, handlers: ListenerHandlers): void {
+function onHttp(req: IncomingMessage, res: ServerResponse, port: number, handlers: HttpHandlers): void {
   const host = req.headers.host ?? "";
   const origin = req.headers.origin;
   if (!loopbackAuthority(host, port) || (origin !== undefined && !loopbackAuthority(origin, port))) {
@@ -139,6 +230,12 @@ function onHttp(req: IncomingMessage, res: ServerResponse, port: number, handler
   const match = /^\/hooks\/([a-z0-9][a-z0-9._-]{0,63})$/.exec(url.pathname);
   if (req.method !== "POST" || !match) {
     send(res, 404, { error: "not_found", message: "POST /hooks/<harness>" });
+    req.resume();
+    return;
+  }
+  const secret = handlers.secret();
+  if (secret !== null && !secretMatches(req.headers[HOOK_SECRET_HEADER], secret)) {
+    send(res, 401, { error: "unauthorized", message: `the hook did not carry this enrollment's ${HOOK_SECRET_HEADER}` });
     req.resume();
     return;
   }
@@ -159,8 +256,10 @@ function onHttp(req: IncomingMessage, res: ServerResponse, port: number, handler
     try {
       send(res, 200, handlers.http(match[1]!, payload));
     } catch (err) {
+      // Not a 200 `{}`: that would tell the harness the step was recorded. Claude Code takes a
+      // non-2xx answer as a non-blocking hook error; the handler has spooled the event for replay.
       handlers.log(`http hook failed: ${(err as Error).stack ?? err}`);
-      send(res, 200, {});
+      send(res, 500, { error: "recorder_error", message: `the step could not be recorded yet: ${(err as Error).message}` });
     }
   });
 }

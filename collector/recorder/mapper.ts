@@ -1,7 +1,10 @@
-import { AgentName, decideTool, runIdFor, type FrameKind, type Policy, type PolicyDecision } from "../../protocol/index.ts";
-import { bodyFields, makeBody, type Body } from "./bodies.ts";
+import { AgentName, hostChainId, runIdFor, type FrameKind } from "../../protocol/index.ts";
+import { bodyFields, makeBody, oversizeOf, type Body } from "./bodies.ts";
+import { answeredDecision, decideEvent, type DecideContext, type DecisionRecord } from "./decide.ts";
 import { deriveFrames } from "./derive.ts";
 import type { RunInfo } from "./journal.ts";
+
+export type { CachedPolicy } from "./decide.ts";
 
 /** One hook event as the wire carries it (docs/collector.md); `answer` only on spooled lines. */
 export interface HookRequest {
@@ -12,9 +15,11 @@ export interface HookRequest {
   agent: string | null;
   event: Record<string, unknown>;
   spooled_ms?: number;
-  /** Set by `tacho hook` when the payload was over 1 MiB: its size and the fields it dropped. */
+  /** Only on spool lines of an older `tacho hook`, which cut a payload over 1 MiB without hashing what it cut. */
   oversize?: { bytes: number; dropped_fields: string[] };
   answer?: unknown;
+  /** Spooled lines only: the decision `tacho hook` made offline, recorded as it was made. */
+  verdict?: DecisionRecord;
   /** The harness process the hook ran under, and its start time (wire `pid`, `pid_start`). */
   pid?: number;
   pid_start?: string;
@@ -26,26 +31,21 @@ export interface Step {
   bodies: Body[];
 }
 
-/** What one event does: the frames to append (each with its bodies), the answer, and whether the session ends. */
+/**
+ * What one event does: the chain it goes on (its session's run; the computer's own chain when it
+ * names no usable session), the frames to append (each with its bodies), the answer, and whether
+ * the session ends.
+ */
 export interface Plan {
-  chain: string | null;
+  chain: string;
   run: RunInfo | null;
   steps: Step[];
   answer: Record<string, unknown>;
   final: boolean;
 }
 
-export interface CachedPolicy {
-  policy: Policy;
-  etag: string;
-}
-
-export interface MapContext {
-  hostId: string;
-  policy: CachedPolicy | null;
-  /** What a policy's `ask` becomes: `deny` for a harness that cannot hold a step for a person. */
-  ask?: "ask" | "deny";
-}
+/** What mapping needs besides the event: the policy check's context. */
+export type MapContext = DecideContext;
 
 const OUTCOMES = new Set(["completed", "aborted", "error", "crashed"]);
 
@@ -67,35 +67,19 @@ export function sessionOf(req: HookRequest, hostId: string): { chain: string; ru
   return { chain: runIdFor(hostId, label, session), run: { harness: label, agent, session_id: session } };
 }
 
-function spooledReason(answer: unknown): string | undefined {
-  const r = (answer as { hookSpecificOutput?: { permissionDecisionReason?: unknown } } | undefined)?.hookSpecificOutput
-    ?.permissionDecisionReason;
-  return typeof r === "string" && r.length > 0 ? r : undefined;
-}
-
-function spooledDecision(answer: unknown): PolicyDecision["decision"] | undefined {
-  const out = (answer as { hookSpecificOutput?: { permissionDecision?: unknown } } | undefined)?.hookSpecificOutput;
-  const d = out?.permissionDecision;
-  return d === "allow" || d === "deny" || d === "ask" ? d : undefined;
-}
-
-function decide(ctx: MapContext, chain: string, tool: string, input: unknown): PolicyDecision & { mode: "enforce" | "observe" } {
-  // Same rule as tacho hook offline: with no verified policy nothing can check the tool, so it is refused.
-  if (!ctx.policy)
-    return {
-      decision: "deny",
-      reason: "no verified Oxagen policy is cached yet, so this tool call cannot be checked",
-      rule: "no_policy",
-      mode: "enforce",
-    };
-  const command = (input as { command?: unknown } | null)?.command;
-  const d = decideTool(ctx.policy.policy, {
-    hostId: ctx.hostId,
-    runId: chain,
-    toolName: tool,
-    ...(typeof command === "string" ? { command } : {}),
-  });
-  return { ...d, mode: ctx.policy.policy.mode };
+/**
+ * The decision a spooled line records: what `tacho hook` decided offline (its `verdict`; older
+ * lines carry only the answer it printed), marked offline.
+ */
+function spooledRecord(req: HookRequest, computed: DecisionRecord | null): DecisionRecord | null {
+  if (req.spooled_ms === undefined || req.answer === undefined) return computed;
+  if (req.verdict) return req.verdict;
+  const event = String(req.event.hook_event_name);
+  const decision = answeredDecision(event, req.answer);
+  if (!computed && decision === "none") return null;
+  const out = (req.answer as { hookSpecificOutput?: { permissionDecisionReason?: unknown } }).hookSpecificOutput;
+  const reason = typeof out?.permissionDecisionReason === "string" ? out.permissionDecisionReason : (computed?.reason ?? "");
+  return { subject: computed?.subject ?? "tool", decision, mode: computed?.mode ?? "enforce", reason, rule: "offline" };
 }
 
 function exitCodeOf(e: Record<string, unknown>): number | undefined {
@@ -119,12 +103,22 @@ function hookUsage(v: unknown): Record<string, number> | undefined {
   return out.input_tokens !== undefined && out.output_tokens !== undefined ? out : undefined;
 }
 
-/** Maps one hook event to frames and an answer, per the coverage statement's table. Pure. */
+/**
+ * Maps one hook event to frames and an answer, per the coverage statement's table. Pure. The run is
+ * the one its event's session id names (the recorder gives a reused id its current run's, runs.ts).
+ */
 export function mapEvent(req: HookRequest, ctx: MapContext): Plan {
   const e = req.event;
   const session = sessionOf(req, ctx.hostId);
-  const plan: Plan = { chain: session?.chain ?? null, run: session?.run ?? null, steps: [], answer: {}, final: false };
-  if (!session) return plan;
+  const verdict = decideEvent(e, session?.chain ?? null, ctx);
+  const plan: Plan = {
+    chain: session?.chain ?? hostChainId(ctx.hostId),
+    run: session?.run ?? null,
+    steps: [],
+    answer: verdict.answer,
+    final: false,
+  };
+  const record = spooledRecord(req, verdict.record);
   const retention = ctx.policy?.policy.retention ?? null;
   const tool = name(e.tool_name) ?? "unknown";
   const toolUseId = name(e.tool_use_id);
@@ -132,74 +126,41 @@ export function mapEvent(req: HookRequest, ctx: MapContext): Plan {
   const step = (kind: FrameKind, payload: Record<string, unknown>, bodies: Body[] = []) => {
     plan.steps.push({ kind, payload: defined({ path: "hook", ...payload, ...bodyFields(bodies) }), bodies });
   };
+  const decided = (extra: Record<string, unknown> = {}) => {
+    if (!record) return;
+    const offline = req.spooled_ms !== undefined && req.answer !== undefined;
+    step("policy_decision", { ...record, ...extra, offline: offline ? true : undefined });
+  };
   switch (e.hook_event_name) {
     case "SessionStart":
-      step("agent_start", {
-        harness: session.run.harness,
-        agent: session.run.agent ?? undefined,
-        session_id: session.run.session_id,
-        cwd: typeof e.cwd === "string" && e.cwd.length <= 4096 ? e.cwd : undefined,
-        source: name(e.source),
-        model: name(e.model),
-        pid: req.pid,
-      });
-      if (ctx.policy?.policy.mode === "enforce" && ctx.policy.policy.suspended_hosts.includes(ctx.hostId)) {
-        plan.answer = { continue: false, stopReason: "this computer is suspended by an operator" };
-      }
+      if (session)
+        step("agent_start", {
+          harness: session.run.harness,
+          agent: session.run.agent ?? undefined,
+          session_id: session.run.session_id,
+          cwd: typeof e.cwd === "string" && e.cwd.length <= 4096 ? e.cwd : undefined,
+          source: name(e.source),
+          model: name(e.model),
+          pid: req.pid,
+        });
+      decided();
       break;
     case "UserPromptSubmit": {
       const prompt = makeBody("prompt", e.prompt ?? "", retention);
-      const p = ctx.policy?.policy;
-      const blocked = p?.mode === "enforce" && (p.paused_runs.includes(session.chain) || p.suspended_hosts.includes(ctx.hostId));
-      if (blocked) {
-        const reason = p.suspended_hosts.includes(ctx.hostId)
-          ? "this computer is suspended by an operator"
-          : "this run is paused by an operator";
-        step("policy_decision", { subject: "prompt", decision: "deny", mode: "enforce", reason, policy_etag: ctx.policy?.etag });
-        plan.answer = { decision: "block", reason };
-      }
+      decided();
       step("turn_start", { prompt: prompt.digest, turn_id: name(e.prompt_id) }, [prompt]);
       break;
     }
     case "PreToolUse": {
       const input = makeBody("tool_input", e.tool_input ?? null, retention);
-      const d = decide(ctx, session.chain, tool, e.tool_input);
-      const offline = req.spooled_ms !== undefined ? spooledDecision(req.answer) : undefined;
-      if (offline) {
-        // Record what the agent was told offline, with the reason it was given then.
-        d.reason = spooledReason(req.answer) ?? d.reason;
-        d.rule = "offline";
-      }
-      if (req.oversize) {
-        // `tacho hook` denied it: an input over 1 MiB cannot be checked against the command clauses.
-        d.decision = "deny";
-        d.reason = `the tool call's payload (${req.oversize.bytes} bytes) is over the 1 MiB Oxagen can check`;
-        d.rule = "oversize";
-      }
-      let decision = req.oversize ? "deny" : (offline ?? d.decision);
-      if (decision === "ask" && ctx.ask === "deny" && d.mode === "enforce") {
-        decision = "deny";
-        d.reason = `the policy asks a person to approve this tool call, and ${session.run.harness} cannot ask: refused. ${d.reason}`;
-      }
-      step("policy_decision", {
-        subject: "tool",
-        decision,
-        mode: d.mode,
-        reason: d.reason.slice(0, 1024),
-        rule: name(d.rule),
-        policy_etag: ctx.policy?.etag,
-        ...toolRef,
-        offline: offline ? true : undefined,
-      });
-      const refused = decision === "deny" && d.mode === "enforce";
-      if (refused) step("token_denied", { ...toolRef, input: input.digest, reason: d.reason.slice(0, 1024) }, [input]);
+      decided(toolRef);
+      const refused = record?.decision === "deny" && record.mode === "enforce";
+      if (refused) step("token_denied", { ...toolRef, input: input.digest, reason: record.reason ?? "" }, [input]);
       else step("tool_requested", { ...toolRef, input: input.digest }, [input]);
-      const answered = d.mode === "observe" ? "allow" : decision;
-      const reason = d.mode === "observe" && decision !== "allow" ? `observe mode (would ${decision}): ${d.reason}` : d.reason;
-      plan.answer = { hookSpecificOutput: { hookEventName: "PreToolUse", permissionDecision: answered, permissionDecisionReason: reason } };
       break;
     }
     case "PermissionRequest":
+      decided(toolRef);
       step("approval_request", toolRef);
       break;
     case "PermissionDenied":
@@ -208,7 +169,10 @@ export function mapEvent(req: HookRequest, ctx: MapContext): Plan {
     case "PostToolUse":
     case "PostToolUseFailure": {
       const failed = e.hook_event_name === "PostToolUseFailure";
-      const input = makeBody("tool_input", e.tool_input ?? null, retention);
+      // A harness (or a custom agent) may leave the input out: the frame then names none (the
+      // recorder fills it from the PreToolUse with the same tool_use_id when it saw one).
+      const reported = e.tool_input !== undefined;
+      const input = reported ? makeBody("tool_input", e.tool_input, retention) : null;
       const output = makeBody(failed ? "error" : "tool_output", failed ? (e.error ?? "") : (e.tool_response ?? null), retention);
       const status = failed ? (e.is_interrupt === true ? "interrupted" : "error") : "ok";
       const duration =
@@ -221,18 +185,18 @@ export function mapEvent(req: HookRequest, ctx: MapContext): Plan {
           status: exit !== undefined && exit !== 0 && !failed ? "error" : status,
           exit_code: exit,
           duration_ms: duration,
-          input: input.digest,
+          input: input?.digest,
           output: output.digest,
         },
-        [input, output],
+        input ? [input, output] : [output],
       );
-      for (const d of deriveFrames(tool, e.tool_input, toolUseId)) step(d.kind, d.payload);
+      if (reported) for (const d of deriveFrames(tool, e.tool_input, toolUseId)) step(d.kind, d.payload);
       break;
     }
     case "Stop":
     case "StopFailure": {
       const msg = e.last_assistant_message;
-      const body = typeof msg === "string" ? makeBody("message", msg, retention) : null;
+      const body = typeof msg === "string" || oversizeOf(msg) ? makeBody("message", msg, retention) : null;
       step("turn_end", { message: body?.digest, turn_id: name(e.prompt_id), usage: hookUsage(e.usage) }, body ? [body] : []);
       break;
     }
@@ -241,11 +205,12 @@ export function mapEvent(req: HookRequest, ctx: MapContext): Plan {
       break;
     case "SubagentStop": {
       const msg = e.last_assistant_message;
-      const body = typeof msg === "string" ? makeBody("message", msg, retention) : null;
+      const body = typeof msg === "string" || oversizeOf(msg) ? makeBody("message", msg, retention) : null;
       step("subagent_stop", { agent_id: name(e.agent_id), agent_type: name(e.agent_type), status: name(e.status) }, body ? [body] : []);
       break;
     }
     case "SessionEnd": {
+      if (!session) break;
       const reason = (typeof e.reason === "string" && e.reason ? e.reason : "session_end").slice(0, 256);
       const outcome = typeof e.outcome === "string" && OUTCOMES.has(e.outcome) ? e.outcome : "completed";
       step("agent_stop", { reason, outcome });

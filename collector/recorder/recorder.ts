@@ -1,10 +1,12 @@
-import { fromHex, type FrameKind, type Payload } from "../../protocol/index.ts";
+import { fromHex, PAYLOADS, type FrameKind, type Payload } from "../../protocol/index.ts";
 import { appendSteps } from "./append.ts";
-import type { HostConfig } from "../lib/state.ts";
-import type { ChainRecord, Journal } from "./journal.ts";
 import { askBecomes, neutralAnswer, normalizeEvent, shapeAnswer } from "../harnesses/events.ts";
-import { mapEvent, sessionOf, type CachedPolicy, type HookRequest, type Step } from "./mapper.ts";
+import type { HostConfig } from "../lib/state.ts";
+import type { DecisionRecord } from "./decide.ts";
+import type { ChainRecord, Journal } from "./journal.ts";
+import { mapEvent, type CachedPolicy, type HookRequest, type Step } from "./mapper.ts";
 import { HarnessProcesses } from "./processes.ts";
+import { currentRun, inRun, ToolInputs, type CurrentRun } from "./runs.ts";
 
 /** How long a session may be quiet before the recorder ends it as crashed (coverage statement). */
 export function quietLimitMs(harness: string): number {
@@ -12,6 +14,9 @@ export function quietLimitMs(harness: string): number {
   if (Number.isFinite(env) && env > 0) return env;
   return (harness === "cursor" ? 1 : 6) * 3600_000;
 }
+
+// What a spooled line says `tacho hook` decided offline: a policy_decision's own fields.
+const VERDICT = PAYLOADS.policy_decision.pick({ subject: true, decision: true, mode: true, reason: true, rule: true, policy_etag: true });
 
 /** Parses a line-protocol request; null when it is not one. */
 export function parseRequest(value: unknown): HookRequest | null {
@@ -28,6 +33,8 @@ export function parseRequest(value: unknown): HookRequest | null {
     event: r.event as Record<string, unknown>,
   };
   if (typeof r.spooled_ms === "number") req.spooled_ms = r.spooled_ms;
+  const verdict = VERDICT.safeParse(r.verdict);
+  if (verdict.success) req.verdict = verdict.data as DecisionRecord;
   const o = r.oversize as { bytes?: unknown; dropped_fields?: unknown } | undefined;
   if (o && typeof o === "object" && typeof o.bytes === "number" && Array.isArray(o.dropped_fields)) {
     req.oversize = { bytes: o.bytes, dropped_fields: o.dropped_fields.filter((f): f is string => typeof f === "string").slice(0, 64) };
@@ -57,6 +64,9 @@ export class Recorder {
   readonly seen: Record<string, number> = {};
   /** Per-session memory the harness adapters keep across events (Cursor's last reply). */
   readonly #memory = new Map<string, string>();
+  readonly #inputs = new ToolInputs();
+  /** Called before each live hook: replays whatever waits in the spool first (replay.ts). */
+  beforeHook: () => void = () => {};
 
   constructor(journal: Journal, host: HostConfig, policy: CachedPolicy | null) {
     this.journal = journal;
@@ -74,21 +84,30 @@ export class Recorder {
 
   /** Records one event (exactly once per id) and returns the hook's answer in the harness's shape. */
   handle(raw: HookRequest): Record<string, unknown> {
+    const live = raw.spooled_ms === undefined;
+    if (live) this.beforeHook();
     if (raw.id !== null && this.journal.has(raw.id)) return this.journal.answered(raw.id) as Record<string, unknown>;
-    if (raw.harness && raw.spooled_ms === undefined) this.seen[raw.harness] = Date.now();
-    const req = this.canonical(raw);
-    if (!req) return neutralAnswer(raw.harness, raw.event);
+    if (raw.harness && live) this.seen[raw.harness] = Date.now();
+    const canon = this.canonical(raw);
+    if (!canon) return neutralAnswer(raw.harness, raw.event);
+    const current = currentRun(this.journal, this.host, canon);
+    const inSession = inRun(canon, current);
+    const req = current ? this.#inputs.fill(current.chain, inSession) : inSession;
     this.sources?.before(req);
     const plan = mapEvent(req, { hostId: this.host.host_id, policy: this.policy, ask: askBecomes(req.harness) });
-    const answer = shapeAnswer(req.harness, req.event, plan.answer);
-    if (!plan.chain || !plan.run || plan.steps.length === 0) return answer;
-    const rec = this.journal.open(plan.chain, plan.run);
-    if (rec.writer.state.final) {
-      this.log(`event ${req.event.hook_event_name} for ${plan.chain} after its final lock: not recorded`);
-      return answer;
+    // A spooled step was answered by `tacho hook` offline: that answer is the one the agent had.
+    const answer =
+      !live && raw.answer !== undefined ? (raw.answer as Record<string, unknown>) : shapeAnswer(req.harness, req.event, plan.answer);
+    let steps = plan.steps;
+    if (raw.oversize) {
+      // A line an older `tacho hook` cut without hashing what it cut: its content is unknown.
+      const detail = `a ${String(req.event.hook_event_name).slice(0, 64)} event of ${raw.oversize.bytes} bytes was cut by an older tacho hook (${raw.oversize.dropped_fields.join(", ").slice(0, 512)}); its content hashes are unknown`;
+      steps = [{ kind: "telemetry_gap", payload: { path: "recorder", cause: "other", detail }, bodies: [] }];
     }
+    if (steps.length === 0) return answer;
+    const rec = this.#open(plan.chain, plan.run, current, req);
     try {
-      this.#commit(rec, plan.steps, req.t, { id: req.id, answer, final: plan.final });
+      this.#commit(rec, steps, req.t, { id: req.id, answer, final: plan.final });
     } catch (err) {
       this.log(`event ${String(req.event.hook_event_name)} for ${plan.chain} not recorded: ${(err as Error).message}`);
       const detail = `a ${String(req.event.hook_event_name).slice(0, 64)} event could not be recorded: ${(err as Error).message}`.slice(
@@ -108,6 +127,39 @@ export class Recorder {
     return answer;
   }
 
+  /**
+   * A spooled PreToolUse whose id the recorder already recorded live: the hook gave up waiting
+   * (its budget ran out) and the agent acted on the answer `tacho hook` gave offline. Appends that
+   * decision, marked offline, and what it meant for the call when it differs from the live answer
+   * (token_denied for a call the live answer let through, tool_requested for one it refused).
+   * Once per event id; false when there is nothing to add.
+   */
+  recordOfflineAnswer(raw: HookRequest): boolean {
+    if (raw.id === null || raw.spooled_ms === undefined || raw.answer === undefined) return false;
+    const id = `${raw.id}~offline`;
+    // Recorded from the spool already (a line `tacho hook` wrote twice): nothing to add.
+    if (this.journal.has(id) || JSON.stringify(this.journal.answered(raw.id)) === JSON.stringify(raw.answer)) return false;
+    const canon = this.canonical(raw, false);
+    if (canon?.event.hook_event_name !== "PreToolUse") return false;
+    const current = currentRun(this.journal, this.host, canon);
+    const req = inRun(canon, current);
+    const plan = mapEvent(req, { hostId: this.host.host_id, policy: this.policy, ask: askBecomes(req.harness) });
+    const decision = plan.steps.find((s) => s.kind === "policy_decision");
+    if (!decision) return false;
+    const p = decision.payload as { reason?: string };
+    p.reason =
+      `the hook gave up waiting for the recorder; the agent acted on the answer tacho hook gave from the cached policy: ${p.reason ?? ""}`.slice(
+        0,
+        1024,
+      );
+    const wasRefused = refusedIn(this.journal.answered(raw.id));
+    const steps = plan.steps.filter((s) => s === decision || (s.kind === "token_denied") !== wasRefused);
+    const rec = this.#open(plan.chain, plan.run, current, req);
+    this.#commit(rec, steps, req.t, { id, answer: raw.answer, final: false });
+    this.onChange();
+    return true;
+  }
+
   /** Frames from the recorder's second sources (usage logs, worktree), appended once per `id`; false when not appended. */
   record(rec: ChainRecord, steps: Step[], t: number, id: string | null): boolean {
     if (rec.writer.state.final || (id !== null && this.journal.has(id))) return false;
@@ -123,16 +175,39 @@ export class Recorder {
     this.onChange();
   }
 
-  /** The chain of a request's session (opened if new); null when the request names no session. */
+  /** The chain of a request's session (its current run, opened if new); null when the request names no session. */
   chainOf(req: HookRequest): ChainRecord | null {
-    const s = this.sessionOf(req);
-    return s ? this.journal.open(s.chain, s.run) : null;
+    const canon = this.canonical(req, false);
+    const current = canon ? currentRun(this.journal, this.host, canon) : null;
+    return canon && current ? this.#open(current.chain, current.run, current, inRun(canon, current)) : null;
   }
 
-  /** The session a (raw) request belongs to, after normalizing; null when it names none or is not recorded. */
-  sessionOf(req: HookRequest): ReturnType<typeof sessionOf> {
+  /** The session a (raw) request belongs to, after normalizing: its current run; null when it names none or is not recorded. */
+  sessionOf(req: HookRequest): CurrentRun | null {
     const canon = this.canonical(req, false);
-    return canon ? sessionOf(canon, this.host.host_id) : null;
+    return canon ? currentRun(this.journal, this.host, canon) : null;
+  }
+
+  /**
+   * Opens an event's chain. A new run of a reused session id that does not begin with SessionStart
+   * begins with a gap naming the run it follows: its steps were not part of a session start.
+   */
+  #open(chain: string, run: ChainRecord["run"], current: CurrentRun | null, req: HookRequest): ChainRecord {
+    const existed = this.journal.chains.has(chain);
+    const rec = this.journal.open(chain, run);
+    if (!existed && current?.follows && req.event.hook_event_name !== "SessionStart") {
+      const detail = `session ${String(current.run.session_id).slice(0, 300)} came back after its run ${current.follows} ended: what follows is a new run`;
+      this.#commit(
+        rec,
+        [{ kind: "telemetry_gap", payload: { path: "recorder", cause: "other", detail: detail.slice(0, 1024) }, bodies: [] }],
+        req.t,
+        {
+          id: null,
+          final: false,
+        },
+      );
+    }
+    return rec;
   }
 
   /** Locks every chain with frames since its last lock; `final` ends the ones not yet ended. */
@@ -209,4 +284,10 @@ export class Recorder {
       answer: opts.answer,
     });
   }
+}
+
+/** True when a hook answer (in any harness's shape) refused the step. */
+function refusedIn(answer: unknown): boolean {
+  const a = (answer ?? {}) as { hookSpecificOutput?: { permissionDecision?: unknown }; permission?: unknown; action?: unknown };
+  return a.hookSpecificOutput?.permissionDecision === "deny" || a.permission === "deny" || a.action === "deny";
 }

@@ -1,4 +1,4 @@
-import { fromHex, type HostReport, ROUTES, signRequest } from "../../protocol/index.ts";
+import { AgentName, fromHex, type HostReport, ROUTES, signRequest } from "../../protocol/index.ts";
 import { adapterFor } from "../harnesses/index.ts";
 import { hookState, readConfig } from "../harnesses/settings.ts";
 import type { HostConfig } from "../lib/state.ts";
@@ -15,10 +15,11 @@ function hooksOk(host: HostConfig, harness: string): boolean {
 
 /**
  * What only this computer can tell the server about each wrapped harness and custom agent: frames
- * recorded but not yet acknowledged (and since when) and whether the hooks are in place. The
- * server folds it into the Wrapped agents health (pending, degraded).
+ * recorded but not yet acknowledged, plus hook events still waiting in the spool (each becomes at
+ * least one frame), since when, and whether the hooks are in place. The server folds it into the
+ * Wrapped agents health (pending, degraded).
  */
-export function hostReport(host: HostConfig, status: Pick<RecorderStatus, "chains">): HostReport {
+export function hostReport(host: HostConfig, status: Pick<RecorderStatus, "chains" | "spool">): HostReport {
   const agents = new Map<string, HostReport["agents"][number]>();
   for (const harness of host.harnesses)
     agents.set(harness, { name: harness, pending_frames: 0, oldest_pending_ms: null, hooks_ok: hooksOk(host, harness) });
@@ -29,6 +30,13 @@ export function hostReport(host: HostConfig, status: Pick<RecorderStatus, "chain
     if (chain.oldest_pending_ms !== null)
       a.oldest_pending_ms = Math.min(a.oldest_pending_ms ?? chain.oldest_pending_ms, chain.oldest_pending_ms);
     agents.set(chain.harness, a);
+  }
+  for (const [label, spooled] of Object.entries(status.spool.by_label)) {
+    if (!AgentName.safeParse(label).success) continue;
+    const a = agents.get(label) ?? { name: label, pending_frames: 0, oldest_pending_ms: null, hooks_ok: true };
+    a.pending_frames += spooled.events;
+    if (spooled.oldest_ms !== null) a.oldest_pending_ms = Math.min(a.oldest_pending_ms ?? spooled.oldest_ms, spooled.oldest_ms);
+    agents.set(label, a);
   }
   return { agents: [...agents.values()].slice(0, 64) };
 }

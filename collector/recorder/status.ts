@@ -1,5 +1,6 @@
 import type { Journal } from "./journal.ts";
 import type { Shipper } from "./shipper.ts";
+import type { SpoolSummary } from "./spool.ts";
 
 /** recorder-status.json, read by `tacho status` (docs/collector.md). */
 export interface RecorderStatus {
@@ -11,7 +12,12 @@ export interface RecorderStatus {
   heartbeat_ms: number;
   /** Set by a graceful stop. */
   stopped_ms?: number;
-  pending: { frames: number; locks: number; bodies: number };
+  /** Not yet acknowledged by the server; `spooled`: hook events waiting in the spool, not yet recorded. */
+  pending: { frames: number; locks: number; bodies: number; spooled: number };
+  /** What waits in the spool (recorded within seconds while the recorder runs; see docs/collector.md). */
+  spool: SpoolSummary;
+  /** The HTTP hook port: listening, or held by another process. */
+  http: string;
   /** Per chain with anything not yet acknowledged. */
   chains: Record<
     string,
@@ -43,6 +49,8 @@ export function statusOf(o: {
   policyError: string | null;
   stopped?: number | undefined;
   seen: Record<string, number>;
+  spool: SpoolSummary;
+  http: string;
 }): RecorderStatus {
   const chains: RecorderStatus["chains"] = {};
   let open = 0;
@@ -67,7 +75,9 @@ export function statusOf(o: {
     started_ms: o.started,
     heartbeat_ms: now,
     ...(o.stopped !== undefined ? { stopped_ms: o.stopped } : {}),
-    pending: o.shipper.pending(),
+    pending: { ...o.shipper.pending(), spooled: o.spool.events },
+    spool: o.spool,
+    http: o.http,
     chains,
     sessions_open: open,
     last_delivery_ms: o.shipper.lastDeliveryMs,

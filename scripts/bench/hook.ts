@@ -52,7 +52,7 @@ function post(body: string): Promise<number> {
         path: "/hooks/claude-code",
         method: "POST",
         agent,
-        headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) },
+        headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body), "x-oxagen-hook-secret": home.secret },
       },
       (res) => {
         res.resume();

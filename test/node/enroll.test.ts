@@ -111,8 +111,20 @@ describe("tacho enroll into Claude Code", () => {
       expect(ours, event).toHaveLength(1);
       expect(ours[0]!.type).toBe("command");
     }
+    expect(host.hook_secret).toMatch(/^[0-9a-f]{64}$/);
     for (const event of ["PostToolUse", "PostToolUseFailure"]) {
-      expect(s.hooks[event]).toEqual([{ hooks: [{ type: "http", url: `http://127.0.0.1:${hooksPort}/hooks/claude-code`, timeout: 10 }] }]);
+      expect(s.hooks[event]).toEqual([
+        {
+          hooks: [
+            {
+              type: "http",
+              url: `http://127.0.0.1:${hooksPort}/hooks/claude-code`,
+              headers: { "x-oxagen-hook-secret": host.hook_secret },
+              timeout: 10,
+            },
+          ],
+        },
+      ]);
     }
   });
 

@@ -88,7 +88,8 @@ describe("Stella end to end", () => {
     const answers = out.map((o) => JSON.parse(o.stdout.trim()));
     expect(answers).toEqual([
       { action: "allow" },
-      { action: "allow" },
+      // No clause decides `cargo test`: no decision, Stella goes on as if no hook had spoken.
+      {},
       { action: "allow" },
       { action: "deny", reason: "no deletes" },
       { action: "require_approval", reason: "pushes need a person" },
@@ -117,6 +118,7 @@ describe("Stella end to end", () => {
     ]);
     const p = payloads(view);
     expect(p[0]).toMatchObject({ harness: "stella", pid, cwd });
+    expect(p[1]).toMatchObject({ decision: "none", rule: "default" });
     expect(p[7]).toMatchObject({ decision: "ask", rule: "ask-push" });
     expect(p[11]).toMatchObject({ path: "recorder", reason: "process_exited", outcome: "completed" });
     expect(view.locks.map(parseLock).at(-1)).toMatchObject({ final: true, count: view.frames.length });
@@ -139,7 +141,7 @@ describe("how sessions end without a SessionEnd", () => {
       model: "m",
       transcript_path: null,
     };
-    await sendLine(h.port, {
+    await sendLine(h, {
       v: 1,
       id: "00000000000000c1",
       t: Date.now(),
@@ -171,8 +173,7 @@ describe("how sessions end without a SessionEnd", () => {
     running.push(await startDaemon(h, { OXAGEN_QUIET_MS: "500", OXAGEN_LOCK_INTERVAL_MS: "100" }));
     const event = { conversation_id: "quiet-1", hook_event_name: "sessionStart", workspace_roots: ["/w"] };
     expect(
-      (await sendLine(h.port, { v: 1, id: "00000000000000d1", t: Date.now(), source: "command", harness: "cursor", agent: null, event }))
-        .answer,
+      (await sendLine(h, { v: 1, id: "00000000000000d1", t: Date.now(), source: "command", harness: "cursor", agent: null, event })).answer,
     ).toEqual({});
     const chain = runIdFor(HOST, "cursor", "quiet-1");
     const view = await until(() => {

@@ -1,4 +1,5 @@
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { chmodSync, mkdirSync, readFileSync, utimesSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -19,8 +20,17 @@ beforeEach(() => {
 });
 afterEach(() => home.cleanup());
 
-function enrollDirectly(port: number, policy: Policy | null): void {
-  mkdirSync(state, { recursive: true });
+/**
+ * host.json (and a signed policy) written directly. Unless `autostart`, a hook that finds the
+ * recorder down does not start one (a hook already did, as far as the stamp says), so these tests
+ * see the offline path alone.
+ */
+function enrollDirectly(port: number, policy: Policy | null, autostart = false): void {
+  mkdirSync(state, { recursive: true, mode: 0o700 });
+  if (!autostart) {
+    writeFileSync(join(state, "recorder-autostart"), "");
+    utimesSync(join(state, "recorder-autostart"), new Date(Date.now() + 86_400_000), new Date(Date.now() + 86_400_000));
+  }
   const host = {
     v: 1,
     host_id: "h-test-1",
@@ -135,7 +145,7 @@ describe("tacho hook refuses what it cannot handle, with one JSON answer and exi
 });
 
 describe("tacho hook with the recorder down decides from the cached signed policy and spools", () => {
-  it("a deny clause stops the tool; an allowed call passes; both are spooled with their answers", async () => {
+  it("a deny clause stops the tool; a call no clause decides gets no decision; both are spooled with their answers and decisions", async () => {
     enrollDirectly(await freePort(), denyRm());
     const denied = await hook(["--agent", "my-agent"], { ...pre("rm -rf /tmp/x"), extra_field: { kept: true } });
     expect(denied.code).toBe(0);
@@ -147,17 +157,45 @@ describe("tacho hook with the recorder down decides from the cached signed polic
       },
       enforcement_tier: "client_attested",
     });
-    const allowed = await hook(["--agent", "my-agent"], pre("ls -la"));
-    expect(allowed.answer.hookSpecificOutput.permissionDecision).toBe("allow");
-    expect(allowed.answer.enforcement_tier).toBe("client_attested");
+    // No clause decides `ls` and a new workspace's default gives no decision: the harness's own
+    // permission flow decides, as if Oxagen were not there.
+    const undecided = await hook(["--agent", "my-agent"], pre("ls -la"));
+    expect(undecided.answer).toEqual({ enforcement_tier: "client_attested" });
 
     const lines = spoolLines();
     expect(lines).toHaveLength(2);
     expect(lines[0]).toMatchObject({ v: 1, source: "command", harness: null, agent: "my-agent", answer: denied.answer });
+    expect(lines[0]!.verdict).toMatchObject({ subject: "tool", decision: "deny", mode: "enforce", rule: "no-rm" });
+    expect(lines[1]!.verdict).toMatchObject({ subject: "tool", decision: "none", mode: "enforce", rule: "default" });
     expect(lines[0]!.event).toEqual({ ...pre("rm -rf /tmp/x"), extra_field: { kept: true } });
     expect(lines[0]!.id).toMatch(/^[0-9a-z]+-[0-9a-z]+-[0-9a-z]+$/);
     expect(lines[0]!.id).not.toBe(lines[1]!.id);
     expect(typeof lines[0]!.spooled_ms).toBe("number");
+  });
+
+  it("allow only for an explicit allow clause; an older policy's explicit default is still honoured; observe mode never decides", async () => {
+    const allowLs: Policy = {
+      ...denyRm(),
+      tools: [...denyRm().tools, { id: "ls-ok", tool: "Bash", command: "ls*", decision: "allow", reason: "listing is fine" }],
+    };
+    enrollDirectly(await freePort(), allowLs);
+    expect((await hook(["--agent", "my-agent"], pre("ls"))).answer.hookSpecificOutput).toMatchObject({ permissionDecision: "allow" });
+    expect((await hook(["--agent", "my-agent"], pre("make"))).answer.hookSpecificOutput).toBeUndefined();
+    enrollDirectly(await freePort(), { ...denyRm(), default_tool_decision: "ask" });
+    expect((await hook(["--agent", "my-agent"], pre("make"))).answer.hookSpecificOutput).toMatchObject({ permissionDecision: "ask" });
+    enrollDirectly(await freePort(), { ...denyRm(), mode: "observe" });
+    expect((await hook(["--agent", "my-agent"], pre("rm -rf /"))).answer).toEqual({ enforcement_tier: "client_attested" });
+    expect(spoolLines().at(-1)!.verdict).toMatchObject({ decision: "deny", mode: "observe", rule: "no-rm" });
+  });
+
+  it("a PreToolUse with no usable session_id is refused (the step cannot be attributed) and spooled", async () => {
+    enrollDirectly(await freePort(), denyRm());
+    for (const session_id of [undefined, "", 42]) {
+      const { answer } = await hook(["--agent", "my-agent"], { ...pre("ls"), session_id });
+      expect(answer.hookSpecificOutput).toMatchObject({ permissionDecision: "deny" });
+      expect(answer.hookSpecificOutput.permissionDecisionReason).toMatch(/no usable session_id/);
+    }
+    expect(spoolLines().map((l) => l.verdict.rule)).toEqual(["no_session", "no_session", "no_session"]);
   });
 
   it("a policy that does not verify under the pinned key is not used: the tool call is denied", async () => {
@@ -194,16 +232,24 @@ describe("tacho hook with the recorder down decides from the cached signed polic
     expect(spoolLines()[0]!.event).toEqual({ session_id: "s1", hook_event_name: "SomethingNew", detail: 1 });
   });
 
-  it("a payload over 1 MiB: the tool call is denied, the step is spooled without the oversized fields", async () => {
+  it("a payload over 1 MiB: the tool call is denied; the spooled step names the real size and SHA-256 of what it cut", async () => {
     enrollDirectly(await freePort(), denyRm());
-    const big = { ...pre("ls"), tool_input: { command: "ls", padding: "x".repeat(1_100_000) } };
+    const input = { command: "ls", padding: "x".repeat(1_100_000) };
+    const big = { ...pre("ls"), tool_input: input };
     const { code, answer } = await hook(["--agent", "my-agent"], big);
     expect(code).toBe(0);
     expect(answer.hookSpecificOutput.permissionDecision).toBe("deny");
     expect(answer.hookSpecificOutput.permissionDecisionReason).toMatch(/1 MiB/);
     const [line] = spoolLines();
-    expect(line!.event).toEqual({ session_id: "s1", hook_event_name: "PreToolUse", tool_name: "Bash", tool_use_id: "call-1" });
-    expect(line!.oversize).toEqual({ bytes: JSON.stringify(big).length, dropped_fields: ["tool_input"] });
+    const bytes = JSON.stringify(input);
+    expect(line!.event).toEqual({
+      session_id: "s1",
+      hook_event_name: "PreToolUse",
+      tool_name: "Bash",
+      tool_use_id: "call-1",
+      tool_input: { command: "ls", $oxagen_oversize: { sha256: createHash("sha256").update(bytes).digest("hex"), size: bytes.length } },
+    });
+    expect(line!.verdict).toMatchObject({ decision: "deny", rule: "oversize" });
   });
 
   it("the 10,001st spooled event is not kept but counted in spool/dropped", async () => {
@@ -224,45 +270,55 @@ describe("tacho hook with the recorder down decides from the cached signed polic
   });
 });
 
-describe("tacho hook with the recorder up", () => {
-  let recorder: Server;
+describe("only the recorder answers a hook", () => {
+  let stranger: Server;
   let received: string[];
   let port: number;
 
   beforeEach(async () => {
     received = [];
-    recorder = createServer((socket) => {
+    // Something else on the hook port that answers every request with an allow.
+    stranger = createServer((socket) => {
       let text = "";
       socket.setEncoding("utf8").on("data", (d: string) => {
         text += d;
         if (!text.includes("\n")) return;
         received.push(text.slice(0, text.indexOf("\n")));
         socket.end(
-          `${JSON.stringify({ v: 1, answer: { hookSpecificOutput: { hookEventName: "PreToolUse", permissionDecision: "ask", permissionDecisionReason: "from the recorder" } } })}\n`,
+          `${JSON.stringify({ v: 1, answer: { hookSpecificOutput: { hookEventName: "PreToolUse", permissionDecision: "allow" } } })}\n`,
         );
       });
     });
-    await new Promise<void>((r) => recorder.listen(0, "127.0.0.1", r));
-    port = (recorder.address() as { port: number }).port;
+    await new Promise<void>((r) => stranger.listen(0, "127.0.0.1", r));
+    port = (stranger.address() as { port: number }).port;
   });
-  afterEach(() => new Promise<void>((r) => recorder.close(() => r())));
+  afterEach(() => new Promise<void>((r) => stranger.close(() => r())));
 
-  it("sends one request line with the payload verbatim and prints the recorder's answer", async () => {
+  it("with a stranger on the hook port, the hook neither sends it the payload nor takes its answer: it decides from the cached policy and spools", async () => {
     enrollDirectly(port, denyRm());
-    const payload = { ...pre("ls"), transcript_path: null, future_field: [1, { a: "b" }] };
-    const { code, answer } = await hook(["--harness", "claude-code"], payload);
+    const { code, answer } = await hook(["--harness", "claude-code"], pre("rm -rf /"));
     expect(code).toBe(0);
-    expect(answer.hookSpecificOutput.permissionDecisionReason).toBe("from the recorder");
-    expect(received).toHaveLength(1);
-    const request = JSON.parse(received[0]!) as Answer;
-    expect(request).toMatchObject({ v: 1, source: "command", harness: "claude-code", agent: null, event: payload });
-    expect(spoolLines()).toEqual([]);
+    expect(answer.hookSpecificOutput).toMatchObject({
+      permissionDecision: "deny",
+      permissionDecisionReason: "destructive commands are not allowed",
+    });
+    expect(answer.enforcement_tier).toBe("client_attested");
+    expect(received).toEqual([]);
+    expect(spoolLines()).toHaveLength(1);
+  });
+
+  it("does not trust a recorder socket in a state directory other users may write", async () => {
+    enrollDirectly(port, denyRm());
+    chmodSync(state, 0o777);
+    const { answer } = await hook(["--agent", "my-agent"], pre("ls"));
+    expect(answer.systemMessage).toMatch(/writable by other users/);
+    chmodSync(state, 0o700);
   });
 });
 
 describe("the hook fast path stays small", () => {
   it("loads only node builtins (no node:http) and its own plain-JS files, without ESM imports", () => {
-    for (const file of ["client.cjs", "answers.cjs"]) {
+    for (const file of ["client.cjs", "answers.cjs", "channel.cjs"]) {
       const source = readFileSync(join(import.meta.dirname, "../../collector/hook-fast", file), "utf8");
       const text = source.replace(/^\s*\/\/.*$/gm, "");
       expect(text).not.toMatch(/^import /m);

@@ -2,15 +2,26 @@ import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { runIdFor, verifyChain } from "../../protocol/index.ts";
-import { agentEvent, eventId, HOST, makeHome, payloads, readJournal, sleep, startDaemon, type DaemonProc } from "../support/recorder.ts";
+import { collect } from "./support/tacho.ts";
+import {
+  agentEvent,
+  eventId,
+  HOST,
+  makeHome,
+  NODE,
+  payloads,
+  readJournal,
+  sleep,
+  socketHealth,
+  startDaemon,
+  TACHO,
+  until,
+  Recorders,
+} from "../support/recorder.ts";
 
-const running: DaemonProc[] = [];
-afterEach(async () => {
-  for (const d of running.splice(0)) {
-    d.proc.kill("SIGKILL");
-    await d.exited;
-  }
-});
+const recorders = new Recorders();
+const running = recorders.running;
+afterEach(() => recorders.stop());
 
 describe("recorder durability", () => {
   it("kill -9 in the middle of a stream of events: after a restart nothing answered is lost and nothing is recorded twice", async () => {
@@ -38,7 +49,7 @@ describe("recorder durability", () => {
       while (next < N) {
         const e = events[next++]!;
         try {
-          await agentEvent(home.port, "crash-agent", e.event, e.id);
+          await agentEvent(home, "crash-agent", e.event, e.id);
           answered.add(e.id);
         } catch {
           return;
@@ -55,7 +66,7 @@ describe("recorder durability", () => {
     d = await startDaemon(home);
     running.push(d);
     // The hook client retries everything it is not sure of, including ones that were answered.
-    for (const e of events) await agentEvent(home.port, "crash-agent", e.event, e.id);
+    for (const e of events) await agentEvent(home, "crash-agent", e.event, e.id);
 
     const chain = runIdFor(HOST, "crash-agent", "crash-1");
     const view = readJournal(home).get(chain)!;
@@ -72,7 +83,7 @@ describe("recorder durability", () => {
     const home = await makeHome();
     let d = await startDaemon(home);
     running.push(d);
-    await agentEvent(home.port, "spool-agent", { session_id: "run-a", hook_event_name: "SessionStart" });
+    await agentEvent(home, "spool-agent", { session_id: "run-a", hook_event_name: "SessionStart" });
     d.proc.kill("SIGTERM");
     await d.exited;
 
@@ -144,4 +155,52 @@ describe("recorder durability", () => {
     const again = readJournal(home).get(runIdFor(HOST, "spool-agent", "run-a"))!;
     expect(again.frames.filter((f) => f.kind === "tool_requested").length).toBe(1);
   });
+});
+
+describe("the fault run of issue 10: kill -9 of the recorder while real hooks run", () => {
+  it("every step a hook answered is recorded once, spooled or not, and the hooks restart the recorder themselves", async () => {
+    const home = await makeHome({ policy: {}, autostart: true });
+    recorders.autostarted.push(home.dir);
+    const first = await startDaemon(home);
+    running.push(first);
+    const SESSIONS = 3;
+    const STEPS = 15;
+    const env = { PATH: process.env.PATH ?? "", OXAGEN_HOME: home.dir };
+    const hook = (payload: Record<string, unknown>) =>
+      collect(NODE, [TACHO, "hook", "--agent", "fault-agent"], env, JSON.stringify(payload));
+    let done = 0;
+    const session = async (s: number) => {
+      await hook({ session_id: `f-${s}`, hook_event_name: "SessionStart" });
+      for (let i = 0; i < STEPS; i++) {
+        const r = await hook({
+          session_id: `f-${s}`,
+          hook_event_name: "PreToolUse",
+          tool_name: "run_shell",
+          tool_input: { command: `echo ${i}` },
+          tool_use_id: `s${s}-c${i}`,
+        });
+        expect(r.code).toBe(0);
+        expect(r.stdout.trim().split("\n")).toHaveLength(1);
+        done++;
+      }
+    };
+    const all = Promise.all(Array.from({ length: SESSIONS }, (_, s) => session(s)));
+    while (done < (SESSIONS * STEPS) / 3) await sleep(5);
+    first.proc.kill("SIGKILL");
+    await first.exited;
+    await all;
+    // A hook that found it down started a new recorder, which replays what was spooled.
+    await until(() => socketHealth(home).catch(() => null));
+    await until(() => !existsSync(join(home.dir, "spool/events.jsonl")) && !existsSync(join(home.dir, "spool/replaying.jsonl")));
+    const journal = readJournal(home);
+    for (let s = 0; s < SESSIONS; s++) {
+      const chain = runIdFor(HOST, "fault-agent", `f-${s}`);
+      const view = journal.get(chain)!;
+      expect(verifyChain(chain, view.frames).problems).toEqual([]);
+      const requested = payloads(view)
+        .filter((_, i) => view.frames[i]!.kind === "tool_requested")
+        .map((p) => p.tool_use_id);
+      expect(requested.sort()).toEqual(Array.from({ length: STEPS }, (_, i) => `s${s}-c${i}`).sort());
+    }
+  }, 240_000);
 });

@@ -44,7 +44,7 @@ describe("recorder shipping", () => {
     const home = await makeHome({ server: `http://127.0.0.1:${port}` });
     const d = await startDaemon(home, FAST);
     running.push(d);
-    const send = (event: Record<string, unknown>) => agentEvent(home.port, "ship-agent", { session_id: "ship-1", ...event });
+    const send = (event: Record<string, unknown>) => agentEvent(home, "ship-agent", { session_id: "ship-1", ...event });
 
     // Server down (connection refused) while the session runs.
     await send({ hook_event_name: "SessionStart" });
@@ -106,7 +106,7 @@ describe("recorder shipping", () => {
     const home = await makeHome({ server: `http://127.0.0.1:${port}` });
     const d = await startDaemon(home, FAST);
     running.push(d);
-    const send = (event: Record<string, unknown>) => agentEvent(home.port, "gap-agent", { session_id: "gap-1", ...event });
+    const send = (event: Record<string, unknown>) => agentEvent(home, "gap-agent", { session_id: "gap-1", ...event });
     await send({ hook_event_name: "SessionStart" });
     await send({ hook_event_name: "UserPromptSubmit", prompt: "tidy up" });
     for (let i = 0; i < 3; i++)
@@ -143,7 +143,7 @@ describe("recorder shipping", () => {
     const d = await startDaemon(home, FAST);
     running.push(d);
     await until(() => status(home.dir)?.policy_etag);
-    const answer = await agentEvent(home.port, "pol-agent", {
+    const answer = await agentEvent(home, "pol-agent", {
       session_id: "p1",
       hook_event_name: "PreToolUse",
       tool_name: "Bash",

@@ -1,3 +1,5 @@
+import { spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -6,11 +8,13 @@ import {
   agentEvent,
   HOST,
   makeHome,
+  NODE,
   payloads,
   postHook,
   readJournal,
   sendLine,
   startDaemon,
+  TACHO,
   type DaemonProc,
 } from "../support/recorder.ts";
 
@@ -32,7 +36,7 @@ describe("recorder: hook events become frames", () => {
     const d = await startDaemon(home);
     running.push(d);
     const s = { session_id: "my-run-42" };
-    const send = (event: Record<string, unknown>) => agentEvent(home.port, "my-agent", { ...s, ...event });
+    const send = (event: Record<string, unknown>) => agentEvent(home, "my-agent", { ...s, ...event });
 
     expect((await send({ hook_event_name: "SessionStart", cwd: "/work" })).answer).toEqual({});
     await send({ hook_event_name: "UserPromptSubmit", prompt: `fix the failing test; token ${SECRET}` });
@@ -42,7 +46,8 @@ describe("recorder: hook events become frames", () => {
       tool_input: { command: "pytest -x" },
       tool_use_id: "call-1",
     });
-    expect(allow.answer).toMatchObject({ hookSpecificOutput: { hookEventName: "PreToolUse", permissionDecision: "allow" } });
+    // No clause decides pytest and the policy's default gives no decision: the harness's own flow decides.
+    expect(allow.answer).toEqual({});
     await send({
       hook_event_name: "PostToolUse",
       tool_name: "run_shell",
@@ -98,7 +103,7 @@ describe("recorder: hook events become frames", () => {
     ]);
     const p = payloads(view);
     expect(p[1]).toMatchObject({ redactions: [{ role: "prompt", kind: "anthropic_api_key" }], bodies: [{ role: "prompt", kept: true }] });
-    expect(p[2]).toMatchObject({ subject: "tool", decision: "allow", mode: "enforce", tool_name: "run_shell" });
+    expect(p[2]).toMatchObject({ subject: "tool", decision: "none", mode: "enforce", rule: "default", tool_name: "run_shell" });
     expect(p[4]).toMatchObject({ status: "ok", exit_code: 0, tool_use_id: "call-1" });
     expect(p[5]).toMatchObject({ program: "pytest" });
     expect(p[6]).toMatchObject({ decision: "deny", rule: "no-rm" });
@@ -134,8 +139,8 @@ describe("recorder: hook events become frames", () => {
       agent: "dup-agent",
       event: { session_id: "s1", hook_event_name: "PreToolUse", tool_name: "Bash", tool_input: { command: "ls" } },
     };
-    const a = await sendLine(home.port, ev);
-    const b = await sendLine(home.port, ev);
+    const a = await sendLine(home, ev);
+    const b = await sendLine(home, ev);
     expect(b).toEqual(a);
     const view = readJournal(home).get(runIdFor(HOST, "dup-agent", "s1"))!;
     // No verified policy cached: refused, as tacho hook refuses offline.
@@ -151,18 +156,19 @@ describe("recorder: hook events become frames", () => {
     running.push(d);
     const base = { session_id: "cc-1", transcript_path: "/tmp/t.jsonl", cwd: "/work", permission_mode: "default" };
     expect(
-      (await postHook(home.port, { ...base, hook_event_name: "SessionStart", source: "startup", model: "claude-sonnet-4-5" })).body,
+      (await postHook(home, { ...base, hook_event_name: "SessionStart", source: "startup", model: "claude-sonnet-4-5" })).body,
     ).toEqual({});
-    const pre = await postHook(home.port, {
+    const pre = await postHook(home, {
       ...base,
       hook_event_name: "PreToolUse",
       tool_name: "Bash",
       tool_input: { command: "npm test" },
       tool_use_id: "toolu_1",
     });
-    expect(pre.body).toMatchObject({ hookSpecificOutput: { permissionDecision: "allow" } });
-    await postHook(home.port, { ...base, hook_event_name: "PermissionRequest", tool_name: "Bash", tool_input: { command: "npm test" } });
-    await postHook(home.port, {
+    // Observe mode records the would-be denial and answers nothing: Claude Code's own flow decides.
+    expect(pre.body).toEqual({});
+    await postHook(home, { ...base, hook_event_name: "PermissionRequest", tool_name: "Bash", tool_input: { command: "npm test" } });
+    await postHook(home, {
       ...base,
       hook_event_name: "PostToolUseFailure",
       tool_name: "Bash",
@@ -170,24 +176,24 @@ describe("recorder: hook events become frames", () => {
       tool_use_id: "toolu_1",
       error: "Exit code 1\nfailed",
     });
-    await postHook(home.port, { ...base, hook_event_name: "SubagentStart", agent_id: "a1", agent_type: "Explore" });
-    await postHook(home.port, {
+    await postHook(home, { ...base, hook_event_name: "SubagentStart", agent_id: "a1", agent_type: "Explore" });
+    await postHook(home, {
       ...base,
       hook_event_name: "SubagentStop",
       agent_id: "a1",
       agent_type: "Explore",
       last_assistant_message: "done",
     });
-    await postHook(home.port, {
+    await postHook(home, {
       ...base,
       hook_event_name: "PermissionDenied",
       tool_name: "Write",
       tool_input: { file_path: "/etc/x" },
       tool_use_id: "toolu_2",
     });
-    expect((await postHook(home.port, { ...base, hook_event_name: "Notification", message: "hi" })).body).toEqual({});
-    expect((await postHook(home.port, { ...base, hook_event_name: "Stop" }, { host: "evil.example:80" })).status).toBe(403);
-    expect((await postHook(home.port, { ...base, hook_event_name: "Stop" }, { origin: "http://evil.example" })).status).toBe(403);
+    expect((await postHook(home, { ...base, hook_event_name: "Notification", message: "hi" })).body).toEqual({});
+    expect((await postHook(home, { ...base, hook_event_name: "Stop" }, { host: "evil.example:80" })).status).toBe(403);
+    expect((await postHook(home, { ...base, hook_event_name: "Stop" }, { origin: "http://evil.example" })).status).toBe(403);
 
     const chain = runIdFor(HOST, "claude-code", "cc-1");
     const view = readJournal(home).get(chain)!;
@@ -226,7 +232,7 @@ describe("tacho daemon start | status | stop", () => {
     const st = tacho("status");
     expect(st.status).toBe(0);
     expect(JSON.parse(st.stdout)).toMatchObject({ running: true, answering: true, pid, port: home.port });
-    expect((await agentEvent(home.port, "d-agent", { session_id: "d1", hook_event_name: "SessionStart" })).answer).toEqual({});
+    expect((await agentEvent(home, "d-agent", { session_id: "d1", hook_event_name: "SessionStart" })).answer).toEqual({});
     const stopped = tacho("stop");
     expect(stopped.status).toBe(0);
     expect(JSON.parse(stopped.stdout)).toMatchObject({ stopped: true, pid });
@@ -235,5 +241,59 @@ describe("tacho daemon start | status | stop", () => {
     expect(status).toMatchObject({ pid, sessions_open: 1 });
     expect(typeof status.stopped_ms).toBe("number");
     expect(tacho("status").status).toBe(3);
+  });
+});
+
+describe("the record states what the hook reported, never a placeholder", () => {
+  const hookOnce = (home: { dir: string }, payload: Record<string, unknown>) => {
+    const r = spawnSync(NODE, [TACHO, "hook", "--agent", "big-agent"], {
+      env: { PATH: process.env.PATH ?? "", OXAGEN_HOME: home.dir },
+      input: JSON.stringify(payload),
+      encoding: "utf8",
+      maxBuffer: 64 * 1024 * 1024,
+    });
+    expect(r.status).toBe(0);
+    return JSON.parse(r.stdout) as Record<string, unknown>;
+  };
+  const sha = (text: string) => createHash("sha256").update(text).digest("hex");
+
+  it("a 5 MiB prompt and a 5 MiB tool input: the real size and SHA-256 of the real bytes, not kept (over_limit)", async () => {
+    const home = await makeHome({ policy: {} });
+    running.push(await startDaemon(home));
+    const prompt = `fix this: ${"p".repeat(5 * 1024 * 1024)}`;
+    const input = { file_path: "/work/big.txt", content: "c".repeat(5 * 1024 * 1024) };
+    const s = { session_id: "big-1" };
+    hookOnce(home, { ...s, hook_event_name: "UserPromptSubmit", prompt });
+    const pre = hookOnce(home, { ...s, hook_event_name: "PreToolUse", tool_name: "Write", tool_input: input, tool_use_id: "w1" });
+    expect(pre).toMatchObject({ hookSpecificOutput: { permissionDecision: "deny" } });
+    hookOnce(home, { ...s, hook_event_name: "PostToolUse", tool_name: "Write", tool_input: input, tool_use_id: "w1", tool_response: "ok" });
+    const view = readJournal(home).get(runIdFor(HOST, "big-agent", "big-1"))!;
+    expect(view.frames.map((f) => f.kind)).toEqual(["turn_start", "policy_decision", "token_denied", "tool_call", "file_io"]);
+    const p = payloads(view);
+    expect(p[0]).toMatchObject({
+      prompt: { sha256: sha(prompt), size: prompt.length },
+      bodies: [{ role: "prompt", sha256: sha(prompt), size: prompt.length, kept: false, why: "over_limit" }],
+    });
+    const inputBytes = JSON.stringify(input);
+    expect(p[1]).toMatchObject({ decision: "deny", rule: "oversize" });
+    expect(p[2]).toMatchObject({ input: { sha256: sha(inputBytes), size: inputBytes.length } });
+    expect(p[3]).toMatchObject({ input: { sha256: sha(inputBytes), size: inputBytes.length }, output: { sha256: sha("ok"), size: 2 } });
+    expect(p[4]).toMatchObject({ op: "write", file: "/work/big.txt" });
+  });
+
+  it('a PostToolUse without tool_input takes the input its PreToolUse named, or names none (no program "null")', async () => {
+    const home = await makeHome({ policy: {} });
+    running.push(await startDaemon(home));
+    const send = (event: Record<string, unknown>) => agentEvent(home, "post-agent", { session_id: "post-1", ...event });
+    await send({ hook_event_name: "PreToolUse", tool_name: "run_shell", tool_input: { command: "pytest -x" }, tool_use_id: "c1" });
+    await send({ hook_event_name: "PostToolUse", tool_name: "run_shell", tool_use_id: "c1", tool_response: { exit_code: 0 } });
+    await send({ hook_event_name: "PostToolUse", tool_name: "run_shell", tool_use_id: "c2", tool_response: { exit_code: 0 } });
+    const view = readJournal(home).get(runIdFor(HOST, "post-agent", "post-1"))!;
+    expect(view.frames.map((f) => f.kind)).toEqual(["policy_decision", "tool_requested", "tool_call", "command", "tool_call"]);
+    const p = payloads(view);
+    expect(p[2]!.input).toEqual(p[1]!.input);
+    expect(p[3]).toMatchObject({ program: "pytest", tool_use_id: "c1" });
+    expect(p[4]!.input).toBeUndefined();
+    expect(p[4]!.bodies).toEqual([expect.objectContaining({ role: "tool_output" })]);
   });
 });

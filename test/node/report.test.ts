@@ -25,10 +25,32 @@ describe("the recorder's host report", () => {
     process.env.CLAUDE_CONFIG_DIR = mkdtempSync(join(tmpdir(), "oxagen-report-"));
     const report = hostReport(host, {
       chains: { a: chain("my-agent", 3, 500), b: chain("my-agent", 2, 200), c: chain("claude-code", 0, null) },
+      spool: { events: 0, dropped: 0, oldest_ms: null, by_label: {} },
     });
     expect(report.agents).toEqual([
       { name: "claude-code", pending_frames: 0, oldest_pending_ms: null, hooks_ok: false },
       { name: "my-agent", pending_frames: 5, oldest_pending_ms: 200, hooks_ok: true },
+    ]);
+  });
+
+  it("counts hook events waiting in the spool as pending, since they were spooled (a computer with stranded events is not healthy)", () => {
+    process.env.CLAUDE_CONFIG_DIR = mkdtempSync(join(tmpdir(), "oxagen-report-"));
+    const report = hostReport(host, {
+      chains: { a: chain("my-agent", 1, 900) },
+      spool: {
+        events: 3,
+        dropped: 0,
+        oldest_ms: 100,
+        by_label: {
+          "my-agent": { events: 2, oldest_ms: 100 },
+          "claude-code": { events: 1, oldest_ms: 400 },
+          "Not A Label": { events: 1, oldest_ms: 1 },
+        },
+      },
+    });
+    expect(report.agents).toEqual([
+      { name: "claude-code", pending_frames: 1, oldest_pending_ms: 400, hooks_ok: false },
+      { name: "my-agent", pending_frames: 3, oldest_pending_ms: 100, hooks_ok: true },
     ]);
   });
 });

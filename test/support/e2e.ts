@@ -3,7 +3,7 @@ import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { freePort, NODE, ROOT, sleep, TACHO } from "./recorder.ts";
+import { freePort, holdAutostart, NODE, ROOT, sleep, TACHO } from "./recorder.ts";
 import type { LocalWorker } from "./worker.ts";
 
 export const OXAGEN = join(ROOT, "collector/bin/oxagen.js");
@@ -39,6 +39,7 @@ export async function newComputer(extraEnv: NodeJS.ProcessEnv = {}): Promise<Com
     OXAGEN_STATUS_INTERVAL_MS: "1000",
     ...extraEnv,
   };
+  holdAutostart(env.OXAGEN_HOME);
   const tacho = (args: string[], input?: string) => run(env, TACHO, args, input);
   return {
     home,

@@ -1,10 +1,11 @@
 // Helpers for driving the real recorder process: a temp state dir, host.json, the two hook wires.
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, utimesSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
 import { connect, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { atSocket } from "../../collector/hook-fast/channel.cjs";
 import { bytesToHex, signPolicy, defaultPolicy, policyEtag, type Frame, type Policy, type SignedLock } from "../../protocol/index.ts";
 import { HOST_PUBLIC, HOST_SECRET, SERVER_KEY_ID, SERVER_PUBLIC, SERVER_SECRET } from "./sample-run.ts";
 
@@ -25,12 +26,32 @@ export async function freePort(): Promise<number> {
 export interface Home {
   dir: string;
   port: number;
+  /** host.json `hook_secret`: what HTTP hooks must carry. */
+  secret: string;
+}
+
+export const HOOK_SECRET = "5ec2e7".padEnd(64, "0");
+
+/**
+ * Keeps `tacho hook` from starting a recorder in this state directory when it finds none (the
+ * stamp says a hook just did): tests start and stop their recorders themselves.
+ */
+export function holdAutostart(dir: string): void {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const stamp = join(dir, "recorder-autostart");
+  writeFileSync(stamp, "");
+  const later = new Date(Date.now() + 7 * 86_400_000);
+  utimesSync(stamp, later, later);
 }
 
 /** A temp OXAGEN_HOME with host.json (TEST 1 host key, TEST 2 server key) and optionally a signed policy. */
-export async function makeHome(opts: { server?: string; policy?: Partial<Policy> } = {}): Promise<Home> {
+export async function makeHome(
+  opts: { server?: string; policy?: Partial<Policy>; autostart?: boolean; port?: number; secret?: string } = {},
+): Promise<Home> {
   const dir = mkdtempSync(join(tmpdir(), "oxagen-rec-"));
-  const port = await freePort();
+  if (!opts.autostart) holdAutostart(dir);
+  const port = opts.port ?? (await freePort());
+  const secret = opts.secret ?? HOOK_SECRET;
   const host = {
     v: 1,
     host_id: HOST,
@@ -42,13 +63,14 @@ export async function makeHome(opts: { server?: string; policy?: Partial<Policy>
     harnesses: ["claude-code"],
     ports: { hooks: port, gateway: port + 1 },
     enrolled_ms: 0,
+    hook_secret: secret,
   };
   writeFileSync(join(dir, "host.json"), JSON.stringify(host), { mode: 0o600 });
   if (opts.policy) {
     const signed = signPolicy({ ...defaultPolicy("ws_test", 1), ...opts.policy }, SERVER_SECRET, SERVER_KEY_ID);
     writeFileSync(join(dir, "policy.json"), JSON.stringify({ etag: policyEtag(signed), policy: signed, fetched_ms: 1 }));
   }
-  return { dir, port };
+  return { dir, port, secret };
 }
 
 export interface DaemonProc {
@@ -57,7 +79,7 @@ export interface DaemonProc {
   exited: Promise<number | null>;
 }
 
-/** Starts `tacho daemon run` and waits until its port answers. */
+/** Starts `tacho daemon run` and waits until it answers on its socket. */
 export async function startDaemon(home: Home, env: Record<string, string> = {}): Promise<DaemonProc> {
   const proc = spawn(NODE, [TACHO, "daemon", "run"], {
     env: { ...process.env, OXAGEN_HOME: home.dir, OXAGEN_SHIP_DELAY_MS: "20", OXAGEN_STOP_FLUSH_MS: "200", ...env },
@@ -68,15 +90,17 @@ export async function startDaemon(home: Home, env: Record<string, string> = {}):
   const exited = new Promise<number | null>((r) => proc.on("exit", (code) => r(code)));
   for (;;) {
     if (proc.exitCode !== null) throw new Error(`daemon exited ${proc.exitCode}: ${err}`);
-    try {
-      const res = await fetch(`http://127.0.0.1:${home.port}/healthz`);
-      if (res.ok && ((await res.json()) as { pid: number }).pid === proc.pid) break;
-    } catch {
-      // Not up yet.
-    }
+    const health = await socketHealth(home).catch(() => null);
+    if (health?.pid === proc.pid) break;
     await sleep(50);
   }
   return { proc, stderr: () => err, exited };
+}
+
+/** The recorder's health, asked on its socket. */
+export async function socketHealth(home: Pick<Home, "dir">): Promise<{ pid: number; http: string } | null> {
+  const reply = (await sendLine(home, { v: 1, op: "health" })) as unknown as { health?: { pid: number; http: string } };
+  return reply.health ?? null;
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -95,10 +119,13 @@ export function eventId(): string {
   return `${Date.now().toString(16)}${(counter++).toString(16).padStart(6, "0")}`.slice(-16).padStart(16, "0");
 }
 
-/** One line-protocol request; resolves to the parsed answer line. */
-export function sendLine(port: number, request: unknown): Promise<{ v: number; answer: Record<string, unknown>; error?: string }> {
+/** One line-protocol request on the recorder's socket; resolves to the parsed answer line. */
+export function sendLine(
+  home: Pick<Home, "dir">,
+  request: unknown,
+): Promise<{ v: number; answer: Record<string, unknown>; error?: string }> {
   return new Promise((resolve, reject) => {
-    const sock = connect({ port, host: "127.0.0.1" });
+    const sock = atSocket(home.dir, (path) => connect({ path }));
     let data = "";
     sock.on("data", (d) => (data += d.toString()));
     sock.on("end", () => {
@@ -114,13 +141,13 @@ export function sendLine(port: number, request: unknown): Promise<{ v: number; a
 }
 
 /** A custom agent's event over the line wire, as `tacho hook --agent` sends it. */
-export function agentEvent(port: number, agent: string, event: Record<string, unknown>, id = eventId()) {
-  return sendLine(port, { v: 1, id, t: Date.now(), source: "command", harness: null, agent, event });
+export function agentEvent(home: Pick<Home, "dir">, agent: string, event: Record<string, unknown>, id = eventId()) {
+  return sendLine(home, { v: 1, id, t: Date.now(), source: "command", harness: null, agent, event });
 }
 
-/** POSTs an HTTP hook with node:http (fetch would not let a test set Host). */
+/** POSTs an HTTP hook with node:http (fetch would not let a test set Host), with the enrollment's secret unless `headers` replaces it. */
 export function postHook(
-  port: number,
+  home: Pick<Home, "port" | "secret">,
   payload: unknown,
   headers: Record<string, string> = {},
 ): Promise<{ status: number; body: Record<string, unknown> }> {
@@ -129,10 +156,15 @@ export function postHook(
     const req = request(
       {
         host: "127.0.0.1",
-        port,
+        port: home.port,
         method: "POST",
         path: "/hooks/claude-code",
-        headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body), ...headers },
+        headers: {
+          "content-type": "application/json",
+          "content-length": Buffer.byteLength(body),
+          "x-oxagen-hook-secret": home.secret,
+          ...headers,
+        },
       },
       (res) => {
         let text = "";
@@ -179,4 +211,25 @@ export function readJournal(home: Home): Map<string, JournalView> {
 
 export function payloads(view: JournalView): Record<string, unknown>[] {
   return view.frames.map((f) => JSON.parse(f.payload) as Record<string, unknown>);
+}
+
+/** The recorders a test file starts, directly or through a hook that found none: `stop()` (afterEach) kills them all. */
+export class Recorders {
+  readonly running: DaemonProc[] = [];
+  /** State directories whose recorder a hook may have started: stopped by the pid it wrote, whatever the test's outcome. */
+  readonly autostarted: string[] = [];
+
+  async stop(): Promise<void> {
+    for (const d of this.running.splice(0)) {
+      d.proc.kill("SIGKILL");
+      await d.exited;
+    }
+    for (const dir of this.autostarted.splice(0)) {
+      try {
+        process.kill(Number(readFileSync(join(dir, "recorder.pid"), "utf8")), "SIGKILL");
+      } catch {
+        // None started, or gone already.
+      }
+    }
+  }
 }

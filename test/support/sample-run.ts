@@ -104,10 +104,11 @@ export function sampleRun(options: { lockEvery?: number; extraToolCalls?: number
   const extra = options.extraToolCalls ?? 0;
   for (let i = 0; i <= extra; i++) {
     const id = `call-${i + 1}`;
+    // No clause of a new workspace's policy decides run_shell: no decision, the harness's own flow ran.
     push("policy_decision", {
       path: "hook",
       subject: "tool",
-      decision: "allow",
+      decision: "none",
       mode: "enforce",
       rule: "default",
       tool_name: "run_shell",

@@ -1,28 +1,16 @@
-import { spawn } from "node:child_process";
-import { mkdirSync, openSync, rmSync } from "node:fs";
-import { fileURLToPath } from "node:url";
+import { rmSync } from "node:fs";
 import { parse } from "../../lib/args.ts";
 import { ExitError, UsageError } from "../../lib/errors.ts";
-import { freshBundle } from "../../lib/bundle.ts";
 import { alive, readPid } from "../../lib/pid.ts";
-import { readHost, stateDir, statePath, type HostConfig } from "../../lib/state.ts";
+import { recorderHealth, spawnRecorder } from "../../lib/recorder-process.ts";
+import { readHost, statePath, type HostConfig } from "../../lib/state.ts";
 
 const USAGE = "usage: tacho daemon start|stop|status|run [--json]";
-const TACHO = fileURLToPath(new URL("../../bin/tacho.js", import.meta.url));
 
 function enrolled(): HostConfig {
   const host = readHost();
   if (!host) throw new ExitError(1, `tacho daemon: this computer is not enrolled (no ${statePath("host.json")}); run tacho enroll first`);
   return host;
-}
-
-async function answers(port: number): Promise<{ pid: number } | null> {
-  try {
-    const res = await fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(1000) });
-    return res.ok ? ((await res.json()) as { pid: number }) : null;
-  } catch {
-    return null;
-  }
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -39,8 +27,7 @@ async function run(): Promise<number> {
   try {
     daemon = await startDaemon(host, log);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "EADDRINUSE")
-      throw new ExitError(1, `tacho daemon: port ${host.ports.hooks} is in use (is a recorder already running?)`);
+    if ((err as NodeJS.ErrnoException).code === "EADDRINUSE") throw new ExitError(1, `tacho daemon: ${(err as Error).message}`);
     throw err;
   }
   const gc = (globalThis as { gc?: () => void }).gc;
@@ -50,6 +37,10 @@ async function run(): Promise<number> {
     const onSignal = () => resolve();
     process.once("SIGTERM", onSignal);
     process.once("SIGINT", onSignal);
+    daemon.orphaned.then(() => {
+      log("host.json is gone: this enrollment was removed; stopping");
+      resolve();
+    });
   });
   await daemon.stop();
   return 0;
@@ -57,23 +48,19 @@ async function run(): Promise<number> {
 
 async function start(json: boolean): Promise<number> {
   const host = enrolled();
-  const pid = readPid();
-  if (pid && alive(pid) && (await answers(host.ports.hooks))) {
-    print(json, { running: true, pid, port: host.ports.hooks, started: false }, `recorder already running (pid ${pid})`);
+  // The recorder is asked on its own socket: whatever else listens on the hook port is not it.
+  const running = await recorderHealth();
+  if (running) {
+    print(
+      json,
+      { running: true, pid: running.pid, port: host.ports.hooks, started: false },
+      `recorder already running (pid ${running.pid})`,
+    );
     return 0;
   }
-  mkdirSync(stateDir(), { recursive: true, mode: 0o700 });
-  const log = openSync(statePath("recorder.log"), "a", 0o600);
-  // A small young generation and an explicit GC when idle keep the long-lived recorder's memory low.
-  const entry = freshBundle() ?? TACHO;
-  const child = spawn(process.execPath, ["--max-semi-space-size=1", "--expose-gc", entry, "daemon", "run"], {
-    detached: true,
-    stdio: ["ignore", log, log],
-    env: process.env,
-  });
-  child.unref();
+  const child = spawnRecorder();
   for (let i = 0; i < 100; i++) {
-    const health = await answers(host.ports.hooks);
+    const health = await recorderHealth();
     if (health?.pid === child.pid) {
       print(
         json,
@@ -106,7 +93,7 @@ async function status(json: boolean): Promise<number> {
   const host = enrolled();
   const pid = readPid();
   const running = pid !== null && alive(pid);
-  const health = await answers(host.ports.hooks);
+  const health = await recorderHealth();
   const ok = running && health !== null;
   print(
     json,
@@ -114,7 +101,7 @@ async function status(json: boolean): Promise<number> {
     ok
       ? `recorder running (pid ${pid}, 127.0.0.1:${host.ports.hooks})`
       : running
-        ? `recorder pid ${pid} is alive but port ${host.ports.hooks} does not answer`
+        ? `recorder pid ${pid} is alive but does not answer on its socket`
         : "recorder is not running",
   );
   return ok ? 0 : 3;

@@ -5,7 +5,7 @@ import { harnessList } from "../../harnesses/index.ts";
 import { parse } from "../../lib/args.ts";
 import { ExitError, UsageError } from "../../lib/errors.ts";
 import { useNodeCrypto } from "../../lib/node-crypto.ts";
-import { readHost, statePath, writeHost, type HostConfig } from "../../lib/state.ts";
+import { readHost, statePath, withHookSecret, writeHost, type HostConfig } from "../../lib/state.ts";
 import { fetchPolicy } from "../../recorder/policy-cache.ts";
 
 const USAGE = "usage: tacho enroll --server URL --token TOKEN --harness LIST [--workspace ID] [--hooks-port N] [--gateway-port N] [--json]";
@@ -53,10 +53,12 @@ export async function enrollWith(options: EnrollOptions): Promise<number> {
   let policy: string;
   if (values.token) {
     host = await register(values.server!, values.token, harnesses, ports, values.workspace);
+    // The hook secret guards this state directory's recorder: a new token keeps it (and the configs written with it).
+    if (existing?.hook_secret) host.hook_secret = existing.hook_secret;
     writeHost(host);
     policy = await cachePolicy(host);
   } else {
-    host = { ...existing!, harnesses, ports };
+    host = withHookSecret({ ...existing!, harnesses, ports });
     if (values.workspace && values.workspace !== host.workspace) {
       throw new UsageError(`${options.program}: to move this computer to workspace ${values.workspace}, use tacho reassign --workspace`);
     }
@@ -115,7 +117,7 @@ async function register(
   if (workspace && parsed.data.workspace !== workspace) {
     throw new ExitError(1, `the token enrolls into workspace ${parsed.data.workspace}, not ${workspace}; nothing was written`);
   }
-  return {
+  return withHookSecret({
     v: 1,
     host_id: parsed.data.host_id,
     workspace: parsed.data.workspace,
@@ -126,7 +128,7 @@ async function register(
     harnesses,
     ports,
     enrolled_ms: Date.now(),
-  };
+  });
 }
 
 async function cachePolicy(host: HostConfig): Promise<string> {

@@ -2,7 +2,7 @@ import { applyHarnesses, checkHarnessConfigs } from "../../harnesses/apply.ts";
 import { harnessList } from "../../harnesses/index.ts";
 import { parse } from "../../lib/args.ts";
 import { ExitError, UsageError } from "../../lib/errors.ts";
-import { readHost, writeHost } from "../../lib/state.ts";
+import { readHost, withHookSecret, writeHost } from "../../lib/state.ts";
 
 const USAGE = 'usage: tacho reassign --harness LIST [--workspace ID] [--json]   (LIST may be "none")';
 
@@ -29,7 +29,7 @@ export async function reassign(args: string[]): Promise<number> {
   const dropped = host.harnesses.filter((h) => !keep.includes(h));
   checkHarnessConfigs([...keep, ...dropped]);
 
-  const next = { ...host, harnesses: keep, ...(values.workspace !== undefined ? { workspace: values.workspace } : {}) };
+  const next = withHookSecret({ ...host, harnesses: keep, ...(values.workspace !== undefined ? { workspace: values.workspace } : {}) });
   writeHost(next);
   const removed = applyHarnesses(next, dropped, "remove");
   const applied = applyHarnesses(next, keep, "apply");

@@ -2,12 +2,13 @@ import { readFileSync } from "node:fs";
 import { connect } from "node:net";
 import type { HostConfig } from "../../lib/state.ts";
 import { alive, readPid } from "../../lib/pid.ts";
+import { recorderHealth } from "../../lib/recorder-process.ts";
 import { statePath } from "../../lib/state.ts";
 
 /** What recorder-status.json says (written by the recorder; see collector/recorder/status.ts). */
 export interface RecorderSummary {
   heartbeat_ms: number | null;
-  pending: { frames: number; locks: number; bodies: number } | null;
+  pending: { frames: number; locks: number; bodies: number; spooled: number } | null;
   sessions_open: number | null;
   last_delivery_ms: number | null;
   last_error: string | null;
@@ -45,7 +46,9 @@ function summary(): RecorderSummary | null {
     return {
       heartbeat_ms: num(raw.heartbeat_ms),
       pending:
-        p && typeof p === "object" ? { frames: Number(p.frames) || 0, locks: Number(p.locks) || 0, bodies: Number(p.bodies) || 0 } : null,
+        p && typeof p === "object"
+          ? { frames: Number(p.frames) || 0, locks: Number(p.locks) || 0, bodies: Number(p.bodies) || 0, spooled: Number(p.spooled) || 0 }
+          : null,
       sessions_open: num(raw.sessions_open),
       last_delivery_ms: num(raw.last_delivery_ms),
       last_error: typeof raw.last_error === "string" ? raw.last_error : null,
@@ -58,7 +61,15 @@ function summary(): RecorderSummary | null {
 export async function daemonState(host: HostConfig): Promise<DaemonState> {
   const pid = readPid();
   const isAlive = pid !== null && alive(pid);
-  const answering = await answers(host.ports.hooks);
-  const state = isAlive && answering ? "running" : isAlive ? "not answering" : answering ? "unknown process on port" : "stopped";
+  // Answering means on this enrollment's own socket; something else on the hook port is not the recorder.
+  const answering = (await recorderHealth()) !== null;
+  const state =
+    isAlive && answering
+      ? "running"
+      : isAlive
+        ? "not answering"
+        : !answering && (await answers(host.ports.hooks))
+          ? "unknown process on port"
+          : "stopped";
   return { state, pid, alive: isAlive, port: host.ports.hooks, answering, recorder: summary() };
 }

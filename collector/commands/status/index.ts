@@ -147,7 +147,7 @@ function render(
   if (d.recorder) {
     const p = d.recorder.pending;
     lines.push(
-      `pending: ${p ? `${p.frames} frames, ${p.locks} locks, ${p.bodies} bodies` : "unknown"}; last delivery ${when(d.recorder.last_delivery_ms)}${d.recorder.last_error ? `; last error: ${d.recorder.last_error}` : ""}`,
+      `pending: ${p ? `${p.frames} frames, ${p.locks} locks, ${p.bodies} bodies, ${p.spooled} spooled events` : "unknown"}; last delivery ${when(d.recorder.last_delivery_ms)}${d.recorder.last_error ? `; last error: ${d.recorder.last_error}` : ""}`,
     );
   } else {
     lines.push("pending: unknown; last delivery unknown");

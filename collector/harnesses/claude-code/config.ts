@@ -1,5 +1,6 @@
 import { homedir } from "node:os";
 import { join } from "node:path";
+import { HOOK_SECRET_HEADER } from "../../recorder/listener.ts";
 import type { EntriesHost, HarnessAdapter, HookEntries, JsonObject } from "../types.ts";
 
 /** Events that run `tacho hook --harness claude-code` as a command hook. */
@@ -47,7 +48,10 @@ function entries(host: EntriesHost): HookEntries {
     out[event] = { type: "command", command: `${tachoCommand()} hook --harness claude-code`, timeout };
   }
   for (const event of HTTP_EVENTS) {
-    out[event] = { type: "http", url: `http://127.0.0.1:${host.ports.hooks}/hooks/claude-code`, timeout: 10 };
+    const url = `http://127.0.0.1:${host.ports.hooks}/hooks/claude-code`;
+    // The recorder takes an HTTP hook only with the enrollment's secret (docs/collector.md, "Who may answer a hook").
+    const headers = host.hook_secret ? { headers: { [HOOK_SECRET_HEADER]: host.hook_secret } } : {};
+    out[event] = { type: "http", url, ...headers, timeout: 10 };
   }
   return out;
 }

@@ -102,9 +102,9 @@ export const cursorEvents: EventAdapter = {
         return cursorDecision(raw, decision, reason);
       }
       case "beforeSubmitPrompt":
-        return answer.decision === "block" ? cursorDecision(raw, "deny", String(answer.reason ?? "")) : cursorDecision(raw, "allow", "");
+        return answer.decision === "block" ? cursorDecision(raw, "deny", String(answer.reason ?? "")) : cursorDecision(raw, "none", "");
       case "subagentStart":
-        return answer.continue === false ? cursorDecision(raw, "deny", String(answer.stopReason ?? "")) : cursorDecision(raw, "allow", "");
+        return answer.continue === false ? cursorDecision(raw, "deny", String(answer.stopReason ?? "")) : cursorDecision(raw, "none", "");
       case "sessionStart": {
         // sessionStart cannot veto: a stop becomes context the agent reads.
         const ctx = (answer.hookSpecificOutput as { additionalContext?: unknown } | undefined)?.additionalContext;
@@ -117,7 +117,7 @@ export const cursorEvents: EventAdapter = {
         return text ? { additional_context: text } : {};
       }
       default:
-        return cursorDecision(raw, "allow", "");
+        return cursorDecision(raw, "none", "");
     }
   },
 };

@@ -31,6 +31,7 @@ interface Handler {
   type: string;
   command?: string;
   url?: string;
+  headers?: Record<string, string>;
 }
 type Settings = { hooks: Record<string, { matcher?: string; hooks: Handler[] }[]> };
 
@@ -53,7 +54,7 @@ async function fire(event: string, payload: Record<string, unknown>): Promise<Re
     ...payload,
   });
   if (handler.type === "http") {
-    const res = await fetch(handler.url!, { method: "POST", headers: { "content-type": "application/json" }, body });
+    const res = await fetch(handler.url!, { method: "POST", headers: { "content-type": "application/json", ...handler.headers }, body });
     expect(res.status).toBe(200);
     const text = await res.text();
     return text ? (JSON.parse(text) as Record<string, unknown>) : {};
@@ -100,7 +101,9 @@ describe("Claude Code, end to end", () => {
       tool_input: { file_path: `${computer.home}/CHANGELOG.md`, content: "# 1.0\n" },
       tool_use_id: "toolu_01",
     });
-    expect(pre).toMatchObject({ hookSpecificOutput: { hookEventName: "PreToolUse", permissionDecision: "allow" } });
+    // A new workspace's policy has no clause for Write: no decision, so Claude Code's own permission
+    // prompt runs as if Oxagen were not there (an allow here would skip it).
+    expect(pre).toEqual({});
     await fire("PostToolUse", {
       tool_name: "Write",
       tool_input: { file_path: `${computer.home}/CHANGELOG.md`, content: "# 1.0\n" },
@@ -158,6 +161,7 @@ describe("Claude Code, end to end", () => {
       "turn_end",
       "agent_stop",
     ]);
+    expect(JSON.parse(frames[2]!.payload)).toMatchObject({ decision: "none", mode: "enforce", rule: "default", tool_name: "Write" });
     const failed = JSON.parse(frames[9]!.payload) as { status: string; exit_code: number };
     expect(failed).toMatchObject({ status: "error", exit_code: 1 });
     expect(frames.every((f) => !f.payload.includes("write the changelog"))).toBe(true);
