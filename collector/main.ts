@@ -1,41 +1,97 @@
 import { ExitError } from "./lib/errors.ts";
 
 type Command = (args: string[]) => Promise<number>;
+/** A command's module: what runs it, and its help (`usage`, printed for --help). */
+interface CommandModule {
+  run: Command;
+  usage: string;
+}
 
-const COMMANDS: Record<string, Record<string, () => Promise<Command>>> = {
+const COMMANDS: Record<string, Record<string, { summary: string; load: () => Promise<CommandModule> }>> = {
   oxagen: {
-    verify: async () => (await import("./commands/verify/index.ts")).verify,
-    agent: async () => (await import("./commands/agent/index.ts")).agent,
+    verify: {
+      summary: "check an export bundle offline",
+      load: async () => {
+        const m = await import("./commands/verify/index.ts");
+        return { run: m.verify, usage: m.USAGE };
+      },
+    },
+    agent: {
+      summary: "enroll this computer for custom agents; rebuild a session from its transcript",
+      load: async () => {
+        const m = await import("./commands/agent/index.ts");
+        return { run: m.agent, usage: m.USAGE };
+      },
+    },
   },
   tacho: {
-    daemon: async () => (await import("./commands/daemon/index.ts")).daemon,
-    hook: async () => (await import("./commands/hook/index.ts")).hook,
-    enroll: async () => (await import("./commands/enroll/index.ts")).enroll,
-    reassign: async () => (await import("./commands/reassign/index.ts")).reassign,
-    status: async () => (await import("./commands/status/index.ts")).status,
+    enroll: {
+      summary: "enroll this computer and wrap harnesses (Claude Code, Codex, Cursor, Stella)",
+      load: async () => {
+        const m = await import("./commands/enroll/index.ts");
+        return { run: m.enroll, usage: m.USAGE };
+      },
+    },
+    status: {
+      summary: "the enrollment, each harness's hooks, the recorder, what is pending",
+      load: async () => {
+        const m = await import("./commands/status/index.ts");
+        return { run: m.status, usage: m.USAGE };
+      },
+    },
+    hook: {
+      summary: "one step of a run: a JSON payload on stdin, one JSON answer on stdout",
+      load: async () => {
+        const m = await import("./commands/hook/index.ts");
+        return { run: m.hook, usage: m.USAGE };
+      },
+    },
+    daemon: {
+      summary: "start, stop or install the recorder",
+      load: async () => {
+        const m = await import("./commands/daemon/index.ts");
+        return { run: m.daemon, usage: m.USAGE };
+      },
+    },
+    reassign: {
+      summary: "change the wrapped harnesses or the workspace",
+      load: async () => {
+        const m = await import("./commands/reassign/index.ts");
+        return { run: m.reassign, usage: m.USAGE };
+      },
+    },
   },
 };
 
+const HELP = new Set(["--help", "-h", "help"]);
+
 function usage(program: string): string {
-  const names = Object.keys(COMMANDS[program] ?? {});
-  return `usage: ${program} <command> [options]\ncommands: ${names.join(", ") || "(none yet)"}`;
+  const table = COMMANDS[program] ?? {};
+  const width = Math.max(0, ...Object.keys(table).map((n) => n.length));
+  const lines = Object.entries(table).map(([name, c]) => `  ${name.padEnd(width)}  ${c.summary}`);
+  return `usage: ${program} <command> [options]\n\ncommands:\n${lines.join("\n")}\n\n${program} <command> --help describes one command.`;
 }
 
 /** Runs one command line; returns the exit code. The only place errors become exit codes. */
 export async function main(program: string, argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
   const table = COMMANDS[program] ?? {};
-  if (!name || name === "--help" || name === "-h") {
+  if (!name || HELP.has(name)) {
     process.stdout.write(`${usage(program)}\n`);
     return name ? 0 : 2;
   }
-  const load = table[name];
-  if (!load) {
+  const entry = table[name];
+  if (!entry) {
     process.stderr.write(`${program}: unknown command "${name}"\n${usage(program)}\n`);
     return 2;
   }
   try {
-    return await (await load())(rest);
+    const command = await entry.load();
+    if (rest.includes("--help") || rest.includes("-h")) {
+      process.stdout.write(`${command.usage}\n`);
+      return 0;
+    }
+    return await command.run(rest);
   } catch (err) {
     if (err instanceof ExitError) {
       process.stderr.write(`${err.message}\n`);

@@ -68,7 +68,9 @@ export async function enroll(worker: LocalWorker, computer: Computer, harness: s
   const res = await worker.api("/v1/enrollment-tokens", { method: "POST", body: "{}" });
   if (res.status !== 201) throw new Error(`enrollment token: ${res.status} ${await res.text()}`);
   const { token } = (await res.json()) as { token: string };
+  // The tests run the recorder themselves (runDaemon), so enroll does not start one.
   const common = [
+    "--no-start",
     "--server",
     worker.url,
     "--token",
