@@ -62,9 +62,13 @@ function configPath(): string {
 
 function entries(host: EntriesHost): HookEntries {
   const out: HookEntries = {};
-  // SessionEnd hooks may take at most 3 s in Codex.
+  // SessionEnd and Interrupt hooks may take at most 3 s in Codex (it clamps them, with a warning).
   for (const event of CODEX_EVENTS)
-    out[event] = { type: "command", command: hookCommand(host, "codex"), timeout: event === "SessionEnd" ? 3 : 30 };
+    out[event] = {
+      type: "command",
+      command: hookCommand(host, "codex"),
+      timeout: event === "SessionEnd" || event === "Interrupt" ? 3 : 30,
+    };
   return out;
 }
 
