@@ -1,6 +1,5 @@
-import { readFileSync } from "node:fs";
 import { ExitError } from "../lib/errors.ts";
-import { statePath, writeStateFile, type HostConfig } from "../lib/state.ts";
+import type { HostConfig } from "../lib/state.ts";
 import { transientInstall } from "./command.ts";
 import { commandTroubles } from "./health.ts";
 import { adapterFor } from "./index.ts";
@@ -14,15 +13,6 @@ export interface HarnessResult {
   changed: boolean;
   /** What the user must do now that the hooks changed (Codex: review and trust them). */
   action?: string;
-}
-
-/** When each harness's entries were last written (for notes such as Codex's trust review). */
-export function readWrites(): Record<string, number> {
-  try {
-    return JSON.parse(readFileSync(statePath("harness-writes.json"), "utf8")) as Record<string, number>;
-  } catch {
-    return {};
-  }
 }
 
 function plan(host: EntriesHost, names: string[], action: "apply" | "remove") {
@@ -44,12 +34,6 @@ export function applyHarnesses(host: HostConfig, harnesses: string[], action: "a
     if (changed && action === "apply" && adapter.afterWrite) result.action = adapter.afterWrite;
     return result;
   });
-  const written = results.filter((r) => r.changed && r.action);
-  if (written.length)
-    writeStateFile(
-      "harness-writes.json",
-      `${JSON.stringify({ ...readWrites(), ...Object.fromEntries(written.map((r) => [r.harness, Date.now()])) })}\n`,
-    );
   return results;
 }
 

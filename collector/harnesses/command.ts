@@ -28,6 +28,18 @@ export function hookCommand(host: EntriesHost, harness: string): string {
   return `${host.hook_command ?? "tacho"} hook --harness ${harness}`;
 }
 
+const WORD = String.raw`(?:[A-Za-z0-9_@%+=:,./-]+|'(?:[^']|'\\'')*')`;
+const PLAIN = new RegExp(`^${WORD}(?: ${WORD})* hook(?: --harness [a-z-]+)?(?: >/dev/null)?$`);
+
+/**
+ * True for a command of the form enroll writes: words (plain or single-quoted), then
+ * `hook [--harness NAME]`. Only such a command is run to check it; anything with other shell syntax
+ * in it is reported, never run, by tacho status.
+ */
+export function isPlainHookCommand(command: string): boolean {
+  return PLAIN.test(command);
+}
+
 /** Why a command's program cannot serve as a hook for long, or null (npx's cache is pruned by npm). */
 export function transientInstall(program: string): string | null {
   if (/[/\\]_npx[/\\]/.test(program))

@@ -1,5 +1,5 @@
 import { ExitError } from "../lib/errors.ts";
-import { probeHookCommand } from "./command.ts";
+import { isPlainHookCommand, probeHookCommand } from "./command.ts";
 import { adapterFor } from "./index.ts";
 import { hookState, readConfig } from "./settings.ts";
 import type { EntriesHost, HookProblem } from "./types.ts";
@@ -24,6 +24,14 @@ export const REWRITE_FIX =
 export function commandTroubles(commands: string[]): HookProblem[] {
   const out: HookProblem[] = [];
   for (const command of commands) {
+    if (!isPlainHookCommand(command)) {
+      out.push({
+        state: "cannot run",
+        detail: `${command}: not the command tacho writes (other shell syntax in it), so it was not run`,
+        fix: REWRITE_FIX,
+      });
+      continue;
+    }
     const probe = probeHookCommand(command);
     if (!probe.ok) out.push({ state: "cannot run", detail: `${command}: ${probe.problem}`, fix: REWRITE_FIX });
   }

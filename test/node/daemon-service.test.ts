@@ -99,14 +99,16 @@ describe.skipIf(process.platform !== "linux")("tacho daemon install on Linux: a 
     expect(again.stdout).toContain("no login service is installed");
   });
 
-  it("where systemd does not run for the user: says so, keeps the unit for the next login, exits 1", async () => {
+  it("where systemd does not run for the user: says so, keeps the unit for the next login, keeps the recorder running, exits 1", async () => {
     fakeSystemctl(true);
+    expect((await run(TACHO, ["daemon", "start"], { env })).code).toBe(0);
     const r = await run(TACHO, ["daemon", "install"], { env });
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(
       /wrote .*oxagen-recorder-[0-9a-f]{8}\.service, but loading it failed \(systemctl --user daemon-reload: Failed to connect to bus/,
     );
-    expect(r.stderr).toContain("tacho daemon start");
+    expect(r.stderr).toMatch(/Until then the recorder runs as before \(pid \d+\)/);
+    expect((await fetch(`http://127.0.0.1:${home.port}/healthz`)).ok).toBe(true);
   });
 
   it("the default state directory gets the plain name, under XDG_CONFIG_HOME when set", () => {

@@ -121,6 +121,21 @@ describe("tacho status re-runs the written commands", () => {
     expect(text).toContain("fix: run tacho enroll");
   });
 
+  it("never runs a command that is not the plain form enroll writes (other shell syntax in it); reports it instead", async () => {
+    expect((await enroll("claude-code")).code).toBe(0);
+    const path = configs()["claude-code"];
+    const marker = join(home.dir, "ran");
+    const settings = JSON.parse(readFileSync(path, "utf8")) as Json;
+    settings.hooks.Stop[0].hooks[0].command = `touch ${marker}; ${HOOK_PROGRAM} hook --harness claude-code`;
+    writeFileSync(path, JSON.stringify(settings, null, 2));
+    const claude = ((await status()).harnesses as Json[])[0]!;
+    expect(claude.hooks).toBe("altered");
+    expect(claude.problems).toContainEqual(
+      expect.objectContaining({ state: "cannot run", detail: expect.stringContaining("was not run") }),
+    );
+    expect(existsSync(marker)).toBe(false);
+  });
+
   it("Claude Code: disableAllHooks, or an allowedHttpHookUrls without our URL: present but disabled", async () => {
     expect((await enroll("claude-code")).code).toBe(0);
     const path = configs()["claude-code"];

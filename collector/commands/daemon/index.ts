@@ -123,13 +123,15 @@ async function install(json: boolean): Promise<number> {
     );
   mkdirSync(dirname(file.path), { recursive: true });
   writeFileSync(file.path, file.text, { mode: 0o644 });
-  // The service binds the hook port itself: a recorder started by `tacho daemon start` gives way.
+  // The service binds the hook port itself: a recorder started by `tacho daemon start` gives way,
+  // and is started again if the service cannot be loaded, so the recorder never ends up stopped.
   await stop(true, true);
   const failed = runAll(serviceCommands(file).load);
   if (failed) {
+    const again = await startRecorder(host).catch((err: Error) => ({ error: err.message }));
     throw new ExitError(
       1,
-      `tacho daemon install: wrote ${file.path}, but loading it failed (${failed}); it starts at your next login if ${file.kind === "systemd" ? "systemd runs for your user" : "launchd loads it"}. Until then: tacho daemon start`,
+      `tacho daemon install: wrote ${file.path}, but loading it failed (${failed}); it starts at your next login if ${file.kind === "systemd" ? "systemd runs for your user" : "launchd loads it"}. ${"error" in again ? again.error : `Until then the recorder runs as before (pid ${again.pid}).`}`,
     );
   }
   for (let i = 0; i < 100 && !(await answers(host.ports.hooks)); i++) await sleep(100);
