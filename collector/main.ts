@@ -7,58 +7,37 @@ interface CommandModule {
   usage: string;
 }
 
+/** Loads a command's module lazily: `tacho hook` and `oxagen verify` load nothing they do not use. */
+async function command<M extends { USAGE: string }>(module: Promise<M>, run: (m: M) => Command): Promise<CommandModule> {
+  const m = await module;
+  return { run: run(m), usage: m.USAGE };
+}
+
 const COMMANDS: Record<string, Record<string, { summary: string; load: () => Promise<CommandModule> }>> = {
   oxagen: {
-    verify: {
-      summary: "check an export bundle offline",
-      load: async () => {
-        const m = await import("./commands/verify/index.ts");
-        return { run: m.verify, usage: m.USAGE };
-      },
-    },
+    verify: { summary: "check an export bundle offline", load: () => command(import("./commands/verify/index.ts"), (m) => m.verify) },
     agent: {
       summary: "enroll this computer for custom agents; rebuild a session from its transcript",
-      load: async () => {
-        const m = await import("./commands/agent/index.ts");
-        return { run: m.agent, usage: m.USAGE };
-      },
+      load: () => command(import("./commands/agent/index.ts"), (m) => m.agent),
     },
   },
   tacho: {
     enroll: {
       summary: "enroll this computer and wrap harnesses (Claude Code, Codex, Cursor, Stella)",
-      load: async () => {
-        const m = await import("./commands/enroll/index.ts");
-        return { run: m.enroll, usage: m.USAGE };
-      },
+      load: () => command(import("./commands/enroll/index.ts"), (m) => m.enroll),
     },
     status: {
       summary: "the enrollment, each harness's hooks, the recorder, what is pending",
-      load: async () => {
-        const m = await import("./commands/status/index.ts");
-        return { run: m.status, usage: m.USAGE };
-      },
+      load: () => command(import("./commands/status/index.ts"), (m) => m.status),
     },
     hook: {
       summary: "one step of a run: a JSON payload on stdin, one JSON answer on stdout",
-      load: async () => {
-        const m = await import("./commands/hook/index.ts");
-        return { run: m.hook, usage: m.USAGE };
-      },
+      load: () => command(import("./commands/hook/index.ts"), (m) => m.hook),
     },
-    daemon: {
-      summary: "start, stop or install the recorder",
-      load: async () => {
-        const m = await import("./commands/daemon/index.ts");
-        return { run: m.daemon, usage: m.USAGE };
-      },
-    },
+    daemon: { summary: "start, stop or install the recorder", load: () => command(import("./commands/daemon/index.ts"), (m) => m.daemon) },
     reassign: {
       summary: "change the wrapped harnesses or the workspace",
-      load: async () => {
-        const m = await import("./commands/reassign/index.ts");
-        return { run: m.reassign, usage: m.USAGE };
-      },
+      load: () => command(import("./commands/reassign/index.ts"), (m) => m.reassign),
     },
   },
 };

@@ -2,12 +2,13 @@
 // Worker, a workspace policy with an explicit allow and an explicit deny clause, and `tacho enroll`
 // run exactly as `npm start` prints it. The harness then runs with a PATH that holds no tacho.
 import { spawn, spawnSync } from "node:child_process";
+import { expect } from "vitest";
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { runIdFor } from "../../protocol/index.ts";
 import { enrollLine, enrollmentToken } from "../../scripts/dev-setup.ts";
-import { eventually } from "../support/e2e.ts";
+import { eventually, QUICK_RECORDER } from "../support/e2e.ts";
 import { installCollector, type Installed } from "../support/package.ts";
 import { freePort } from "../support/recorder.ts";
 import { startWorker, type LocalWorker } from "../support/worker.ts";
@@ -41,16 +42,7 @@ export interface Computer {
   stop: () => Promise<void>;
 }
 
-const QUICK = {
-  OXAGEN_LOCK_INTERVAL_MS: "500",
-  OXAGEN_SHIP_DELAY_MS: "50",
-  OXAGEN_SHIP_BACKOFF_MS: "200",
-  OXAGEN_SHIP_BACKOFF_MAX_MS: "1000",
-  OXAGEN_POLICY_INTERVAL_MS: "1000",
-  OXAGEN_STATUS_INTERVAL_MS: "1000",
-  OXAGEN_TRANSCRIPT_QUIET_MS: "500",
-  OXAGEN_WORKTREE_MS: "200",
-};
+const QUICK = { ...QUICK_RECORDER, OXAGEN_TRANSCRIPT_QUIET_MS: "500", OXAGEN_WORKTREE_MS: "200" };
 
 /** Sets up the computer and enrolls it for `harness`; `before` runs first (e.g. to write the harness's own config). */
 export async function enrolledComputer(harness: string, before: (home: string) => void = () => {}): Promise<Computer> {
@@ -155,6 +147,36 @@ export async function exportAndVerify(c: Computer, id: string): Promise<{ status
   const keys = (await (await fetch(`${c.worker.url}/v1/keys`)).json()) as { keys: { pub: string }[] };
   const r = c.oxagen(["verify", bundle, "--server-key", keys.keys[0]!.pub, "--json"]);
   return { status: r.status, result: JSON.parse(r.stdout) as Record<string, unknown> };
+}
+
+/**
+ * The frames every recorded harness session here holds: each kind in `kinds`, agent_start first,
+ * agent_stop last, and the policy's explicit allow and deny clauses applied (the denied call refused).
+ */
+export function expectSession(frames: Frame[], kinds: string[]): void {
+  const seen = new Set(frames.map((f) => f.kind));
+  for (const kind of [
+    "agent_start",
+    "turn_start",
+    "policy_decision",
+    "tool_requested",
+    "token_denied",
+    "tool_call",
+    "command",
+    "turn_end",
+    "agent_stop",
+    "llm_call",
+    ...kinds,
+  ])
+    expect(seen, kind).toContain(kind);
+  expect(frames[0]!.kind).toBe("agent_start");
+  expect(frames.at(-1)!.kind).toBe("agent_stop");
+  const decisions = payloadsOf(frames, "policy_decision");
+  expect(decisions).toContainEqual(expect.objectContaining({ decision: "allow", rule: "allow-echo", tool_name: "Bash" }));
+  expect(decisions).toContainEqual(expect.objectContaining({ decision: "deny", rule: "no-rm", reason: "no deletes in this workspace" }));
+  expect(payloadsOf(frames, "token_denied")).toEqual([expect.objectContaining({ reason: "no deletes in this workspace" })]);
+  // A frame carries hashes, never the text.
+  expect(frames.every((f) => !f.payload.includes("tidy up this workspace"))).toBe(true);
 }
 
 /** The payloads of the frames of one kind, parsed. */
