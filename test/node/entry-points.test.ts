@@ -77,7 +77,7 @@ describe.skipIf(!old)(`on an unsupported Node (${old?.path} ${old?.version})`, (
 describe("--help", () => {
   const home = tempHome();
   it("every command and subcommand prints its usage on stdout and exits 0 (and does not run)", async () => {
-    for (const [bin, args] of [
+    const cases = [
       [TACHO, ["--help"]],
       [TACHO, ["enroll", "--help"]],
       [TACHO, ["status", "--help"]],
@@ -92,13 +92,15 @@ describe("--help", () => {
       [OXAGEN, ["agent", "--help"]],
       [OXAGEN, ["agent", "enroll", "--help"]],
       [OXAGEN, ["agent", "backfill", "--help"]],
-    ] as const) {
-      const r = await run(bin, [...args], { env: home.env });
+    ] as const;
+    const results = await Promise.all(cases.map(([bin, args]) => run(bin, [...args], { env: home.env })));
+    cases.forEach(([bin, args], i) => {
+      const r = results[i]!;
       const what = `${bin.endsWith("tacho.js") ? "tacho" : "oxagen"} ${args.join(" ")}`;
       expect(r.code, `${what}: ${r.stderr}`).toBe(0);
       expect(r.stderr, what).toBe("");
       expect(r.stdout, what).toMatch(/^usage: /);
-    }
+    });
     const enroll = await run(TACHO, ["enroll", "--help"], { env: home.env });
     expect(enroll.stdout).toContain("--no-start");
     expect(enroll.stdout).toContain("oxe_");
