@@ -1,41 +1,76 @@
 import { ExitError } from "./lib/errors.ts";
 
 type Command = (args: string[]) => Promise<number>;
+/** A command's module: what runs it, and its help (`usage`, printed for --help). */
+interface CommandModule {
+  run: Command;
+  usage: string;
+}
 
-const COMMANDS: Record<string, Record<string, () => Promise<Command>>> = {
+/** Loads a command's module lazily: `tacho hook` and `oxagen verify` load nothing they do not use. */
+async function command<M extends { USAGE: string }>(module: Promise<M>, run: (m: M) => Command): Promise<CommandModule> {
+  const m = await module;
+  return { run: run(m), usage: m.USAGE };
+}
+
+const COMMANDS: Record<string, Record<string, { summary: string; load: () => Promise<CommandModule> }>> = {
   oxagen: {
-    verify: async () => (await import("./commands/verify/index.ts")).verify,
-    agent: async () => (await import("./commands/agent/index.ts")).agent,
+    verify: { summary: "check an export bundle offline", load: () => command(import("./commands/verify/index.ts"), (m) => m.verify) },
+    agent: {
+      summary: "enroll this computer for custom agents; rebuild a session from its transcript",
+      load: () => command(import("./commands/agent/index.ts"), (m) => m.agent),
+    },
   },
   tacho: {
-    daemon: async () => (await import("./commands/daemon/index.ts")).daemon,
-    hook: async () => (await import("./commands/hook/index.ts")).hook,
-    enroll: async () => (await import("./commands/enroll/index.ts")).enroll,
-    reassign: async () => (await import("./commands/reassign/index.ts")).reassign,
-    status: async () => (await import("./commands/status/index.ts")).status,
+    enroll: {
+      summary: "enroll this computer and wrap harnesses (Claude Code, Codex, Cursor, Stella)",
+      load: () => command(import("./commands/enroll/index.ts"), (m) => m.enroll),
+    },
+    status: {
+      summary: "the enrollment, each harness's hooks, the recorder, what is pending",
+      load: () => command(import("./commands/status/index.ts"), (m) => m.status),
+    },
+    hook: {
+      summary: "one step of a run: a JSON payload on stdin, one JSON answer on stdout",
+      load: () => command(import("./commands/hook/index.ts"), (m) => m.hook),
+    },
+    daemon: { summary: "start, stop or install the recorder", load: () => command(import("./commands/daemon/index.ts"), (m) => m.daemon) },
+    reassign: {
+      summary: "change the wrapped harnesses or the workspace",
+      load: () => command(import("./commands/reassign/index.ts"), (m) => m.reassign),
+    },
   },
 };
 
+const HELP = new Set(["--help", "-h", "help"]);
+
 function usage(program: string): string {
-  const names = Object.keys(COMMANDS[program] ?? {});
-  return `usage: ${program} <command> [options]\ncommands: ${names.join(", ") || "(none yet)"}`;
+  const table = COMMANDS[program] ?? {};
+  const width = Math.max(0, ...Object.keys(table).map((n) => n.length));
+  const lines = Object.entries(table).map(([name, c]) => `  ${name.padEnd(width)}  ${c.summary}`);
+  return `usage: ${program} <command> [options]\n\ncommands:\n${lines.join("\n")}\n\n${program} <command> --help describes one command.`;
 }
 
 /** Runs one command line; returns the exit code. The only place errors become exit codes. */
 export async function main(program: string, argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
   const table = COMMANDS[program] ?? {};
-  if (!name || name === "--help" || name === "-h") {
+  if (!name || HELP.has(name)) {
     process.stdout.write(`${usage(program)}\n`);
     return name ? 0 : 2;
   }
-  const load = table[name];
-  if (!load) {
+  const entry = table[name];
+  if (!entry) {
     process.stderr.write(`${program}: unknown command "${name}"\n${usage(program)}\n`);
     return 2;
   }
   try {
-    return await (await load())(rest);
+    const command = await entry.load();
+    if (rest.includes("--help") || rest.includes("-h")) {
+      process.stdout.write(`${command.usage}\n`);
+      return 0;
+    }
+    return await command.run(rest);
   } catch (err) {
     if (err instanceof ExitError) {
       process.stderr.write(`${err.message}\n`);

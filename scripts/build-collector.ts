@@ -1,18 +1,134 @@
-// Bundles the collector into dist/tacho.mjs (plain JavaScript, Node 20+). `tacho daemon start`
-// runs the recorder from it when it is newer than every source file. Run by `npm install`.
-import { build } from "esbuild";
-import { join } from "node:path";
+// `npm run build` (and `npm install`): the collector as an installable package,
+// dist/oxagen-collector-<version>.tgz (bins `tacho` and `oxagen`, plain JavaScript, no dependency
+// beyond Node 22.18), which a developer installs with `npm install -g ./dist/oxagen-collector-<version>.tgz`.
+// Also dist/tacho.mjs, the bundle `tacho daemon start` runs in this repo when it is newer than every source.
+//
+// The package keeps the collector's own layout for the files that load before anything else
+// (bin/, lib/preflight.cjs, hook-fast/), so their relative paths hold; everything else is bundled
+// into dist/ (one level down, like collector/lib/, so collector/lib/self.ts finds bin/ from either).
+import { spawnSync } from "node:child_process";
+import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { build, type Plugin } from "esbuild";
 
 const root = join(import.meta.dirname, "..");
+// --out DIR builds elsewhere (tests build their own copy, so they never race on dist/).
+const out = resolve(parseArgs({ options: { out: { type: "string" } } }).values.out ?? join(root, "dist"));
+const { version } = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { version: string };
+const PACKAGE = `oxagen-collector-${version}.tgz`;
+
 await build({
   entryPoints: [join(root, "collector/entry.ts")],
-  outfile: join(root, "dist/tacho.mjs"),
+  outfile: join(out, "tacho.mjs"),
   bundle: true,
   platform: "node",
   format: "esm",
-  target: "node20",
+  target: "node22",
   minify: true,
   legalComments: "none",
   logLevel: "warning",
 });
-process.stdout.write("built dist/tacho.mjs\n");
+
+/** A source file's text with each [from, to] replaced exactly once; a build error when one is not found. */
+function rewritten(path: string, swaps: [string, string][]): string {
+  let text = readFileSync(join(root, path), "utf8");
+  for (const [from, to] of swaps) {
+    if (text.split(from).length !== 2) throw new Error(`build-collector: expected ${JSON.stringify(from)} once in ${path}`);
+    text = text.replace(from, to);
+  }
+  return text;
+}
+
+// The verify worker is its own entry in the package; its source names it by its .ts path.
+const workerUrl: Plugin = {
+  name: "verify-worker-url",
+  setup(b) {
+    b.onLoad({ filter: /commands[/\\]verify[/\\]parallel\.ts$/ }, (args) => ({
+      contents: rewritten(args.path.slice(root.length + 1), [
+        ['new URL("./worker.ts", import.meta.url)', 'new URL("./verify-worker.js", import.meta.url)'],
+      ]),
+      loader: "ts",
+    }));
+  },
+};
+
+const pkg = join(out, "oxagen-collector");
+rmSync(pkg, { recursive: true, force: true });
+await build({
+  entryPoints: {
+    main: join(root, "collector/main.ts"),
+    offline: join(root, "collector/commands/hook/offline.ts"),
+    "verify-worker": join(root, "collector/commands/verify/worker.ts"),
+  },
+  outdir: join(pkg, "dist"),
+  chunkNames: "chunk-[hash]",
+  bundle: true,
+  splitting: true,
+  platform: "node",
+  format: "esm",
+  target: "node22",
+  mainFields: ["module", "main"],
+  minify: true,
+  legalComments: "none",
+  logLevel: "warning",
+  plugins: [workerUrl],
+});
+
+const files: Record<string, string> = {
+  "bin/tacho.js": rewritten("collector/bin/tacho.js", [['import("../main.ts")', 'import("../dist/main.js")']]),
+  "bin/oxagen.js": rewritten("collector/bin/oxagen.js", [['import("../main.ts")', 'import("../dist/main.js")']]),
+  "hook-fast/client.cjs": rewritten("collector/hook-fast/client.cjs", [
+    ['import("../commands/hook/offline.ts")', 'import("../dist/offline.js")'],
+  ]),
+};
+for (const [path, text] of Object.entries(files)) {
+  mkdirSync(join(pkg, path, ".."), { recursive: true });
+  writeFileSync(join(pkg, path), text, { mode: path.startsWith("bin/") ? 0o755 : 0o644 });
+}
+for (const path of ["lib/preflight.cjs", "hook-fast/answers.cjs", "hook-fast/harness-pid.js"]) {
+  mkdirSync(join(pkg, path, ".."), { recursive: true });
+  copyFileSync(join(root, "collector", path), join(pkg, path));
+}
+writeFileSync(
+  join(pkg, "package.json"),
+  `${JSON.stringify(
+    {
+      name: "oxagen-collector",
+      version,
+      description:
+        "The Oxagen collector: tacho (enroll, status, hook, daemon) and oxagen (verify, agent) for a computer whose AI coding agents Oxagen records.",
+      license: "UNLICENSED",
+      type: "module",
+      bin: { tacho: "bin/tacho.js", oxagen: "bin/oxagen.js" },
+      engines: { node: ">=22.18" },
+    },
+    null,
+    2,
+  )}\n`,
+);
+writeFileSync(
+  join(pkg, "README.md"),
+  `# oxagen-collector ${version}
+
+\`tacho\` and \`oxagen\`, the Oxagen collector. Needs Node.js 22.18 or later; nothing else.
+
+    tacho enroll --server URL --token TOKEN --harness claude-code   # enroll, wrap Claude Code, start the recorder
+    tacho status                                                     # is everything in place and running?
+    tacho daemon install                                             # start the recorder at every login
+    oxagen verify BUNDLE --server-key KEY                            # check an export bundle offline
+
+Every command takes --help.
+`,
+);
+
+// npm pack is the ordinary way to make the archive npm installs; it runs no script of ours.
+const npm = process.env.npm_execpath;
+const packed = spawnSync(npm ? process.execPath : "npm", [...(npm ? [npm] : []), "pack", pkg, "--pack-destination", out, "--silent"], {
+  encoding: "utf8",
+  env: { ...process.env, npm_config_loglevel: "error" },
+});
+if (packed.status !== 0) throw new Error(`npm pack failed: ${packed.stderr || packed.error?.message}`);
+const name = packed.stdout.trim().split("\n").at(-1);
+if (name !== PACKAGE) throw new Error(`npm pack wrote ${name}, expected ${PACKAGE}`);
+process.stdout.write(`built ${join(out, PACKAGE)} (install: npm install -g ${join(out, PACKAGE)}) and ${join(out, "tacho.mjs")}\n`);

@@ -63,6 +63,24 @@ export function ensureDatabase(persistTo?: string, statePath = STATE): DevState 
   return state;
 }
 
+/** A fresh one-time enrollment token (oxe_...), made with the operator token through the API. */
+export async function enrollmentToken(url: string, operatorToken: string, ttlMinutes = 24 * 60): Promise<string> {
+  const res = await fetch(`${url}/v1/enrollment-tokens`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${operatorToken}`, "content-type": "application/json" },
+    body: JSON.stringify({ ttl_minutes: ttlMinutes }),
+  });
+  const body = (await res.json().catch(() => null)) as { token?: unknown; message?: unknown } | null;
+  if (res.status !== 201 || typeof body?.token !== "string")
+    throw new Error(`POST /v1/enrollment-tokens: HTTP ${res.status} ${String(body?.message ?? "")}`);
+  return body.token;
+}
+
+/** The command a developer pastes to enroll their computer against this server and wrap Claude Code. */
+export function enrollLine(url: string, token: string): string {
+  return `tacho enroll --server ${url} --token ${token} --harness claude-code`;
+}
+
 /** Polls GET /healthz until it answers 200. */
 export async function waitHealthy(url: string, timeoutMs = 120_000): Promise<void> {
   const end = Date.now() + timeoutMs;

@@ -1,8 +1,11 @@
 // `npm start`: local Oxagen under `wrangler dev`. On first run it creates the server signing key
 // (.dev.vars, never committed), applies the D1 migrations, seeds a demo workspace and an operator
-// token, then starts the Worker and prints the API URL and the token.
+// token, then starts the Worker and prints the API URL, the token, and a ready `tacho enroll` line
+// with a fresh one-time enrollment token.
 import { spawn } from "node:child_process";
-import { ensureDatabase, ensureSigningKey, ROOT, waitHealthy, WRANGLER } from "./dev-setup.ts";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { enrollLine, enrollmentToken, ensureDatabase, ensureSigningKey, ROOT, waitHealthy, WRANGLER } from "./dev-setup.ts";
 
 const port = Number(process.env.PORT ?? 8787);
 if (ensureSigningKey()) process.stdout.write("Created .dev.vars with a new OXAGEN_SIGNING_KEY (keep it out of git).\n");
@@ -14,14 +17,20 @@ process.on("SIGINT", stop);
 process.on("SIGTERM", stop);
 child.on("exit", (code) => process.exit(code ?? 0));
 await waitHealthy(url);
+const { version } = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { version: string };
+const enrollment = await enrollmentToken(url, state.token);
 process.stdout.write(
   [
     "",
     "Oxagen is running locally.",
     `  API:        ${url}`,
     `  Workspace:  ${state.workspace}`,
-    `  Token:      ${state.token}`,
+    `  Token:      ${state.token}   (operator token: the API; not for tacho enroll)`,
     `  Try:        curl -H "Authorization: Bearer ${state.token}" ${url}/v1/runs`,
+    "",
+    "Wrap this computer's Claude Code (the enrollment token works once, for 24 hours):",
+    `  npm install -g ./dist/oxagen-collector-${version}.tgz      # once; npm run build makes it`,
+    `  ${enrollLine(url, enrollment)}`,
     "",
   ].join("\n"),
 );

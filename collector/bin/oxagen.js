@@ -1,14 +1,14 @@
 #!/usr/bin/env node
-import module from "node:module";
+// The Node check comes first and uses nothing newer than Node 16 (collector/lib/preflight.cjs).
+const nodeModule = process.getBuiltinModule?.("node:module") ?? (await import("node:module")).default;
+const { nodeProblem } = nodeModule.createRequire(import.meta.url)("../lib/preflight.cjs");
 
-const [major, minor] = process.versions.node.split(".").map(Number);
-if (major < 22 || (major === 22 && minor < 18)) {
-  process.stderr.write(
-    `oxagen needs Node 22.18 or later (this is ${process.version}); run it through npm/npx in the project, which use node_modules/.bin/node\n`,
-  );
+const problem = nodeProblem("oxagen");
+if (problem) {
+  process.stderr.write(`${problem}\n`);
   process.exitCode = 2;
 } else {
-  module.enableCompileCache?.();
+  nodeModule.enableCompileCache?.();
   const { main } = await import("../main.ts");
   process.exitCode = await main("oxagen", process.argv.slice(2));
 }

@@ -1,5 +1,7 @@
-import { readFileSync } from "node:fs";
-import { statePath, writeStateFile, type HostConfig } from "../lib/state.ts";
+import { ExitError } from "../lib/errors.ts";
+import type { HostConfig } from "../lib/state.ts";
+import { transientInstall } from "./command.ts";
+import { commandTroubles } from "./health.ts";
 import { adapterFor } from "./index.ts";
 import { plannedText, readConfig, writeConfig } from "./settings.ts";
 import type { EntriesHost } from "./types.ts";
@@ -11,15 +13,6 @@ export interface HarnessResult {
   changed: boolean;
   /** What the user must do now that the hooks changed (Codex: review and trust them). */
   action?: string;
-}
-
-/** When each harness's entries were last written (for notes such as Codex's trust review). */
-export function readWrites(): Record<string, number> {
-  try {
-    return JSON.parse(readFileSync(statePath("harness-writes.json"), "utf8")) as Record<string, number>;
-  } catch {
-    return {};
-  }
 }
 
 function plan(host: EntriesHost, names: string[], action: "apply" | "remove") {
@@ -41,16 +34,34 @@ export function applyHarnesses(host: HostConfig, harnesses: string[], action: "a
     if (changed && action === "apply" && adapter.afterWrite) result.action = adapter.afterWrite;
     return result;
   });
-  const written = results.filter((r) => r.changed && r.action);
-  if (written.length)
-    writeStateFile(
-      "harness-writes.json",
-      `${JSON.stringify({ ...readWrites(), ...Object.fromEntries(written.map((r) => [r.harness, Date.now()])) })}\n`,
-    );
   return results;
 }
 
 /** Reads every named harness's configuration and plans its entries, so a broken one fails before anything is sent or written. */
 export function checkHarnessConfigs(harnesses: string[], host: EntriesHost = { ports: { hooks: 47110, gateway: 47111 } }): void {
   plan(host, harnesses, "apply");
+}
+
+/**
+ * Runs every command the harnesses' entries would run, once, the way a harness runs it (a shell
+ * with an empty PATH), before anything is written; refuses with the reason when one does not start.
+ */
+export function proveHookCommands(host: EntriesHost, harnesses: string[]): void {
+  const program = host.hook_command ?? "tacho";
+  const transient = transientInstall(program);
+  if (transient) throw new ExitError(1, `${transient}; nothing was written`);
+  const commands = new Set([`${program} hook`]);
+  for (const name of harnesses)
+    for (const handler of Object.values(adapterFor(name).entries(host)))
+      if (typeof handler.command === "string") commands.add(handler.command);
+  const troubles = commandTroubles([...commands]);
+  if (troubles.length === 0) return;
+  throw new ExitError(
+    1,
+    [
+      "the hook command does not run from a shell with an empty PATH (as a harness may run it), so nothing was written:",
+      ...troubles.map((t) => `  ${t.detail}`),
+      `  ${process.env.TACHO_HOOK_COMMAND ? "TACHO_HOOK_COMMAND is set: unset it, or give the absolute paths of a Node 22.18+ and of tacho" : "install the collector (npm install -g ./dist/oxagen-collector-<version>.tgz) and run its tacho"}`,
+    ].join("\n"),
+  );
 }

@@ -1,7 +1,9 @@
 import { chmodSync, mkdirSync, readFileSync, realpathSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
+import { isDeepStrictEqual } from "node:util";
 import { ExitError } from "../lib/errors.ts";
 import { flatOurs, flatWithEntries, groupedOurs } from "./flat.ts";
+import { insertChild, memberIndex, removeChild } from "./json-edit.ts";
 import { parseToml, withBlock } from "./toml.ts";
 import type { HarnessAdapter, HookEntries, JsonObject } from "./types.ts";
 
@@ -63,59 +65,128 @@ function checked(adapter: HarnessAdapter, file: ConfigFile): ConfigFile {
 
 /**
  * The new text of a configuration with our entries applied (or removed when null); null when
- * nothing changes. JSON is rewritten whole (2-space); in TOML only our marked block changes.
+ * nothing changes. Only our entries change: in JSON they are inserted and removed as text (the
+ * rest of the file keeps its bytes), in TOML they are one marked block.
  */
 export function plannedText(file: ConfigFile, adapter: HarnessAdapter, entries: HookEntries | null): string | null {
   if (file.format === "toml") {
     const next = withBlock(file.path, file.text ?? "", adapter, entries);
     return next === (file.text ?? "") ? null : next;
   }
-  let next = withEntries(file.json, adapter, entries);
-  if (entries && adapter.required) next = { ...adapter.required, ...next };
-  return JSON.stringify(file.json) === JSON.stringify(next) ? null : `${JSON.stringify(next, null, 2)}\n`;
+  let want = withEntries(file.json, adapter, entries);
+  if (entries && adapter.required) want = { ...adapter.required, ...want };
+  if (isDeepStrictEqual(want, file.json)) return null;
+  if (file.text === null) return `${JSON.stringify(want, null, 2)}\n`;
+  const next = editedText(file.text, file.json, adapter, entries);
+  // The text edits must give exactly what the rule above says; anything else is our bug, not the user's file.
+  if (!isDeepStrictEqual(JSON.parse(next), want)) throw new Error(`editing ${file.path} gave a different result than planned`);
+  return next;
+}
+
+const ourGroup = (adapter: HarnessAdapter, event: string, handler: JsonObject): JsonObject => {
+  const matcher = adapter.matcher?.(event);
+  return matcher !== undefined ? { matcher, hooks: [handler] } : { hooks: [handler] };
+};
+
+/** The JSON text with our handlers replaced, one insertion or removal at a time (see json-edit.ts). */
+function editedText(text: string, json: JsonObject, adapter: HarnessAdapter, entries: HookEntries | null): string {
+  for (const [key, value] of Object.entries(adapter.required ?? {})) {
+    if (entries && json[key] === undefined) text = insertChild(text, [], 0, value, key);
+  }
+  if (!isObject(json.hooks)) {
+    const fresh = withEntries({}, adapter, entries).hooks;
+    return fresh === undefined ? text : insertChild(text, [], -1, fresh, "hooks");
+  }
+  const hooks = json.hooks;
+  const hadEvents = Object.keys(hooks).length > 0;
+  for (const event of new Set([...Object.keys(hooks), ...Object.keys(entries ?? {})])) {
+    const ours = entries?.[event];
+    const list = hooks[event];
+    const fresh = ours && (adapter.layout === "flat" ? ours : ourGroup(adapter, event, ours));
+    if (list === undefined) {
+      if (fresh) text = insertChild(text, ["hooks"], -1, [fresh], event);
+      continue;
+    }
+    if (!Array.isArray(list)) continue;
+    let place = -1;
+    let left = list.length;
+    for (let i = list.length - 1; i >= 0; i--) {
+      const item = list[i];
+      if (adapter.layout === "flat") {
+        if (!adapter.isOurs(item)) continue;
+        text = removeChild(text, ["hooks", event], i);
+        left--;
+        place = i;
+        continue;
+      }
+      if (!isObject(item) || !Array.isArray(item.hooks) || !item.hooks.some((h) => adapter.isOurs(h))) continue;
+      const kept = item.hooks.filter((h) => !adapter.isOurs(h));
+      if (kept.length === 0) {
+        text = removeChild(text, ["hooks", event], i);
+        left--;
+        place = i;
+      } else {
+        for (let j = item.hooks.length - 1; j >= 0; j--)
+          if (adapter.isOurs(item.hooks[j])) text = removeChild(text, ["hooks", event, i, "hooks"], j);
+        place = i + 1;
+      }
+    }
+    if (fresh) text = insertChild(text, ["hooks", event], place, fresh);
+    else if (left === 0 && list.length > 0) text = removeChild(text, ["hooks"], memberIndex(text, ["hooks"], event));
+  }
+  const after = JSON.parse(text) as JsonObject;
+  if (hadEvents && isObject(after.hooks) && Object.keys(after.hooks).length === 0)
+    text = removeChild(text, [], memberIndex(text, [], "hooks"));
+  return text;
 }
 
 /**
  * The configuration with the collector's handlers replaced by `entries` (or removed when null).
  * Every other key, group and handler keeps its place and value. A group that held only our
- * handler is dropped with it; our fresh group takes the place of the first one we had.
+ * handler is dropped with it; our fresh group takes the place of the first one we had. An event
+ * that is not a list (a common mistake: `"Stop": { "hooks": [...] }`) is refused, untouched.
  */
 export function withEntries(json: JsonObject, adapter: HarnessAdapter, entries: HookEntries | null): JsonObject {
-  if (adapter.layout === "flat") {
-    const hooks = flatWithEntries(isObject(json.hooks) ? json.hooks : {}, adapter, entries);
-    const next: JsonObject = { ...json };
-    if (Object.keys(hooks).length > 0 || json.hooks !== undefined) next.hooks = hooks;
-    return next;
+  const before = isObject(json.hooks) ? json.hooks : {};
+  for (const event of Object.keys(entries ?? {})) {
+    if (before[event] !== undefined && !Array.isArray(before[event]))
+      throw new ExitError(
+        1,
+        `${adapter.configPath()}: hooks.${event} is ${typeof before[event] === "object" ? "an object" : `a ${typeof before[event]}`}, not a list${adapter.layout === "flat" ? " of handlers" : ` of matcher groups (write it as "${event}": [ { "hooks": [ ... ] } ])`}; fix it and run the command again (the file was left untouched)`,
+      );
   }
-  const hooks: JsonObject = isObject(json.hooks) ? { ...json.hooks } : {};
-  const events = new Set([...Object.keys(hooks), ...Object.keys(entries ?? {})]);
-  for (const event of events) {
-    const ours = entries?.[event];
-    const matcher = adapter.matcher?.(event);
-    const ourGroup = (h: JsonObject) => (matcher !== undefined ? { matcher, hooks: [h] } : { hooks: [h] });
-    const groups = Array.isArray(hooks[event]) ? (hooks[event] as unknown[]) : null;
-    if (groups === null) {
-      if (ours) hooks[event] = [ourGroup(ours)];
-      continue;
-    }
-    const out: unknown[] = [];
-    let placed = false;
-    for (const group of groups) {
-      if (!isObject(group) || !Array.isArray(group.hooks) || !group.hooks.some((h) => adapter.isOurs(h))) {
-        out.push(group);
+  let hooks: JsonObject;
+  if (adapter.layout === "flat") hooks = flatWithEntries(before, adapter, entries);
+  else {
+    hooks = { ...before };
+    for (const event of new Set([...Object.keys(hooks), ...Object.keys(entries ?? {})])) {
+      const ours = entries?.[event];
+      const groups = Array.isArray(hooks[event]) ? (hooks[event] as unknown[]) : null;
+      if (groups === null) {
+        if (ours) hooks[event] = [ourGroup(adapter, event, ours)];
         continue;
       }
-      const kept = group.hooks.filter((h) => !adapter.isOurs(h));
-      if (kept.length > 0) out.push({ ...group, hooks: kept });
-      if (ours && !placed) out.push(ourGroup(ours));
-      placed = true;
+      const out: unknown[] = [];
+      let placed = false;
+      for (const group of groups) {
+        if (!isObject(group) || !Array.isArray(group.hooks) || !group.hooks.some((h) => adapter.isOurs(h))) {
+          out.push(group);
+          continue;
+        }
+        const kept = group.hooks.filter((h) => !adapter.isOurs(h));
+        if (kept.length > 0) out.push({ ...group, hooks: kept });
+        if (ours && !placed) out.push(ourGroup(adapter, event, ours));
+        placed = true;
+      }
+      if (ours && !placed) out.push(ourGroup(adapter, event, ours));
+      if (out.length > 0) hooks[event] = out;
+      else delete hooks[event];
     }
-    if (ours && !placed) out.push(ourGroup(ours));
-    if (out.length > 0) hooks[event] = out;
-    else delete hooks[event];
   }
   const next: JsonObject = { ...json };
-  if (Object.keys(hooks).length > 0 || json.hooks !== undefined) next.hooks = hooks;
+  // A hooks object we emptied goes with our last entry; one the user left empty stays.
+  if (Object.keys(hooks).length > 0 || (json.hooks !== undefined && Object.keys(before).length === 0)) next.hooks = hooks;
+  else delete next.hooks;
   return next;
 }
 
@@ -142,14 +213,16 @@ export function hookState(
   json: JsonObject,
   adapter: HarnessAdapter,
   entries: HookEntries,
-): { state: HookState; missing: string[]; altered: string[] } {
+): { state: HookState; missing: string[]; altered: string[]; commands: string[] } {
   const hooks = isObject(json.hooks) ? json.hooks : {};
+  const commands = new Set<string>();
   const oursIn = adapter.layout === "flat" ? flatOurs : groupedOurs;
   const missing: string[] = [];
   const altered: string[] = [];
   let found = 0;
   for (const [event, want] of Object.entries(entries)) {
     const ours = oursIn(hooks, adapter, event);
+    for (const h of ours) if (isObject(h) && typeof h.command === "string") commands.add(h.command);
     found += ours.length;
     if (ours.length === 0) missing.push(event);
     else if (ours.length > 1 || JSON.stringify(ours[0]) !== JSON.stringify(want)) altered.push(event);
@@ -159,5 +232,5 @@ export function hookState(
   }
   const state: HookState =
     found === 0 && altered.length === 0 ? "missing" : missing.length === 0 && altered.length === 0 ? "present" : "altered";
-  return { state, missing, altered };
+  return { state, missing, altered, commands: [...commands] };
 }

@@ -37,7 +37,7 @@ export function renderBlock(adapter: HarnessAdapter, entries: HookEntries): stri
   return `${lines.join("\n")}\n`;
 }
 
-/** Where our block sits in the text: [start, end) including its final newline; null when absent. */
+/** Where our block sits in the text: [start, end) including its final newline, if any; null when absent. */
 function findBlock(path: string, text: string): [number, number] | null {
   const begin = text.indexOf(`${BEGIN}\n`);
   if (begin < 0 || (begin > 0 && text[begin - 1] !== "\n")) return null;
@@ -59,16 +59,24 @@ function findBlock(path: string, text: string): [number, number] | null {
 export function withBlock(path: string, text: string, adapter: HarnessAdapter, entries: HookEntries | null): string {
   const at = findBlock(path, text);
   let next: string;
+  // A block at the very end of the file keeps the file's own ending: written after a text with no
+  // final newline, it has none either, which is how removing it knows to give that text back.
   if (at) {
-    if (entries) next = text.slice(0, at[0]) + renderBlock(adapter, entries) + text.slice(at[1]);
-    else {
-      // Also take the blank line we put before the block.
-      const start = at[0] >= 2 && text.slice(at[0] - 2, at[0]) === "\n\n" ? at[0] - 1 : at[0];
-      next = text.slice(0, start) + text.slice(at[1]);
+    const atEnd = at[1] === text.length;
+    const bare = atEnd && !text.endsWith("\n");
+    if (entries) {
+      const block = renderBlock(adapter, entries);
+      next = text.slice(0, at[0]) + (bare ? block.slice(0, -1) : block) + text.slice(at[1]);
+    } else {
+      // Also take the blank line (or, after a text that had no final newline, both newlines) we put before it.
+      const sep = at[0] === 0 ? 0 : bare ? 2 : text.slice(at[0] - 2, at[0]) === "\n\n" ? 1 : 0;
+      next = text.slice(0, at[0] - sep) + text.slice(at[1]);
     }
   } else if (entries) {
-    const sep = text === "" ? "" : text.endsWith("\n") ? "\n" : "\n\n";
-    next = text + sep + renderBlock(adapter, entries);
+    const block = renderBlock(adapter, entries);
+    if (text === "") next = block;
+    else if (text.endsWith("\n")) next = `${text}\n${block}`;
+    else next = `${text}\n\n${block.slice(0, -1)}`;
   } else next = text;
   if (next !== text && entries) {
     try {

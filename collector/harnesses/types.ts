@@ -7,7 +7,16 @@ export type JsonObject = { [key: string]: unknown };
 export type HookEntries = Record<string, JsonObject>;
 
 /** What entries need from the enrollment (a placeholder is enough to check a file before enrolling). */
-export type EntriesHost = Pick<HostConfig, "ports" | "hook_secret">;
+export type EntriesHost = Pick<HostConfig, "ports" | "hook_secret" | "hook_command">;
+
+/** A reason the collector's hooks in a harness's configuration will not run (see tacho status). */
+export interface HookProblem {
+  state: "cannot run" | "disabled" | "not trusted";
+  /** What is wrong, naming the file and the setting. */
+  detail: string;
+  /** What the user does about it. */
+  fix: string;
+}
 
 /**
  * What the collector needs to know about one harness's hook configuration. The file's format
@@ -27,4 +36,6 @@ export interface HarnessAdapter {
   required?: JsonObject;
   /** What the user must do after our hooks were written or changed (Codex: trust them). */
   afterWrite?: string;
+  /** Settings of the harness's own that keep the hooks in `file` from running (disabled, not trusted). */
+  problems?(file: { path: string; text: string | null; json: JsonObject }, host: EntriesHost): HookProblem[];
 }

@@ -1,35 +1,66 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { closeSync, mkdirSync, openSync } from "node:fs";
+import { closeSync, mkdirSync, openSync, realpathSync } from "node:fs";
 import { connect } from "node:net";
 import { resolve } from "node:path";
-import { fileURLToPath } from "node:url";
 import { atSocket } from "../hook-fast/channel.cjs";
 import { freshBundle } from "./bundle.ts";
+import { ExitError } from "./errors.ts";
+import { alive } from "./pid.ts";
+import { TACHO_BIN } from "./self.ts";
 import { stateDir, statePath } from "./state.ts";
 
-const TACHO = fileURLToPath(new URL("../bin/tacho.js", import.meta.url));
+/** How the recorder is started: the program and its arguments, the environment it needs, its log. */
+export interface RecorderLaunch {
+  argv: string[];
+  env: Record<string, string>;
+  log: string;
+}
 
 /**
- * Starts `tacho daemon run` detached (its own session, output to recorder.log, working directory
- * the state directory), from the built bundle when it is current. A small young generation and
- * an explicit GC when idle keep the long-lived recorder's memory low.
+ * This Node and this tacho, resolved to real paths (a login service runs them with no PATH), from
+ * the built bundle when it is current. A small young generation and an explicit GC when idle keep
+ * the long-lived recorder's memory low.
  */
+export function recorderLaunch(): RecorderLaunch {
+  const entry = freshBundle() ?? realpathSync(TACHO_BIN);
+  return {
+    argv: [realpathSync(process.execPath), "--max-semi-space-size=1", "--expose-gc", entry, "daemon", "run"],
+    env: { OXAGEN_HOME: resolve(stateDir()) },
+    log: statePath("recorder.log"),
+  };
+}
+
+/** Starts `tacho daemon run` detached: its own session, output to recorder.log, working directory the state directory. */
 export function spawnRecorder(): ChildProcess {
   const dir = resolve(stateDir());
   mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const log = openSync(statePath("recorder.log"), "a", 0o600);
+  const launch = recorderLaunch();
+  const log = openSync(launch.log, "a", 0o600);
   try {
-    const child = spawn(process.execPath, ["--max-semi-space-size=1", "--expose-gc", freshBundle() ?? TACHO, "daemon", "run"], {
-      detached: true,
-      cwd: dir,
-      stdio: ["ignore", log, log],
-      env: process.env.OXAGEN_HOME ? { ...process.env, OXAGEN_HOME: dir } : process.env,
-    });
+    const [node, ...args] = launch.argv;
+    const child = spawn(node!, args, { detached: true, cwd: dir, stdio: ["ignore", log, log], env: { ...process.env, ...launch.env } });
     child.unref();
     return child;
   } finally {
     closeSync(log);
   }
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Starts the recorder unless it already answers on its socket, and waits until the new one does. */
+export async function startRecorder(): Promise<{ pid: number; started: boolean }> {
+  // The recorder is asked on its own socket: whatever else listens on the hook port is not it.
+  const running = await recorderHealth();
+  if (running) return { pid: running.pid, started: false };
+  const child = spawnRecorder();
+  for (let i = 0; i < 100; i++) {
+    const health = await recorderHealth();
+    if (health && health.pid === child.pid) return { pid: health.pid, started: true };
+    if (child.exitCode !== null || !alive(child.pid!)) break;
+    await sleep(100);
+  }
+  throw new ExitError(1, `tacho daemon: the recorder did not come up; see ${statePath("recorder.log")}`);
 }
 
 /** What the recorder reports about itself on its socket (`{"v":1,"op":"health"}`). */

@@ -27,6 +27,8 @@ export const HostConfig = z.strictObject({
   public_key: Sha256Hex,
   harnesses: z.array(z.string()),
   ports: z.strictObject({ hooks: z.number().int().min(1).max(65535), gateway: z.number().int().min(1).max(65535) }),
+  /** The program every command hook runs (real paths of Node and tacho), as enroll wrote and ran it. */
+  hook_command: z.string().min(1).optional(),
   enrolled_ms: z.number().int().nonnegative(),
   /**
    * The secret HTTP hooks carry (header `x-oxagen-hook-secret`) so the recorder takes them from

@@ -39,7 +39,8 @@ beforeEach(async () => {
 });
 afterEach(() => home.cleanup());
 
-const tacho = (...args: string[]) => run(TACHO, args, { env: home.env });
+// These tests do not need the recorder that enroll starts (a test below checks that it does).
+const tacho = (...args: string[]) => run(TACHO, args[0] === "enroll" ? [...args, "--no-start"] : args, { env: home.env });
 const enrollArgs = () => [
   "enroll",
   "--server",
@@ -155,15 +156,52 @@ describe("tacho enroll into Claude Code", () => {
     expect(existsSync(join(home.env.OXAGEN_HOME!, "host.json"))).toBe(false);
   });
 
-  it("a refused token exits 1 with the server's reason", async () => {
+  it("a refused token exits 1 with the server's reason and how to get a new one", async () => {
     const r = await tacho("enroll", "--server", stub.url, "--token", "oxe_wrong.0123456789abcdef", "--harness", "claude-code");
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/HTTP 401.*already used/);
+    expect(r.stderr).toMatch(/POST \/v1\/enrollment-tokens/);
+  });
+
+  it("an operator token is recognised: the message says which token is needed and how to get one; nothing is sent or written", async () => {
+    const before = stub.enrollCalls;
+    const operator = `oxo_0123456789abcdef_${"ab".repeat(24)}`;
+    const r = await tacho("enroll", "--server", stub.url, "--token", operator, "--harness", "claude-code");
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("that is an operator token (oxo_...); enrolling needs a one-time enrollment token (oxe_...)");
+    expect(r.stderr).toContain(`${stub.url}/v1/enrollment-tokens`);
+    expect(r.stderr).toContain("npm start prints a ready enroll line");
+    expect(r.stderr).not.toContain(operator);
+    expect(stub.enrollCalls).toBe(before);
+    expect(existsSync(join(home.env.OXAGEN_HOME!, "host.json"))).toBe(false);
+  });
+
+  it("without --harness it enrolls the computer for custom agents and touches no harness", async () => {
+    const r = await tacho("enroll", "--server", stub.url, "--token", STUB_TOKEN, "--hooks-port", String(hooksPort));
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/harnesses: none; custom agents call .+ hook --agent NAME/);
+    expect(JSON.parse(readFileSync(join(home.env.OXAGEN_HOME!, "host.json"), "utf8")).harnesses).toEqual([]);
+    expect(existsSync(settingsPath)).toBe(false);
+  });
+
+  it("starts the recorder (unless --no-start), which then answers on the hook port", async () => {
+    const r = await run(TACHO, enrollArgs(), { env: home.env });
+    try {
+      expect(r.code, r.stderr).toBe(0);
+      const recorder = JSON.parse(r.stdout).recorder as { pid: number; started: boolean };
+      expect(recorder.started).toBe(true);
+      const health = (await (await fetch(`http://127.0.0.1:${hooksPort}/healthz`)).json()) as { pid: number };
+      expect(health.pid).toBe(recorder.pid);
+      const again = JSON.parse((await run(TACHO, ["enroll", "--harness", "claude-code", "--json"], { env: home.env })).stdout);
+      expect(again.recorder).toEqual({ pid: recorder.pid, started: false });
+    } finally {
+      await run(TACHO, ["daemon", "stop"], { env: home.env });
+    }
   });
 
   it("an unknown harness or missing arguments are usage errors (exit 2)", async () => {
     expect((await tacho("enroll", "--server", stub.url, "--token", STUB_TOKEN, "--harness", "vim")).code).toBe(2);
-    expect((await tacho("enroll", "--server", stub.url, "--token", STUB_TOKEN)).code).toBe(2);
+    expect((await tacho("enroll", "--token", STUB_TOKEN)).code).toBe(2);
     expect((await tacho("enroll", "--harness", "claude-code")).code).toBe(2);
   });
 
@@ -247,8 +285,10 @@ describe("tacho status and tacho reassign", () => {
 
 describe("oxagen agent enroll", () => {
   it("enrolls with the one-time token and wraps no harness unless asked", async () => {
-    const r = await run(OXAGEN, ["agent", "enroll", "--server", stub.url, "--token", STUB_TOKEN, "--json"], { env: home.env });
-    expect(r.code).toBe(0);
+    const r = await run(OXAGEN, ["agent", "enroll", "--server", stub.url, "--token", STUB_TOKEN, "--no-start", "--json"], {
+      env: home.env,
+    });
+    expect(r.code, r.stderr).toBe(0);
     expect(JSON.parse(r.stdout)).toMatchObject({ workspace: STUB_WORKSPACE, harnesses: [] });
     expect(existsSync(settingsPath)).toBe(false);
     expect(JSON.parse(readFileSync(join(home.env.OXAGEN_HOME!, "host.json"), "utf8")).harnesses).toEqual([]);

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { parse as parseToml } from "smol-toml";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { startStub, STUB_TOKEN, type StubServer } from "./support/stub-server.ts";
-import { freePort, run, TACHO, tempHome } from "./support/tacho.ts";
+import { freePort, HOOK_PROGRAM, run, TACHO, tempHome } from "./support/tacho.ts";
 
 // biome-ignore lint/suspicious/noExplicitAny: tests walk parsed JSON
 type Json = Record<string, any>;
@@ -23,7 +23,7 @@ beforeEach(() => {
 });
 afterEach(() => home.cleanup());
 
-const tacho = (...args: string[]) => run(TACHO, args, { env });
+const tacho = (...args: string[]) => run(TACHO, args[0] === "enroll" ? [...args, "--no-start"] : args, { env });
 async function enroll(harness: string) {
   const r = await tacho(
     "enroll",
@@ -43,7 +43,8 @@ function put(path: string, text: string) {
   mkdirSync(join(path, ".."), { recursive: true });
   writeFileSync(path, text);
 }
-const ours = (h: Json, harness: string) => new RegExp(`tacho(\\.js)? hook --harness ${harness}$`).test(String(h.command ?? ""));
+const ours = (h: Json, harness: string) =>
+  new RegExp(`tacho(\\.js)? hook --harness ${harness}( >/dev/null)?$`).test(String(h.command ?? ""));
 
 /** Grouped layout (Codex, Stella) with our handlers and the groups they leave empty taken out. */
 function withoutOursGrouped(json: Json, harness: string): Json {
@@ -115,13 +116,18 @@ describe("Codex: hooks.json or config.toml", () => {
       ]),
     );
     expect(json.hooks.PreToolUse[0].hooks[0].command).toBe("python3 ~/.codex/guard.py");
-    expect(json.hooks.PreToolUse[1]).toEqual({ hooks: [{ type: "command", command: `node ${TACHO} hook --harness codex`, timeout: 30 }] });
+    expect(json.hooks.PreToolUse[1]).toEqual({
+      hooks: [{ type: "command", command: `${HOOK_PROGRAM} hook --harness codex`, timeout: 30 }],
+    });
     expect(json.hooks.SessionEnd[0].hooks[0].timeout).toBe(3);
     const written = readFileSync(path, "utf8");
 
     const st = await tacho("status", "--json", "--offline");
     const codex = (JSON.parse(st.stdout).harnesses as Json[])[0]!;
-    expect(codex).toMatchObject({ harness: "codex", hooks: "present", action: expect.stringContaining("trust") });
+    expect(codex).toMatchObject({ harness: "codex", hooks: "present but not trusted" });
+    expect(codex.problems).toEqual([
+      { state: "not trusted", detail: expect.stringContaining("not trusted yet"), fix: expect.stringContaining("run /hooks") },
+    ]);
     expect((await tacho("status", "--offline")).stdout).toContain("run /hooks");
 
     const again = await tacho("enroll", "--harness", "codex", "--json");
@@ -162,10 +168,10 @@ model = "o4-mini"
     expect(parsed.hooks.managed_dir).toBe("/opt/hooks");
     expect(parsed.hooks.PreToolUse).toEqual([
       { matcher: "^Bash$", hooks: [{ type: "command", command: "python3 guard.py" }] },
-      { hooks: [{ type: "command", command: `node ${TACHO} hook --harness codex`, timeout: 30 }] },
+      { hooks: [{ type: "command", command: `${HOOK_PROGRAM} hook --harness codex`, timeout: 30 }] },
     ]);
     const st = await tacho("status", "--json", "--offline");
-    expect(JSON.parse(st.stdout).harnesses[0]).toMatchObject({ config: toml, hooks: "present" });
+    expect(JSON.parse(st.stdout).harnesses[0]).toMatchObject({ config: toml, hooks: "present but not trusted" });
     expect((await tacho("enroll", "--harness", "codex")).code).toBe(0);
     expect(readFileSync(toml, "utf8")).toBe(text);
     expect((await tacho("reassign", "--harness", "none")).code).toBe(0);
@@ -224,7 +230,7 @@ describe("Cursor: ~/.cursor/hooks.json", () => {
     expect(json.telemetry).toBe(false);
     expect(json.hooks.beforeShellExecution).toEqual(JSON.parse(CURSOR_USER).hooks.beforeShellExecution);
     expect(json.hooks.stop[0]).toEqual({ command: "./hooks/notify.sh", loop_limit: 5 });
-    const cmd = `node ${TACHO} hook --harness cursor`;
+    const cmd = `${HOOK_PROGRAM} hook --harness cursor`;
     expect(json.hooks.stop[1]).toEqual({ command: cmd, failClosed: false });
     for (const e of ["beforeSubmitPrompt", "preToolUse", "subagentStart"])
       expect(json.hooks[e]).toEqual([{ command: cmd, failClosed: true }]);
@@ -288,7 +294,7 @@ describe("Stella: ~/.stella/settings.json or stella.toml", () => {
     expect(r0.code, r0.stderr).toBe(0);
     const path = join(home.dir, ".stella", "settings.json");
     expect(JSON.parse(readFileSync(path, "utf8")).hooks.PreToolUse).toEqual([
-      { matcher: "*", hooks: [{ type: "command", command: `node ${TACHO} hook --harness stella`, timeoutMs: 30000 }] },
+      { matcher: "*", hooks: [{ type: "command", command: `${HOOK_PROGRAM} hook --harness stella`, timeoutMs: 30000 }] },
     ]);
     put(path, STELLA_USER);
     expect((await tacho("enroll", "--harness", "stella")).code).toBe(0);
@@ -296,7 +302,7 @@ describe("Stella: ~/.stella/settings.json or stella.toml", () => {
     expect(withoutOursGrouped(json, "stella")).toEqual(JSON.parse(STELLA_USER));
     expect(Object.keys(json.hooks).sort()).toEqual(["PostToolUse", "PreToolUse", "SessionStart", "Stop"]);
     expect(json.hooks.SessionStart).toEqual([
-      { hooks: [{ type: "command", command: `node ${TACHO} hook --harness stella`, timeoutMs: 30000 }] },
+      { hooks: [{ type: "command", command: `${HOOK_PROGRAM} hook --harness stella >/dev/null`, timeoutMs: 30000 }] },
     ]);
     const written = readFileSync(path, "utf8");
     expect((await tacho("enroll", "--harness", "stella")).code).toBe(0);
@@ -320,7 +326,7 @@ describe("Stella: ~/.stella/settings.json or stella.toml", () => {
     const parsed = parseToml(text) as Json;
     expect(parsed.hooks.PostToolUse).toEqual([
       { matcher: "*", hooks: [{ command: "./audit.sh", timeoutMs: 2000 }] },
-      { matcher: "*", hooks: [{ type: "command", command: `node ${TACHO} hook --harness stella`, timeoutMs: 30000 }] },
+      { matcher: "*", hooks: [{ type: "command", command: `${HOOK_PROGRAM} hook --harness stella`, timeoutMs: 30000 }] },
     ]);
     expect(JSON.parse((await tacho("status", "--json", "--offline")).stdout).harnesses[0]).toMatchObject({
       config: toml,
@@ -329,7 +335,7 @@ describe("Stella: ~/.stella/settings.json or stella.toml", () => {
     expect((await tacho("enroll", "--harness", "stella")).code).toBe(0);
     expect(readFileSync(toml, "utf8")).toBe(text);
     expect((await tacho("reassign", "--harness", "none")).code).toBe(0);
-    // The one byte tacho cannot give back: the user's file had no final newline.
-    expect(readFileSync(toml, "utf8")).toBe(`${user}\n`);
+    // Byte for byte, the missing final newline too.
+    expect(readFileSync(toml, "utf8")).toBe(user);
   });
 });

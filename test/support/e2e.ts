@@ -17,6 +17,16 @@ export interface Computer {
   hook: (who: string[], payload: Record<string, unknown>) => Record<string, unknown>;
 }
 
+/** Recorder timers short enough for tests (the recorder reads them from its environment). */
+export const QUICK_RECORDER = {
+  OXAGEN_LOCK_INTERVAL_MS: "500",
+  OXAGEN_SHIP_DELAY_MS: "50",
+  OXAGEN_SHIP_BACKOFF_MS: "200",
+  OXAGEN_SHIP_BACKOFF_MAX_MS: "1000",
+  OXAGEN_POLICY_INTERVAL_MS: "1000",
+  OXAGEN_STATUS_INTERVAL_MS: "1000",
+};
+
 /** A fresh computer: its own HOME, state dir and Claude config dir, with fast recorder timers. */
 export async function newComputer(extraEnv: NodeJS.ProcessEnv = {}): Promise<Computer> {
   const home = mkdtempSync(join(tmpdir(), "oxagen-e2e-"));
@@ -31,12 +41,7 @@ export async function newComputer(extraEnv: NodeJS.ProcessEnv = {}): Promise<Com
     OXAGEN_HOME: join(home, "state"),
     CLAUDE_CONFIG_DIR: join(home, "claude"),
     PATH: `${bin}:${process.env.PATH}`,
-    OXAGEN_LOCK_INTERVAL_MS: "500",
-    OXAGEN_SHIP_DELAY_MS: "50",
-    OXAGEN_SHIP_BACKOFF_MS: "200",
-    OXAGEN_SHIP_BACKOFF_MAX_MS: "1000",
-    OXAGEN_POLICY_INTERVAL_MS: "1000",
-    OXAGEN_STATUS_INTERVAL_MS: "1000",
+    ...QUICK_RECORDER,
     ...extraEnv,
   };
   holdAutostart(env.OXAGEN_HOME);
@@ -69,7 +74,9 @@ export async function enroll(worker: LocalWorker, computer: Computer, harness: s
   const res = await worker.api("/v1/enrollment-tokens", { method: "POST", body: "{}" });
   if (res.status !== 201) throw new Error(`enrollment token: ${res.status} ${await res.text()}`);
   const { token } = (await res.json()) as { token: string };
+  // The tests run the recorder themselves (runDaemon), so enroll does not start one.
   const common = [
+    "--no-start",
     "--server",
     worker.url,
     "--token",

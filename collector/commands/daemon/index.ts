@@ -1,11 +1,22 @@
-import { rmSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { dirname } from "node:path";
 import { parse } from "../../lib/args.ts";
 import { ExitError, UsageError } from "../../lib/errors.ts";
 import { alive, readPid } from "../../lib/pid.ts";
-import { recorderHealth, spawnRecorder } from "../../lib/recorder-process.ts";
+import { recorderHealth, recorderLaunch, startRecorder } from "../../lib/recorder-process.ts";
 import { readHost, statePath, type HostConfig } from "../../lib/state.ts";
+import { serviceCommands, serviceFile } from "./service.ts";
 
-const USAGE = "usage: tacho daemon start|stop|status|run [--json]";
+export const USAGE = `usage: tacho daemon start|stop|status|run|install|uninstall [--json]
+
+  start       starts the recorder in the background (tacho enroll does this too)
+  stop        stops it
+  status      says whether it runs and answers on the hook port (exit 3 when not)
+  run         runs it in the foreground (what a login service runs)
+  install     writes a login service that starts the recorder at login and restarts it when it
+              fails (a systemd user unit on Linux, a launchd agent on macOS), and starts it now
+  uninstall   stops that service and removes its file`;
 
 function enrolled(): HostConfig {
   const host = readHost();
@@ -48,44 +59,82 @@ async function run(): Promise<number> {
 
 async function start(json: boolean): Promise<number> {
   const host = enrolled();
-  // The recorder is asked on its own socket: whatever else listens on the hook port is not it.
-  const running = await recorderHealth();
-  if (running) {
-    print(
-      json,
-      { running: true, pid: running.pid, port: host.ports.hooks, started: false },
-      `recorder already running (pid ${running.pid})`,
-    );
-    return 0;
-  }
-  const child = spawnRecorder();
-  for (let i = 0; i < 100; i++) {
-    const health = await recorderHealth();
-    if (health?.pid === child.pid) {
-      print(
-        json,
-        { running: true, pid: child.pid, port: host.ports.hooks, started: true },
-        `recorder started (pid ${child.pid}, 127.0.0.1:${host.ports.hooks})`,
-      );
-      return 0;
-    }
-    if (child.exitCode !== null || !alive(child.pid!)) break;
-    await sleep(100);
-  }
-  throw new ExitError(1, `tacho daemon: the recorder did not come up; see ${statePath("recorder.log")}`);
+  const r = await startRecorder();
+  print(
+    json,
+    { running: true, pid: r.pid, port: host.ports.hooks, started: r.started },
+    r.started ? `recorder started (pid ${r.pid}, 127.0.0.1:${host.ports.hooks})` : `recorder already running (pid ${r.pid})`,
+  );
+  return 0;
 }
 
-async function stop(json: boolean): Promise<number> {
+function runAll(commands: string[][]): string | null {
+  for (const [cmd, ...args] of commands) {
+    const r = spawnSync(cmd!, args, { encoding: "utf8" });
+    if (r.error || r.status !== 0) return `${[cmd, ...args].join(" ")}: ${r.error?.message ?? (r.stderr.trim() || `exit ${r.status}`)}`;
+  }
+  return null;
+}
+
+async function install(json: boolean): Promise<number> {
+  enrolled();
+  const launch = recorderLaunch();
+  const file = serviceFile(launch);
+  if (!file)
+    throw new ExitError(
+      1,
+      `tacho daemon install: no login service for ${process.platform}; start the recorder at login with: ${launch.argv.join(" ")}`,
+    );
+  mkdirSync(dirname(file.path), { recursive: true });
+  writeFileSync(file.path, file.text, { mode: 0o644 });
+  // The service binds the hook port itself: a recorder started by `tacho daemon start` gives way,
+  // and is started again if the service cannot be loaded, so the recorder never ends up stopped.
+  await stop(true, true);
+  const failed = runAll(serviceCommands(file).load);
+  if (failed) {
+    const again = await startRecorder().catch((err: Error) => ({ error: err.message }));
+    throw new ExitError(
+      1,
+      `tacho daemon install: wrote ${file.path}, but loading it failed (${failed}); it starts at your next login if ${file.kind === "systemd" ? "systemd runs for your user" : "launchd loads it"}. ${"error" in again ? again.error : `Until then the recorder runs as before (pid ${again.pid}).`}`,
+    );
+  }
+  for (let i = 0; i < 100 && !(await recorderHealth()); i++) await sleep(100);
+  print(
+    json,
+    { installed: true, service: file.name, path: file.path },
+    `recorder installed as ${file.name} (${file.path}): it starts at login, and now`,
+  );
+  return 0;
+}
+
+async function uninstall(json: boolean): Promise<number> {
+  const file = serviceFile(recorderLaunch());
+  if (!file || !existsSync(file.path)) {
+    print(json, { installed: false, removed: false }, "no login service is installed for the recorder");
+    return 0;
+  }
+  // Unloading a service that is not loaded fails; removing its file is what matters.
+  const failed = runAll(serviceCommands(file).unload);
+  rmSync(file.path, { force: true });
+  print(
+    json,
+    { installed: false, removed: true, path: file.path, ...(failed ? { warning: failed } : {}) },
+    `removed ${file.name} (${file.path})${failed ? `; unloading it said: ${failed}` : ""}`,
+  );
+  return 0;
+}
+
+async function stop(json: boolean, quiet = false): Promise<number> {
   const pid = readPid();
   if (!pid || !alive(pid)) {
     rmSync(statePath("recorder.pid"), { force: true });
-    print(json, { running: false, stopped: false }, "recorder is not running");
+    if (!quiet) print(json, { running: false, stopped: false }, "recorder is not running");
     return 0;
   }
   process.kill(pid, "SIGTERM");
   for (let i = 0; i < 150 && alive(pid); i++) await sleep(100);
   if (alive(pid)) throw new ExitError(1, `tacho daemon: recorder ${pid} did not stop within 15 s`);
-  print(json, { running: false, stopped: true, pid }, `recorder ${pid} stopped`);
+  if (!quiet) print(json, { running: false, stopped: true, pid }, `recorder ${pid} stopped`);
   return 0;
 }
 
@@ -120,6 +169,10 @@ export async function daemon(args: string[]): Promise<number> {
       return stop(values.json);
     case "status":
       return status(values.json);
+    case "install":
+      return install(values.json);
+    case "uninstall":
+      return uninstall(values.json);
     default:
       throw new UsageError(`tacho daemon: name a subcommand\n${USAGE}`);
   }

@@ -1,25 +1,57 @@
 import { hostname } from "node:os";
 import { bytesToHex, EnrollAnswer, ErrorAnswer, fromHex, keyIdFor, newSecretKey, publicKeyOf, ROUTES } from "../../../protocol/index.ts";
-import { applyHarnesses, checkHarnessConfigs, type HarnessResult } from "../../harnesses/apply.ts";
+import { applyHarnesses, checkHarnessConfigs, proveHookCommands, type HarnessResult } from "../../harnesses/apply.ts";
+import { hookProgram } from "../../harnesses/command.ts";
+import { harnessHealth } from "../../harnesses/health.ts";
 import { harnessList } from "../../harnesses/index.ts";
+import type { HookProblem } from "../../harnesses/types.ts";
 import { parse } from "../../lib/args.ts";
 import { ExitError, UsageError } from "../../lib/errors.ts";
 import { useNodeCrypto } from "../../lib/node-crypto.ts";
 import { readHost, statePath, withHookSecret, writeHost, type HostConfig } from "../../lib/state.ts";
 import { fetchPolicy } from "../../recorder/policy-cache.ts";
+import { startRecorder } from "../../lib/recorder-process.ts";
 
-const USAGE = "usage: tacho enroll --server URL --token TOKEN --harness LIST [--workspace ID] [--hooks-port N] [--gateway-port N] [--json]";
+export const USAGE = `usage: tacho enroll --server URL --token TOKEN [--harness LIST] [options]
+       tacho enroll --harness LIST            (this computer is enrolled already: wrap more harnesses)
+
+Enrolls this computer with Oxagen: creates its key, writes ~/.config/oxagen/tacho/host.json,
+caches the workspace's signed policy, merges the hook entries into each harness's own
+configuration, and starts the recorder. Without --harness the computer is enrolled for custom
+agents only (tacho hook --agent NAME).
+
+  --server URL        the Oxagen server (npm start prints it, with a ready enroll line)
+  --token TOKEN       a one-time enrollment token (oxe_...): POST /v1/enrollment-tokens with an operator token
+  --harness LIST      comma-separated: claude-code, codex, cursor, stella
+  --workspace ID      refuse unless the token enrolls into this workspace
+  --hooks-port N      the recorder's loopback hook port (default 47110)
+  --gateway-port N    the loopback gateway port (default 47111)
+  --no-start          do not start the recorder
+  --json              print the result as JSON
+
+Every hook command it writes runs this tacho with the Node running it (absolute paths), and is
+run once before anything is written.`;
 export const DEFAULT_PORTS = { hooks: 47110, gateway: 47111 } as const;
 
 export interface EnrollOptions {
+  /** The command line the user typed, for messages (`tacho enroll`, `oxagen agent enroll`). */
   program: string;
   args: string[];
-  /** `oxagen agent enroll` wraps no harness unless asked. */
-  harnessRequired: boolean;
 }
 
 export async function enroll(args: string[]): Promise<number> {
-  return enrollWith({ program: "tacho enroll", args, harnessRequired: true });
+  return enrollWith({ program: "tacho enroll", args });
+}
+
+/** An operator token (oxo_...) given where a one-time enrollment token (oxe_...) is needed. */
+function operatorTokenProblem(program: string, token: string, server: string): string | null {
+  if (!/^oxo_/.test(token)) return null;
+  return [
+    `${program}: that is an operator token (oxo_...); enrolling needs a one-time enrollment token (oxe_...).`,
+    "Create one with the operator token (npm start prints a ready enroll line with one):",
+    `  curl -X POST -H "Authorization: Bearer ${token.slice(0, 8)}..." -H "content-type: application/json" -d '{}' ${server.replace(/\/+$/, "")}/v1/enrollment-tokens`,
+    "Nothing was written.",
+  ].join("\n");
 }
 
 /** Enrolls the computer (when a token is given) and merges the hook entries of every wrapped harness. */
@@ -31,34 +63,38 @@ export async function enrollWith(options: EnrollOptions): Promise<number> {
     workspace: { type: "string" },
     "hooks-port": { type: "string" },
     "gateway-port": { type: "string" },
+    "no-start": { type: "boolean", default: false },
     json: { type: "boolean", default: false },
   });
   if (positionals.length > 0) throw new UsageError(`${options.program}: unexpected ${positionals.join(" ")}\n${USAGE}`);
   const named = harnessList(values.harness);
-  if (options.harnessRequired && named.length === 0)
-    throw new UsageError(`${options.program}: --harness is required (e.g. --harness claude-code)\n${USAGE}`);
   const existing = readHost();
   if (!values.token && !existing) throw new UsageError(`${options.program}: --token is required to enroll this computer\n${USAGE}`);
   if (values.token && !values.server) throw new UsageError(`${options.program}: --server is required with --token\n${USAGE}`);
+  const operator = values.token ? operatorTokenProblem(options.program, values.token, values.server!) : null;
+  if (operator) throw new UsageError(operator);
   const ports = {
     hooks: port(values["hooks-port"], existing?.ports.hooks ?? DEFAULT_PORTS.hooks, "--hooks-port"),
     gateway: port(values["gateway-port"], existing?.ports.gateway ?? DEFAULT_PORTS.gateway, "--gateway-port"),
   };
   // Union: a re-apply never drops a harness (only `tacho reassign --harness` does).
   const harnesses = [...new Set([...(existing?.harnesses ?? []), ...named])];
+  const hook_command = hookProgram();
 
-  checkHarnessConfigs(harnesses);
+  // Everything that can fail locally fails before the token is spent or a file is written.
+  checkHarnessConfigs(harnesses, { ports, hook_command });
+  proveHookCommands({ ports, hook_command }, harnesses);
   useNodeCrypto();
   let host: HostConfig;
   let policy: string;
   if (values.token) {
-    host = await register(values.server!, values.token, harnesses, ports, values.workspace);
+    host = { ...(await register(values.server!, values.token, harnesses, ports, values.workspace)), hook_command };
     // The hook secret guards this state directory's recorder: a new token keeps it (and the configs written with it).
     if (existing?.hook_secret) host.hook_secret = existing.hook_secret;
     writeHost(host);
     policy = await cachePolicy(host);
   } else {
-    host = withHookSecret({ ...existing!, harnesses, ports });
+    host = withHookSecret({ ...existing!, harnesses, ports, hook_command });
     if (values.workspace && values.workspace !== host.workspace) {
       throw new UsageError(`${options.program}: to move this computer to workspace ${values.workspace}, use tacho reassign --workspace`);
     }
@@ -66,8 +102,18 @@ export async function enrollWith(options: EnrollOptions): Promise<number> {
     policy = "unchanged";
   }
   const results = applyHarnesses(host, harnesses, "apply");
-  report(values.json ?? false, host, policy, results);
-  return 0;
+  const problems = Object.fromEntries(harnesses.map((h) => [h, harnessHealth(host, h).problems ?? []]));
+  let recorder: { pid: number; started: boolean } | { error: string } | null = null;
+  if (!values["no-start"]) {
+    try {
+      recorder = await startRecorder();
+    } catch (err) {
+      if (!(err instanceof ExitError)) throw err;
+      recorder = { error: err.message };
+    }
+  }
+  report(values.json ?? false, host, policy, results, problems, recorder);
+  return recorder && "error" in recorder ? 1 : 0;
 }
 
 function port(value: string | undefined, fallback: number, flag: string): number {
@@ -110,7 +156,12 @@ async function register(
   const answer: unknown = await res.json().catch(() => null);
   if (!res.ok) {
     const error = ErrorAnswer.safeParse(answer);
-    throw new ExitError(1, `enrollment refused (HTTP ${res.status}): ${error.success ? error.data.message : "no reason given"}`);
+    const why = error.success ? error.data.message : "no reason given";
+    const hint =
+      res.status === 401
+        ? "\nAn enrollment token works once and expires (60 minutes by default). Create a new one with an operator token: POST /v1/enrollment-tokens (npm start prints a ready enroll line with one)."
+        : "";
+    throw new ExitError(1, `enrollment refused (HTTP ${res.status}): ${why}${hint}`);
   }
   const parsed = EnrollAnswer.safeParse(answer);
   if (!parsed.success) throw new ExitError(1, `the server's enrollment answer is not one this collector understands`);
@@ -143,7 +194,14 @@ async function cachePolicy(host: HostConfig): Promise<string> {
   }
 }
 
-function report(json: boolean, host: HostConfig, policy: string, results: HarnessResult[]): void {
+function report(
+  json: boolean,
+  host: HostConfig,
+  policy: string,
+  results: HarnessResult[],
+  problems: Record<string, HookProblem[]>,
+  recorder: { pid: number; started: boolean } | { error: string } | null,
+): void {
   if (json) {
     const out = {
       host_id: host.host_id,
@@ -153,7 +211,9 @@ function report(json: boolean, host: HostConfig, policy: string, results: Harnes
       key_id: keyIdFor(fromHex(host.public_key, 32)),
       policy_etag: policy === "missing" || policy === "unchanged" ? null : policy,
       ports: host.ports,
-      harnesses: results,
+      hook_command: host.hook_command,
+      harnesses: results.map((r) => ({ ...r, ...(problems[r.harness]?.length ? { problems: problems[r.harness] } : {}) })),
+      recorder,
       state_dir: statePath(),
     };
     process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
@@ -161,9 +221,13 @@ function report(json: boolean, host: HostConfig, policy: string, results: Harnes
   }
   const lines = [`enrolled ${host.host_id} in workspace ${host.workspace} (${host.server})`];
   lines.push(`policy: ${policy === "missing" ? "not cached" : policy === "unchanged" ? "kept" : `cached (${policy})`}`);
+  if (results.length === 0) lines.push(`harnesses: none; custom agents call ${host.hook_command} hook --agent NAME`);
   for (const r of results) {
     lines.push(`${r.harness}: hooks ${r.changed ? "written to" : "already in"} ${r.config}`);
-    if (r.action) lines.push(`  ${r.action}`);
+    for (const p of problems[r.harness] ?? []) lines.push(`  but ${p.state}: ${p.detail}`, `  fix: ${p.fix}`);
   }
+  if (recorder === null) lines.push("recorder: not started (--no-start); start it with tacho daemon start");
+  else if ("error" in recorder) lines.push(`recorder: ${recorder.error}`);
+  else lines.push(`recorder: ${recorder.started ? "started" : "running"} (pid ${recorder.pid}, 127.0.0.1:${host.ports.hooks})`);
   process.stdout.write(`${lines.join("\n")}\n`);
 }

@@ -1,10 +1,17 @@
-import { applyHarnesses, checkHarnessConfigs } from "../../harnesses/apply.ts";
+import { applyHarnesses, checkHarnessConfigs, proveHookCommands } from "../../harnesses/apply.ts";
+import { hookProgram } from "../../harnesses/command.ts";
 import { harnessList } from "../../harnesses/index.ts";
 import { parse } from "../../lib/args.ts";
 import { ExitError, UsageError } from "../../lib/errors.ts";
 import { readHost, withHookSecret, writeHost } from "../../lib/state.ts";
 
-const USAGE = 'usage: tacho reassign --harness LIST [--workspace ID] [--json]   (LIST may be "none")';
+export const USAGE = `usage: tacho reassign --harness LIST [--workspace ID] [--json]
+
+  --harness LIST   without --workspace: the harnesses this computer wraps from now on; the collector's
+                   entries are removed from every harness left out (nothing else in its configuration
+                   is touched). LIST may be "none".
+  --workspace ID   files this computer under another workspace (on this computer only, for now);
+                   --harness then only adds harnesses, as tacho enroll does`;
 
 /**
  * Without --workspace, LIST becomes the set of wrapped harnesses: a harness left out has its
@@ -27,9 +34,16 @@ export async function reassign(args: string[]): Promise<number> {
   const moving = values.workspace !== undefined && values.workspace !== host.workspace;
   const keep = values.workspace !== undefined ? [...new Set([...host.harnesses, ...named])] : named;
   const dropped = host.harnesses.filter((h) => !keep.includes(h));
-  checkHarnessConfigs([...keep, ...dropped]);
+  const hook_command = hookProgram();
+  checkHarnessConfigs([...keep, ...dropped], { ports: host.ports, hook_command });
+  proveHookCommands({ ports: host.ports, hook_command }, keep);
 
-  const next = withHookSecret({ ...host, harnesses: keep, ...(values.workspace !== undefined ? { workspace: values.workspace } : {}) });
+  const next = withHookSecret({
+    ...host,
+    harnesses: keep,
+    hook_command,
+    ...(values.workspace !== undefined ? { workspace: values.workspace } : {}),
+  });
   writeHost(next);
   const removed = applyHarnesses(next, dropped, "remove");
   const applied = applyHarnesses(next, keep, "apply");

@@ -1,23 +1,19 @@
-import { readFileSync } from "node:fs";
-import { readWrites } from "../../harnesses/apply.ts";
-import { adapterFor } from "../../harnesses/index.ts";
-import { hookState, readConfig } from "../../harnesses/settings.ts";
+import { existsSync, readFileSync } from "node:fs";
+import { harnessHealth, type HarnessHealth } from "../../harnesses/health.ts";
 import { parse } from "../../lib/args.ts";
-import { ExitError, UsageError } from "../../lib/errors.ts";
-import { readHost, statePath, type HostConfig } from "../../lib/state.ts";
+import { UsageError } from "../../lib/errors.ts";
+import { readHost, statePath } from "../../lib/state.ts";
+import { recorderLaunch } from "../../lib/recorder-process.ts";
+import { serviceFile } from "../daemon/service.ts";
 import { daemonState, type DaemonState } from "./daemon.ts";
 import { serverView } from "./server.ts";
 
-interface HarnessStatus {
-  harness: string;
-  config: string;
-  hooks: "present" | "missing" | "altered" | "unreadable";
-  missing?: string[];
-  altered?: string[];
-  problem?: string;
-  /** Set while the user still has to act on hooks written or changed (Codex: review and trust them). */
-  action?: string;
-}
+export const USAGE = `usage: tacho status [--json] [--offline]
+
+The enrollment; for each wrapped harness, whether its hooks are there, whether each hook command
+runs (it is run once, from a shell with an empty PATH, recording nothing), and whether the harness
+lets them run (disabled, not trusted), with the fix; the recorder and its login service; what is
+pending and spooled; the cached policy; and, unless --offline, how the server sees this computer.`;
 
 export async function status(args: string[]): Promise<number> {
   const { values, positionals } = parse("tacho status", args, {
@@ -31,10 +27,10 @@ export async function status(args: string[]): Promise<number> {
     else process.stdout.write(`not enrolled (state directory ${statePath()}); run tacho enroll\n`);
     return 1;
   }
-  const seen = harnessSeen();
-  const writes = readWrites();
-  const harnesses = host.harnesses.map((name) => harnessStatus(host, name, writes[name], seen[name]));
+  const harnesses = host.harnesses.map((name) => harnessHealth(host, name));
   const daemon = await daemonState(host);
+  const unit = serviceFile(recorderLaunch());
+  const service = unit ? { kind: unit.kind, name: unit.name, path: unit.path, installed: existsSync(unit.path) } : null;
   const spool = { events: countLines(statePath("spool", "events.jsonl")), dropped: readCount(statePath("spool", "dropped")) };
   const policy = policyFile();
   const server = values.offline ? null : await serverView(host);
@@ -48,43 +44,13 @@ export async function status(args: string[]): Promise<number> {
     ports: host.ports,
     harnesses,
     daemon,
+    service,
     spool,
     policy,
     server_view: server,
   };
   process.stdout.write(values.json ? `${JSON.stringify(out, null, 2)}\n` : render(out, daemon));
   return 0;
-}
-
-/** When each harness's hooks last reached the recorder (recorder-status.json). */
-function harnessSeen(): Record<string, number> {
-  try {
-    const raw = JSON.parse(readFileSync(statePath("recorder-status.json"), "utf8")) as { harness_seen_ms?: Record<string, number> };
-    return raw.harness_seen_ms && typeof raw.harness_seen_ms === "object" ? raw.harness_seen_ms : {};
-  } catch {
-    return {};
-  }
-}
-
-function harnessStatus(host: HostConfig, name: string, writtenMs: number | undefined, seenMs: number | undefined): HarnessStatus {
-  try {
-    const adapter = adapterFor(name);
-    const file = readConfig(adapter);
-    const s = hookState(file.json, adapter, adapter.entries(host));
-    // A hook event after the write shows the harness runs the new hooks (for Codex: they were trusted).
-    const pending = adapter.afterWrite && writtenMs !== undefined && (seenMs === undefined || seenMs < writtenMs);
-    return {
-      harness: name,
-      config: file.path,
-      hooks: s.state,
-      ...(s.missing.length ? { missing: s.missing } : {}),
-      ...(s.altered.length ? { altered: s.altered } : {}),
-      ...(pending ? { action: adapter.afterWrite } : {}),
-    };
-  } catch (err) {
-    if (!(err instanceof ExitError)) throw err;
-    return { harness: name, config: "", hooks: "unreadable", problem: err.message };
-  }
 }
 
 function countLines(path: string): number {
@@ -123,7 +89,8 @@ function render(
     host_id: string;
     workspace: string;
     server: string;
-    harnesses: HarnessStatus[];
+    harnesses: HarnessHealth[];
+    service: { name: string; path: string; installed: boolean } | null;
     spool: { events: number; dropped: number };
     policy: { etag: string | null; fetched_ms: number | null } | null;
     server_view: Awaited<ReturnType<typeof serverView>> | null;
@@ -141,9 +108,11 @@ function render(
       .filter(Boolean)
       .join("; ");
     lines.push(`${h.harness}: hooks ${h.hooks}${detail ? ` (${detail})` : ""} in ${h.config || "?"}`);
-    if (h.action) lines.push(`  ${h.action}`);
+    for (const p of h.problems ?? []) lines.push(`  ${p.state}: ${p.detail}`, `  fix: ${p.fix}`);
   }
   lines.push(`recorder: ${d.state}${d.pid ? ` (pid ${d.pid})` : ""}, port ${d.port} ${d.answering ? "answering" : "not answering"}`);
+  if (o.service)
+    lines.push(`login service: ${o.service.installed ? `installed (${o.service.path})` : "not installed (tacho daemon install)"}`);
   if (d.recorder) {
     const p = d.recorder.pending;
     lines.push(

@@ -7,7 +7,7 @@ import { useNodeCrypto } from "../../lib/node-crypto.ts";
 import { startParallelVerify } from "./parallel.ts";
 import { progressBar } from "./progress.ts";
 
-const USAGE = "usage: oxagen verify BUNDLE --server-key KEY [--bodies DIR] [--expect-head HEX] [--json]";
+export const USAGE = "usage: oxagen verify BUNDLE --server-key KEY [--bodies DIR] [--expect-head HEX] [--json]";
 const RESULT_WORD = { 0: "VALID", 1: "TAMPERED", 2: "CANNOT VERIFY", 3: "VALID BUT INCOMPLETE" } as const;
 
 export async function verify(args: string[]): Promise<number> {

@@ -1,7 +1,9 @@
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { HOOK_SECRET_HEADER } from "../../recorder/listener.ts";
+import { hookCommand } from "../command.ts";
 import type { EntriesHost, HarnessAdapter, HookEntries, JsonObject } from "../types.ts";
+import { claudeProblems } from "./problems.ts";
 
 /** Events that run `tacho hook --harness claude-code` as a command hook. */
 export const COMMAND_EVENTS = [
@@ -22,11 +24,6 @@ export const HTTP_EVENTS = ["PostToolUse", "PostToolUseFailure"] as const;
 const COMMAND_MARKER = /(?:^|[\s/\\"'])tacho(?:\.js)?["']? hook --harness claude-code(?:\s|$)/;
 const URL_MARKER = /^https?:\/\/(?:127\.0\.0\.1|localhost)(?::\d+)?\/hooks\/claude-code$/;
 
-/** The program a command hook runs; `TACHO_HOOK_COMMAND` overrides it (tests, a pinned install path). */
-export function tachoCommand(): string {
-  return process.env.TACHO_HOOK_COMMAND || "tacho";
-}
-
 function settingsPath(): string {
   return join(process.env.CLAUDE_CONFIG_DIR || join(homedir(), ".claude"), "settings.json");
 }
@@ -45,7 +42,7 @@ function entries(host: EntriesHost): HookEntries {
   for (const event of COMMAND_EVENTS) {
     // SessionEnd hooks share a 1.5 s budget unless a hook asks for more; the hook's own budget is 1.5 s.
     const timeout = event === "SessionEnd" ? 5 : 30;
-    out[event] = { type: "command", command: `${tachoCommand()} hook --harness claude-code`, timeout };
+    out[event] = { type: "command", command: hookCommand(host, "claude-code"), timeout };
   }
   for (const event of HTTP_EVENTS) {
     const url = `http://127.0.0.1:${host.ports.hooks}/hooks/claude-code`;
@@ -62,4 +59,5 @@ export const claudeCode: HarnessAdapter = {
   configPath: settingsPath,
   entries,
   isOurs,
+  problems: (file, host) => claudeProblems(file.path, file.json, `http://127.0.0.1:${host.ports.hooks}/hooks/claude-code`),
 };

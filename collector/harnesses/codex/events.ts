@@ -18,9 +18,14 @@ function pick(answer: HookAnswer, keys: string[]): HookAnswer {
 export const codexEvents: EventAdapter = {
   ask: "deny",
   normalize(payload: Payload) {
-    return { event: compact({ ...payload, prompt_id: payload.prompt_id ?? payload.turn_id }) };
+    const event = compact({ ...payload, prompt_id: payload.prompt_id ?? payload.turn_id });
+    // An interrupted turn fires Interrupt, never Stop: it ends the turn all the same.
+    if (payload.hook_event_name === "Interrupt") return { event: { ...event, hook_event_name: "Stop", codex_event: "Interrupt" } };
+    return { event };
   },
   shapeAnswer(canonical: Payload, answer: HookAnswer): HookAnswer {
+    // Interrupt's answer may hold systemMessage and nothing else.
+    if (canonical.codex_event === "Interrupt") return pick(answer, ["systemMessage"]);
     const event = String(canonical.hook_event_name);
     const common = COMMON_FIELDS.has(event) ? pick(answer, ["continue", "stopReason", "systemMessage"]) : {};
     switch (event) {

@@ -1,8 +1,8 @@
 import { homedir } from "node:os";
 import { join } from "node:path";
-import { tachoCommand } from "../claude-code/config.ts";
+import { hookCommand } from "../command.ts";
 import { commandMarker, hasCommand } from "../marker.ts";
-import type { HarnessAdapter, HookEntries } from "../types.ts";
+import type { EntriesHost, HarnessAdapter, HookEntries } from "../types.ts";
 
 /** Veto points: an answer is required there, and a hook that fails must block (failClosed). */
 export const CURSOR_VETO_EVENTS = ["beforeSubmitPrompt", "preToolUse", "subagentStart"] as const;
@@ -19,9 +19,9 @@ export const CURSOR_TELEMETRY_EVENTS = [
 
 const MARKER = commandMarker("cursor");
 
-function entries(): HookEntries {
+function entries(host: EntriesHost): HookEntries {
   const out: HookEntries = {};
-  const command = `${tachoCommand()} hook --harness cursor`;
+  const command = hookCommand(host, "cursor");
   // No timeout: its unit is not settled (seconds or milliseconds), and Cursor's default is safe.
   for (const event of CURSOR_VETO_EVENTS) out[event] = { command, failClosed: true };
   for (const event of CURSOR_TELEMETRY_EVENTS) out[event] = { command, failClosed: false };

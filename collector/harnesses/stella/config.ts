@@ -1,9 +1,9 @@
 import { existsSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
-import { tachoCommand } from "../claude-code/config.ts";
+import { hookCommand } from "../command.ts";
 import { commandMarker, hasCommand } from "../marker.ts";
-import type { HarnessAdapter, HookEntries } from "../types.ts";
+import type { EntriesHost, HarnessAdapter, HookEntries } from "../types.ts";
 
 /** Stella events that carry a step the recorder records. */
 export const STELLA_EVENTS = ["SessionStart", "PreToolUse", "PostToolUse", "Stop"] as const;
@@ -20,10 +20,14 @@ function configPath(): string {
   return existsSync(toml) ? toml : join(stellaHome(), "settings.json");
 }
 
-function entries(): HookEntries {
+function entries(host: EntriesHost): HookEntries {
   const out: HookEntries = {};
-  for (const event of STELLA_EVENTS)
-    out[event] = { type: "command", command: `${tachoCommand()} hook --harness stella`, timeoutMs: 30_000 };
+  for (const event of STELLA_EVENTS) {
+    // Stella appends whatever a SessionStart hook prints to the system prompt, and SessionStart
+    // cannot veto: the hook's answer there is for the recorder's sake only, so it goes nowhere.
+    const quiet = event === "SessionStart" ? " >/dev/null" : "";
+    out[event] = { type: "command", command: `${hookCommand(host, "stella")}${quiet}`, timeoutMs: 30_000 };
+  }
   return out;
 }
 

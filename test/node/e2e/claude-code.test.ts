@@ -38,7 +38,9 @@ type Settings = { hooks: Record<string, { matcher?: string; hooks: Handler[] }[]
 function ours(event: string): Handler {
   const settings = JSON.parse(readFileSync(settingsPath, "utf8")) as Settings;
   const handlers = (settings.hooks[event] ?? []).flatMap((g) => g.hooks);
-  const mine = handlers.filter((h) => (h.command ?? "").includes("tacho hook") || (h.url ?? "").includes("/hooks/claude-code"));
+  const mine = handlers.filter(
+    (h) => (h.command ?? "").includes("hook --harness claude-code") || (h.url ?? "").includes("/hooks/claude-code"),
+  );
   expect(mine, `exactly one collector entry for ${event}`).toHaveLength(1);
   return mine[0]!;
 }

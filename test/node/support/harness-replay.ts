@@ -36,7 +36,7 @@ export async function harnessHome(harnesses: string[], policy: Partial<Policy> =
     CLAUDE_CONFIG_DIR: join(user, ".claude"),
     TACHO_HOOK_COMMAND: `${NODE} ${TACHO}`,
   };
-  const r = await sh(`${NODE} ${TACHO} enroll --harness ${harnesses.join(",")}`, "", env);
+  const r = await sh(`${NODE} ${TACHO} enroll --no-start --harness ${harnesses.join(",")}`, "", env);
   if (r.code !== 0) throw new Error(`enroll failed: ${r.stderr}`);
   return { ...home, env, user };
 }

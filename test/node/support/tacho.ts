@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, realpathSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -7,6 +7,8 @@ import { join } from "node:path";
 const ROOT = join(import.meta.dirname, "../../..");
 export const TACHO = join(ROOT, "collector/bin/tacho.js");
 export const OXAGEN = join(ROOT, "collector/bin/oxagen.js");
+/** The program enroll writes into hook commands when these tests run it: this Node and tacho, real paths. */
+export const HOOK_PROGRAM = `${realpathSync(process.execPath)} ${realpathSync(TACHO)}`;
 
 export interface Ran {
   code: number | null;
@@ -48,12 +50,12 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
-/** A temporary HOME with OXAGEN_HOME and CLAUDE_CONFIG_DIR inside it. */
+/** A temporary HOME with OXAGEN_HOME and CLAUDE_CONFIG_DIR inside it (enroll writes hooks that run this Node and tacho). */
 export function tempHome(): { dir: string; env: Record<string, string>; cleanup: () => void } {
   const dir = mkdtempSync(join(tmpdir(), "tacho-test-"));
   return {
     dir,
-    env: { HOME: dir, OXAGEN_HOME: join(dir, "state"), CLAUDE_CONFIG_DIR: join(dir, "claude"), TACHO_HOOK_COMMAND: `node ${TACHO}` },
+    env: { HOME: dir, OXAGEN_HOME: join(dir, "state"), CLAUDE_CONFIG_DIR: join(dir, "claude") },
     cleanup: () => rmSync(dir, { recursive: true, force: true }),
   };
 }
