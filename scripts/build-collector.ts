@@ -10,7 +10,7 @@ import { spawnSync } from "node:child_process";
 import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { build, type Plugin } from "esbuild";
+import { build, type BuildOptions, type Plugin } from "esbuild";
 
 const root = join(import.meta.dirname, "..");
 // --out DIR builds elsewhere (tests build their own copy, so they never race on dist/).
@@ -18,17 +18,19 @@ const out = resolve(parseArgs({ options: { out: { type: "string" } } }).values.o
 const { version } = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { version: string };
 const PACKAGE = `oxagen-collector-${version}.tgz`;
 
-await build({
-  entryPoints: [join(root, "collector/entry.ts")],
-  outfile: join(out, "tacho.mjs"),
+// jsonc-parser's "main" is a UMD build whose dynamic requires an ESM bundle cannot hold: take its ESM build.
+const common: BuildOptions = {
   bundle: true,
   platform: "node",
   format: "esm",
   target: "node22",
+  mainFields: ["module", "main"],
   minify: true,
   legalComments: "none",
   logLevel: "warning",
-});
+};
+
+await build({ ...common, entryPoints: [join(root, "collector/entry.ts")], outfile: join(out, "tacho.mjs") });
 
 /** A source file's text with each [from, to] replaced exactly once; a build error when one is not found. */
 function rewritten(path: string, swaps: [string, string][]): string {
@@ -59,19 +61,13 @@ await build({
   entryPoints: {
     main: join(root, "collector/main.ts"),
     offline: join(root, "collector/commands/hook/offline.ts"),
+    oversize: join(root, "collector/commands/hook/oversize.ts"),
     "verify-worker": join(root, "collector/commands/verify/worker.ts"),
   },
+  ...common,
   outdir: join(pkg, "dist"),
   chunkNames: "chunk-[hash]",
-  bundle: true,
   splitting: true,
-  platform: "node",
-  format: "esm",
-  target: "node22",
-  mainFields: ["module", "main"],
-  minify: true,
-  legalComments: "none",
-  logLevel: "warning",
   plugins: [workerUrl],
 });
 
@@ -80,13 +76,14 @@ const files: Record<string, string> = {
   "bin/oxagen.js": rewritten("collector/bin/oxagen.js", [['import("../main.ts")', 'import("../dist/main.js")']]),
   "hook-fast/client.cjs": rewritten("collector/hook-fast/client.cjs", [
     ['import("../commands/hook/offline.ts")', 'import("../dist/offline.js")'],
+    ['import("../commands/hook/oversize.ts")', 'import("../dist/oversize.js")'],
   ]),
 };
 for (const [path, text] of Object.entries(files)) {
   mkdirSync(join(pkg, path, ".."), { recursive: true });
   writeFileSync(join(pkg, path), text, { mode: path.startsWith("bin/") ? 0o755 : 0o644 });
 }
-for (const path of ["lib/preflight.cjs", "hook-fast/answers.cjs", "hook-fast/harness-pid.js"]) {
+for (const path of ["lib/preflight.cjs", "hook-fast/answers.cjs", "hook-fast/channel.cjs", "hook-fast/harness-pid.js"]) {
   mkdirSync(join(pkg, path, ".."), { recursive: true });
   copyFileSync(join(root, "collector", path), join(pkg, path));
 }

@@ -185,9 +185,12 @@ async function decide(argv, seen) {
   const online = distrust ? { none: "untrusted" } : await ask(dir, line, timeoutMs);
   if (online.answer) return online.answer;
   seen.down = online.none === "down";
-  const { offlineAnswer } = await import("../commands/hook/offline.ts");
+  const { offlineAnswer } = await offlinePath();
   return offlineAnswer({ host, request, line, eventName, why: online.none, ...(distrust ? { notice: distrust } : {}) });
 }
+
+// The slower TypeScript path, loaded only when the recorder cannot answer (one specifier: the package build rewrites it).
+const offlinePath = () => import("../commands/hook/offline.ts");
 
 /** Runs `tacho hook`; prints one JSON answer. Never throws. */
 async function runHook(argv) {
@@ -203,7 +206,7 @@ async function runHook(argv) {
   if (seen.down) {
     // After the answer is out: start the recorder (at most once a minute), so the spool is replayed.
     try {
-      const { startRecorderSoon } = await import("../commands/hook/offline.ts");
+      const { startRecorderSoon } = await offlinePath();
       startRecorderSoon();
     } catch {}
   }

@@ -164,7 +164,7 @@ describe("an enrollment made before hook secrets", () => {
     writeFileSync(hostPath, JSON.stringify(legacy), { mode: 0o600 });
     const claude = mkdtempSync(join(tmpdir(), "oxagen-claude-"));
     const env = { ...process.env, OXAGEN_HOME: home.dir, CLAUDE_CONFIG_DIR: claude, TACHO_HOOK_COMMAND: `${NODE} ${TACHO}` };
-    const r = spawnSync(NODE, [TACHO, "enroll", "--harness", "claude-code"], { env, encoding: "utf8" });
+    const r = spawnSync(NODE, [TACHO, "enroll", "--harness", "claude-code", "--no-start"], { env, encoding: "utf8" });
     expect(r.status, r.stderr).toBe(0);
     const secret = (JSON.parse(readFileSync(hostPath, "utf8")) as { hook_secret?: string }).hook_secret;
     expect(secret).toMatch(/^[0-9a-f]{64}$/);
