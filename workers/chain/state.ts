@@ -1,4 +1,4 @@
-import { type CoverageFacts, emptyHead, bytesToHex } from "../../protocol/index.ts";
+import { bytesToHex, type CoverageFacts, emptyCoverage, emptyHead } from "../../protocol/index.ts";
 import type { ChainInit, RunStatus } from "./types.ts";
 
 /** The single `state` row of a ChainObject, as held in memory while a call runs. */
@@ -47,34 +47,6 @@ interface StateRow extends Record<string, SqlStorageValue> {
   version: number;
 }
 
-/** Coverage facts of an empty chain. */
-export function emptyFacts(): CoverageFacts {
-  return {
-    frames: 0,
-    by_path: {},
-    by_kind: {},
-    llm_calls_gateway: 0,
-    llm_calls_transcript: 0,
-    llm_calls_replayable: 0,
-    enforced_hook_decisions: 0,
-    bodies_named: 0,
-    bodies_not_kept: 0,
-    backfilled_frames: 0,
-  };
-}
-
-/** Adds one batch's facts to a running total (every fact is a count). */
-export function mergeFacts(a: CoverageFacts, b: CoverageFacts): CoverageFacts {
-  const out = { ...a, by_path: { ...a.by_path }, by_kind: { ...a.by_kind } };
-  for (const key of Object.keys(b) as (keyof CoverageFacts)[]) {
-    const value = b[key];
-    if (typeof value === "number") (out[key] as number) = (a[key] as number) + value;
-  }
-  for (const [k, n] of Object.entries(b.by_path)) out.by_path[k] = (out.by_path[k] ?? 0) + n;
-  for (const [k, n] of Object.entries(b.by_kind)) out.by_kind[k] = (out.by_kind[k] ?? 0) + n;
-  return out;
-}
-
 /** The state of a chain that holds nothing yet. */
 export function newState(init: ChainInit): ChainState {
   return {
@@ -100,7 +72,7 @@ export function newState(init: ChainInit): ChainState {
     lastMs: null,
     lastReceivedMs: null,
     spend: 0,
-    facts: emptyFacts(),
+    facts: emptyCoverage(),
     version: 0,
   };
 }

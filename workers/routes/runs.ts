@@ -7,7 +7,7 @@ import { db, schema } from "../db/client.ts";
 import { AppError, notFound } from "../errors.ts";
 import { serverKey } from "../keys.ts";
 import { loadPolicy, toggle, updatePolicy } from "../lib/policy-store.ts";
-import { syncRun } from "../lib/run-rows.ts";
+import { manifestRun, type RunRow, runRow, runView, syncRun } from "../lib/run-rows.ts";
 import { valid } from "../validate.ts";
 
 const STATUSES = ["live", "ended", "crashed", "closed", "sealed"] as const;
@@ -28,29 +28,6 @@ const ListQuery = z.strictObject({
 });
 const IdParam = z.object({ id: RunId });
 const FramesQuery = z.strictObject({ from: int.default(0), limit: z.coerce.number().int().min(1).max(1000).default(100) });
-
-type RunRow = typeof schema.runs.$inferSelect;
-
-function runView(r: RunRow) {
-  return {
-    id: r.id,
-    host_id: r.hostId,
-    harness: r.harness,
-    agent: r.agent,
-    session_id: r.sessionId,
-    status: r.status,
-    outcome: r.outcome,
-    tier: { value: r.tier, reason: r.tierReason },
-    grade: { value: r.grade, reason: r.gradeReason },
-    spend_microusd: r.spendMicrousd,
-    frame_count: r.frameCount,
-    lock_count: r.lockCount,
-    gap_count: r.gapCount,
-    first_frame_ms: r.firstFrameMs,
-    last_frame_ms: r.lastFrameMs,
-    updated_ms: r.updatedMs,
-  };
-}
 
 async function ownRun(env: Env, workspaceId: string, id: string): Promise<RunRow> {
   const r = await db(env)
@@ -139,22 +116,10 @@ export const runs = new Hono<OperatorEnv>()
         "The run went quiet and was closed with outcome unknown; it can be exported once the computer ends it or an operator seals it.",
       );
     const key = serverKey(c.env);
+    const now = Date.now();
     const manifest = assembleManifest({
-      run: {
-        id: s.chain,
-        workspace: s.workspace,
-        host: s.hostId,
-        harness: s.harness ?? "",
-        agent: s.agent,
-        session_id: s.sessionId ?? "",
-        status: s.status,
-        outcome: s.outcome,
-        environment: "customer_computer",
-        mode: data.mode,
-        first_frame_ms: s.firstFrameMs,
-        last_frame_ms: s.lastFrameMs,
-      },
-      exportedMs: Date.now(),
+      run: manifestRun(runRow(s, now), data.mode),
+      exportedMs: now,
       serverKeyId: key.keyId,
       hostKey: fromHex(data.hostKey, 32),
       frames: data.frames,
