@@ -207,9 +207,15 @@ export class Shipper {
     const res = await this.#post(ROUTES.ingest, "POST", utf8(JSON.stringify(batch.body)), { "content-type": "application/json" });
     const text = await res.text();
     if (!res.ok) {
-      // Not retryable by its status: it will not succeed as it is. Keep everything, surface it, wait long.
-      for (const chain of batch.recs.keys()) this.#refusedUntil.set(chain, Date.now() + this.#opts.maxMs);
-      throw new Retry(`ingest refused: HTTP ${res.status} ${text.slice(0, 300)}`, this.#opts.maxMs);
+      // Not retryable by its status: it will not succeed as it is. Keep everything and surface it.
+      // When the server names the chains at fault, only they wait; the others go in the next batch.
+      const named = refusedChains(safeJson(text), batch.recs);
+      for (const chain of named ?? batch.recs.keys()) this.#refusedUntil.set(chain, Date.now() + this.#opts.maxMs);
+      const why = `ingest refused: HTTP ${res.status} ${text.slice(0, 300)}`;
+      if (!named) throw new Retry(why, this.#opts.maxMs);
+      this.lastError = why;
+      this.#opts.log(`ship: ${why}; the other chains go on`);
+      return;
     }
     const answer = IngestAnswer.safeParse(safeJson(text));
     if (!answer.success) throw new Retry("ingest answer is not an IngestAnswer", null);
@@ -274,6 +280,18 @@ export class Shipper {
       }
     }
   }
+}
+
+/** The chains of the batch an `invalid_batch` answer names as at fault, or null when it names none of them. */
+function refusedChains(answer: unknown, sent: Map<string, unknown>): Set<string> | null {
+  const issues = (answer as { error?: unknown; issues?: unknown } | null)?.issues;
+  if ((answer as { error?: unknown } | null)?.error !== "invalid_batch" || !Array.isArray(issues)) return null;
+  const named = new Set<string>();
+  for (const issue of issues) {
+    const chain = (issue as { chain?: unknown } | null)?.chain;
+    if (typeof chain === "string" && sent.has(chain)) named.add(chain);
+  }
+  return named.size > 0 ? named : null;
 }
 
 function safeJson(text: string): unknown {

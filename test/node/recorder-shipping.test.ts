@@ -159,4 +159,24 @@ describe("recorder shipping", () => {
     expect(status(home.dir)!.policy_etag).toBe(cached.etag);
     await sleep(10);
   });
+
+  it("keeps shipping the other chains when the server refuses a batch for one chain it names", async () => {
+    const port = await freePort();
+    const server = new StubServer();
+    servers.push(server);
+    const bad = runIdFor(HOST, "bad-agent", "bad-1");
+    const good = runIdFor(HOST, "good-agent", "good-1");
+    server.invalidChains.add(bad);
+    const home = await makeHome({ server: `http://127.0.0.1:${port}` });
+    const d = await startDaemon(home, FAST);
+    running.push(d);
+    await agentEvent(home.port, "bad-agent", { session_id: "bad-1", hook_event_name: "SessionStart" });
+    await agentEvent(home.port, "good-agent", { session_id: "good-1", hook_event_name: "SessionStart" });
+    await agentEvent(home.port, "good-agent", { session_id: "good-1", hook_event_name: "UserPromptSubmit", prompt: "go" });
+    await server.start(port);
+    await until(() => server.stored(good).length === 2);
+    expect(server.stored(bad)).toEqual([]);
+    await until(() => status(home.dir)?.last_error?.includes(bad));
+    expect(readJournal(home).get(bad)!.frames.length).toBe(1);
+  });
 });

@@ -33,6 +33,8 @@ export class StubServer {
   readonly loseOnce = new Set<number>();
   /** Every chain part received: which seqs it carried. */
   readonly received: { chain: string; seqs: number[] }[] = [];
+  /** Chains whose parts make the whole batch a 400 invalid_batch naming them (as the server's checks do). */
+  readonly invalidChains = new Set<string>();
   /** Runs the server says it holds (GET /v1/host/runs/:id), besides those ingested. */
   readonly heldRuns = new Set<string>();
   requests = 0;
@@ -101,6 +103,10 @@ export class StubServer {
     if (req.method === "POST" && req.url === "/v1/ingest") {
       const parsed = IngestRequest.safeParse(JSON.parse(bytes.toString("utf8")));
       if (!parsed.success) return { status: 400, body: { error: "invalid_request", message: parsed.error.message } };
+      const invalid = parsed.data.chains.flatMap((part, i) =>
+        this.invalidChains.has(part.chain) ? [{ chain: part.chain, at: `chains[${i}]`, problem: "refused by the test" }] : [],
+      );
+      if (invalid.length > 0) return { status: 400, body: { error: "invalid_batch", message: "refused as a whole", issues: invalid } };
       return { status: 200, body: { chains: parsed.data.chains.map((part) => this.#take(part)) } };
     }
     const held = /^\/v1\/host\/runs\/(run_[0-9a-f]{32})$/.exec(req.url!);

@@ -12,8 +12,6 @@ import { db, schema } from "../db/client.ts";
 import { AppError } from "../errors.ts";
 import { serverKey } from "../keys.ts";
 
-const ALL_ROLES: Policy["retention"]["keep"] = ["prompt", "tool_input", "tool_output", "message", "llm_request", "llm_response", "error"];
-
 /** The workspace's current policy and its row version, creating the default one on first use. */
 export async function loadPolicy(env: Env, workspaceId: string): Promise<{ policy: Policy; version: number }> {
   const d = db(env);
@@ -70,13 +68,15 @@ export function toggle(list: string[], id: string, on: boolean): string[] {
   return [...set].sort();
 }
 
-/** Body roles from the workspace row's JSON. */
+/** Body roles from the workspace row's JSON. A row that does not hold them is a fault (500), never "keep every role". */
 export function parseRoles(text: string): Policy["retention"]["keep"] {
+  let value: unknown;
   try {
-    return Policy.shape.retention.shape.keep.parse(JSON.parse(text));
-  } catch {
-    return ALL_ROLES;
+    value = JSON.parse(text);
+  } catch (cause) {
+    throw new AppError(500, "internal", "The workspace's retention setting is damaged.", { cause });
   }
+  const roles = Policy.shape.retention.shape.keep.safeParse(value);
+  if (!roles.success) throw new AppError(500, "internal", "The workspace's retention setting is damaged.", { cause: roles.error });
+  return roles.data;
 }
-
-export { ALL_ROLES };

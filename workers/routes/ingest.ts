@@ -7,7 +7,7 @@ import {
   IngestRequest,
   MAX_BATCH_FRAMES,
   MAX_INGEST_BYTES,
-  parseLock,
+  readLock,
   ROUTES,
   runIdFor,
   fromUtf8,
@@ -22,31 +22,35 @@ import { check, parseJson } from "../validate.ts";
 
 type Part = IngestRequest["chains"][number];
 
+/** One reason a batch was refused: the chain it concerns, where in its part, and why. */
+interface BatchIssue {
+  chain: string;
+  at: string;
+  problem: string;
+}
+
 /** Checks the whole batch before anything is written: ownership of every chain, every frame, every lock. */
 function checkBatch(batch: IngestRequest, host: HostRow): void {
   const seen = new Set<string>();
   let frames = 0;
-  const issues: string[] = [];
+  const issues: BatchIssue[] = [];
   batch.chains.forEach((part, i) => {
-    if (seen.has(part.chain)) issues.push(`chains[${i}]: chain ${part.chain} appears twice`);
+    const issue = (at: string, problem: string) => issues.push({ chain: part.chain, at: `chains[${i}]${at}`, problem });
+    if (seen.has(part.chain)) issue("", `chain ${part.chain} appears twice`);
     seen.add(part.chain);
     frames += part.frames.length;
     if (part.chain.startsWith("host_")) {
-      if (part.chain !== hostChainId(host.id) || part.run)
-        issues.push(`chains[${i}]: a host chain must be this host's own and carry no run`);
+      if (part.chain !== hostChainId(host.id) || part.run) issue("", "a host chain must be this host's own and carry no run");
     } else if (!part.run || part.chain !== runIdFor(host.id, part.run.harness, part.run.session_id)) {
-      issues.push(`chains[${i}]: the chain id is not this host's run for the given harness and session`);
+      issue("", "the chain id is not this host's run for the given harness and session");
     }
     part.frames.forEach((frame, j) => {
       const problem = issues.length < 50 ? frameSchemaProblem(frame) : null;
-      if (problem) issues.push(`chains[${i}].frames[${j}] (seq ${frame.seq}): ${problem}`);
+      if (problem) issue(`.frames[${j}] (seq ${frame.seq})`, problem);
     });
     part.locks.forEach((lock, j) => {
-      try {
-        parseLock(lock);
-      } catch {
-        issues.push(`chains[${i}].locks[${j}]: not a lock`);
-      }
+      const { problem } = readLock(lock);
+      if (problem !== null) issue(`.locks[${j}]`, `not a lock: ${problem.slice(0, 300)}`);
     });
   });
   if (frames > MAX_BATCH_FRAMES) throw new AppError(413, "too_large", `A batch may carry at most ${MAX_BATCH_FRAMES} frames.`);
@@ -67,8 +71,14 @@ function initFor(part: Part, host: HostRow, mode: "enforce" | "observe"): ChainI
   };
 }
 
-function retryable(chain: string, err: unknown): ChainAck {
-  console.error("chain ingest failed", chain, err);
+// Cloudflare marks a Durable Object error that a retry may cure with `retryable` (an object reset
+// or overloaded, a network blip); anything else is a fault to look at, not to retry blindly.
+function isRetryable(err: unknown): boolean {
+  return err instanceof Error && (err as Error & { retryable?: unknown }).retryable === true;
+}
+
+function retryable(chain: string, err: Error): ChainAck {
+  console.warn("chain ingest retryable", chain, err.message);
   return {
     chain,
     status: "retryable",
@@ -117,7 +127,8 @@ export const ingest = new Hono<{ Bindings: Env }>().post(ROUTES.ingest, async (c
         })) as unknown as ChainIngestResult;
         return { part, result, ack: result.ack };
       } catch (err) {
-        return { part, result: null, ack: retryable(part.chain, err) };
+        if (isRetryable(err)) return { part, result: null, ack: retryable(part.chain, err as Error) };
+        throw err;
       }
     }),
   );
