@@ -56,15 +56,24 @@ export const Policy = z.strictObject({
   budgets: z.array(BudgetClause).max(50),
   paused_runs: z.array(RunId).max(10_000),
   suspended_hosts: z.array(HostId).max(10_000),
-  retention: z.strictObject({ mode: z.enum(["keep", "digest_only"]), keep: z.array(BodyRole) }),
+  retention: z.strictObject({
+    mode: z.enum(["keep", "digest_only"]),
+    keep: z
+      .array(BodyRole)
+      .max(BodyRole.options.length)
+      .refine((roles) => new Set(roles).size === roles.length, "a role is named twice"),
+  }),
 });
 /** One of {@link Policy}. */
 export type Policy = z.infer<typeof Policy>;
 
+/** The largest policy payload a collector accepts, in UTF-16 code units (the payload string's length). */
+export const MAX_POLICY_BYTES = 1_000_000;
+
 /** A signed policy as served and cached. */
 export const SignedPolicy = z.strictObject({
   payload_type: z.literal(POLICY_PAYLOAD_TYPE),
-  payload: z.string().min(2).max(1_000_000),
+  payload: z.string().min(2).max(MAX_POLICY_BYTES),
   key_id: z.string().regex(/^[0-9a-f]{16}$/),
   sig: z.string().regex(/^[0-9a-f]{128}$/),
 });

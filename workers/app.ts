@@ -1,5 +1,6 @@
 import { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
+import { type AppEnv, readBodyFirst } from "./body.ts";
 import { AppError } from "./errors.ts";
 import { agents } from "./routes/agents.ts";
 import { bench } from "./routes/bench.ts";
@@ -14,7 +15,10 @@ import { runs } from "./routes/runs.ts";
 import { tokens } from "./routes/tokens.ts";
 import { workspaces } from "./routes/workspaces.ts";
 
-export const app = new Hono<{ Bindings: Env }>();
+export const app = new Hono<AppEnv>();
+
+// Before any route: every body is read under its route's limit before authentication or parsing.
+app.use("*", readBodyFirst);
 
 app.route("/", health);
 app.route("/", keys);

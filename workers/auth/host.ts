@@ -1,5 +1,6 @@
 import { and, eq, isNull, lt, or } from "drizzle-orm";
 import type { Context } from "hono";
+import type { AppEnv } from "../body.ts";
 import { AUTH_HEADERS, fromHex, requestProblem } from "../../protocol/index.ts";
 import { db, schema } from "../db/client.ts";
 import { AppError } from "../errors.ts";
@@ -14,7 +15,8 @@ const SEEN_EVERY_MS = 30_000;
  * bytes. Unknown host and bad signature are both 401 with the same sentence. The caller decides
  * what a suspended host may still do (it may read its policy, to learn it is suspended).
  */
-export async function authenticateHost(c: Context<{ Bindings: Env }>, body: Uint8Array): Promise<HostRow> {
+export async function authenticateHost(c: Context<AppEnv>): Promise<HostRow> {
+  const body = c.var.body;
   const headers = {
     host: c.req.header(AUTH_HEADERS.host) ?? null,
     time: c.req.header(AUTH_HEADERS.time) ?? null,
@@ -40,13 +42,4 @@ export async function authenticateHost(c: Context<{ Bindings: Env }>, body: Uint
 /** Refuses a suspended host with 403. */
 export function requireActive(host: HostRow): void {
   if (host.status === "suspended") throw new AppError(403, "host_suspended", "This computer is suspended by an operator.");
-}
-
-/** Reads a request body with a size limit, as bytes (413 beyond it). */
-export async function readBody(c: Context, limit: number): Promise<Uint8Array> {
-  const declared = Number(c.req.header("content-length") ?? "0");
-  if (declared > limit) throw new AppError(413, "too_large", `The request body is over ${limit} bytes.`);
-  const bytes = new Uint8Array(await c.req.arrayBuffer());
-  if (bytes.length > limit) throw new AppError(413, "too_large", `The request body is over ${limit} bytes.`);
-  return bytes;
 }

@@ -1,11 +1,12 @@
 import { eq } from "drizzle-orm";
 import { createMiddleware } from "hono/factory";
+import type { AppEnv } from "../body.ts";
 import { db, schema } from "../db/client.ts";
 import { AppError } from "../errors.ts";
 import { parseToken, secretMatches } from "../lib/tokens.ts";
 
 /** Hono env of an operator route: the token's workspace is set by {@link operatorAuth}. */
-export type OperatorEnv = { Bindings: Env; Variables: { workspaceId: string; tokenId: string } };
+export type OperatorEnv = { Bindings: Env; Variables: AppEnv["Variables"] & { workspaceId: string; tokenId: string } };
 
 const unauthorized = () => new AppError(401, "unauthorized", "A valid operator API token is required (Authorization: Bearer oxo_…).");
 

@@ -34,6 +34,12 @@ export async function loadPolicy(env: Env, workspaceId: string): Promise<{ polic
 }
 
 /**
+ * The largest workspace policy payload: half of what a collector accepts
+ * (protocol `MAX_POLICY_BYTES`), so a host's own pause state always fits beside it.
+ */
+export const MAX_WORKSPACE_POLICY_BYTES = 512 * 1024;
+
+/**
  * Replaces the policy through `change`, optimistically: the write applies only if nobody wrote in
  * between, else it re-reads and re-applies (D1 has no read-modify-write transaction across calls).
  */
@@ -42,6 +48,13 @@ export async function updatePolicy(env: Env, workspaceId: string, change: (p: Po
     const { policy, version } = await loadPolicy(env, workspaceId);
     const next = Policy.parse({ ...change(structuredClone(policy)), workspace: workspaceId, issued_ms: Date.now() });
     const payload = toRecordJson(next as RecordJsonValue);
+    if (payload.length > MAX_WORKSPACE_POLICY_BYTES) {
+      throw new AppError(
+        413,
+        "too_large",
+        `The policy would be ${payload.length} characters; a policy may hold at most ${MAX_WORKSPACE_POLICY_BYTES}.`,
+      );
+    }
     const res = await db(env)
       .update(schema.policies)
       .set({ payload, etag: policyEtag({ payload }), version: version + 1, updatedMs: Date.now() })

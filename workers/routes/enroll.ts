@@ -7,10 +7,11 @@ import { serverKey } from "../keys.ts";
 import { agentKind } from "../lib/health.ts";
 import { newId, parseToken, secretMatches } from "../lib/tokens.ts";
 import { valid } from "../validate.ts";
+import type { AppEnv } from "../body.ts";
 
 const badToken = () => new AppError(401, "invalid_token", "The enrollment token is unknown, expired or already used.");
 
-export const enroll = new Hono<{ Bindings: Env }>().post(ROUTES.enroll, valid("json", EnrollRequest), async (c) => {
+export const enroll = new Hono<AppEnv>().post(ROUTES.enroll, valid("json", EnrollRequest), async (c) => {
   const req = c.req.valid("json");
   const badNames = req.harnesses.filter((h) => !AgentName.safeParse(h).success);
   if (badNames.length > 0) throw new AppError(400, "invalid_request", `Not a harness or agent name: ${badNames.join(", ")}.`);

@@ -2,13 +2,14 @@ import { and, eq } from "drizzle-orm";
 import { Hono } from "hono";
 import { z } from "zod";
 import { HARNESSES, HostReport, ROUTES } from "../../protocol/index.ts";
-import { authenticateHost, type HostRow, readBody } from "../auth/host.ts";
+import { authenticateHost, type HostRow } from "../auth/host.ts";
 import { operatorAuth, type OperatorEnv } from "../auth/operator.ts";
 import { db, schema } from "../db/client.ts";
 import { notFound } from "../errors.ts";
 import { agentHealth, agentKind } from "../lib/health.ts";
 import { signedPolicy, toggle, updatePolicy } from "../lib/policy-store.ts";
-import { check, parseJson, valid } from "../validate.ts";
+import { check, jsonBody, valid } from "../validate.ts";
+import type { AppEnv } from "../body.ts";
 
 const IdParam = z.object({ id: z.string().min(1).max(64) });
 
@@ -74,12 +75,11 @@ async function hostStatus(env: Env, host: HostRow) {
 }
 
 /** Collector-facing: its own status, and its report of pending data and hooks. */
-export const hostSelf = new Hono<{ Bindings: Env }>()
-  .get(ROUTES.hostStatus, async (c) => c.json(await hostStatus(c.env, await authenticateHost(c, new Uint8Array()))))
+export const hostSelf = new Hono<AppEnv>()
+  .get(ROUTES.hostStatus, async (c) => c.json(await hostStatus(c.env, await authenticateHost(c))))
   .post(ROUTES.hostStatus, async (c) => {
-    const body = await readBody(c, 64 * 1024);
-    const host = await authenticateHost(c, body);
-    const report = check(HostReport, parseJson(new TextDecoder().decode(body), "request body"), "host report");
+    const host = await authenticateHost(c);
+    const report = check(HostReport, jsonBody(c, "host report"), "host report");
     const d = db(c.env);
     const now = Date.now();
     const writes = report.agents.map((a) => {
@@ -105,8 +105,8 @@ export const hostSelf = new Hono<{ Bindings: Env }>()
   });
 
 /** Collector-facing: whether the server already holds one of this host's runs (backfill asks first). */
-export const hostRuns = new Hono<{ Bindings: Env }>().get("/v1/host/runs/:id", valid("param", IdParam), async (c) => {
-  const host = await authenticateHost(c, new Uint8Array());
+export const hostRuns = new Hono<AppEnv>().get("/v1/host/runs/:id", valid("param", IdParam), async (c) => {
+  const host = await authenticateHost(c);
   const row = await db(c.env)
     .select({ id: schema.runs.id, status: schema.runs.status, frameCount: schema.runs.frameCount })
     .from(schema.runs)

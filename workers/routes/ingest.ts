@@ -6,19 +6,18 @@ import {
   hostChainId,
   IngestRequest,
   MAX_BATCH_FRAMES,
-  MAX_INGEST_BYTES,
   readLock,
   ROUTES,
   runIdFor,
-  fromUtf8,
 } from "../../protocol/index.ts";
-import { authenticateHost, type HostRow, readBody, requireActive } from "../auth/host.ts";
+import { authenticateHost, type HostRow, requireActive } from "../auth/host.ts";
 import type { ChainIngestResult, ChainInit } from "../chain/types.ts";
 import { db, schema } from "../db/client.ts";
 import { AppError } from "../errors.ts";
 import { agentKind } from "../lib/health.ts";
 import { runRowUpsert } from "../lib/run-rows.ts";
-import { check, parseJson } from "../validate.ts";
+import { check, jsonBody } from "../validate.ts";
+import type { AppEnv } from "../body.ts";
 
 type Part = IngestRequest["chains"][number];
 
@@ -93,9 +92,8 @@ function retryable(chain: string, err: Error): ChainAck {
   };
 }
 
-export const ingest = new Hono<{ Bindings: Env }>().post(ROUTES.ingest, async (c) => {
-  const body = await readBody(c, MAX_INGEST_BYTES);
-  const host = await authenticateHost(c, body);
+export const ingest = new Hono<AppEnv>().post(ROUTES.ingest, async (c) => {
+  const host = await authenticateHost(c);
   requireActive(host);
   const d = db(c.env);
   // Started before the (CPU-bound) checks so the D1 round trip overlaps them.
@@ -104,13 +102,7 @@ export const ingest = new Hono<{ Bindings: Env }>().post(ROUTES.ingest, async (c
     .from(schema.workspaces)
     .where(eq(schema.workspaces.id, host.workspaceId))
     .get();
-  let text: string;
-  try {
-    text = fromUtf8(body);
-  } catch {
-    throw new AppError(400, "invalid_request", "The request body is not UTF-8.");
-  }
-  const batch = check(IngestRequest, parseJson(text, "request body"), "batch");
+  const batch = check(IngestRequest, jsonBody(c, "request body"), "batch");
   checkBatch(batch, host);
   const mode = (await workspace)?.mode ?? "enforce";
   const now = Date.now();

@@ -2,6 +2,7 @@ import { Hono } from "hono";
 import { ROUTES } from "../../protocol/index.ts";
 import { authenticateHost } from "../auth/host.ts";
 import { signedPolicy } from "../lib/policy-store.ts";
+import type { AppEnv } from "../body.ts";
 
 function matches(ifNoneMatch: string | undefined, etag: string): boolean {
   if (!ifNoneMatch) return false;
@@ -9,8 +10,8 @@ function matches(ifNoneMatch: string | undefined, etag: string): boolean {
 }
 
 /** A host's signed policy. A suspended host may still read it: that is how it learns it is suspended. */
-export const policy = new Hono<{ Bindings: Env }>().get(ROUTES.policy, async (c) => {
-  const host = await authenticateHost(c, new Uint8Array());
+export const policy = new Hono<AppEnv>().get(ROUTES.policy, async (c) => {
+  const host = await authenticateHost(c);
   const { signed, etag } = await signedPolicy(c.env, host.workspaceId);
   c.header("ETag", `"${etag}"`);
   c.header("Cache-Control", "no-cache");
