@@ -81,6 +81,19 @@ export class ChainObject extends DurableObject<Env> {
     return st ? this.#core.exportData(st) : null;
   }
 
+  /**
+   * Admits one signed request's nonce for this object's host (host chains only): true the first
+   * time, false for a nonce already admitted (a replay). A nonce is kept until `expiresMs`, the end
+   * of its request's time window; expired ones are dropped on the way.
+   */
+  admitNonce(nonce: string, expiresMs: number, now: number): boolean {
+    return this.ctx.storage.transactionSync(() => {
+      const sql = this.ctx.storage.sql;
+      sql.exec("DELETE FROM nonces WHERE expires_ms < ?", now);
+      return sql.exec("INSERT OR IGNORE INTO nonces (nonce, expires_ms) VALUES (?, ?)", nonce, expiresMs).rowsWritten > 0;
+    });
+  }
+
   /** Bench floor only (the Worker gates it behind BENCH=1): writes rows with no checks and no hashing. */
   benchAppend(frames: Frame[], now: number): number {
     return this.ctx.storage.transactionSync(() => {

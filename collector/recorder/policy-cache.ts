@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
-import { fromHex, openPolicy, policyEtag, ROUTES, signRequest, SignedPolicy } from "../../protocol/index.ts";
+import { fromHex, openPolicy, policyEtag, ROUTES, SignedPolicy } from "../../protocol/index.ts";
+import { hostFetch } from "../lib/server.ts";
 import type { HostConfig } from "../lib/state.ts";
 import { statePath, writeStateFile } from "../lib/state.ts";
 import type { CachedPolicy } from "./mapper.ts";
@@ -42,12 +43,7 @@ export function readPolicyFile(host: HostConfig): CachedPolicy | null {
  * with the reason (the caller keeps the cached one).
  */
 export async function fetchPolicy(host: HostConfig, etag: string | null, now: number): Promise<CachedPolicy | "unchanged"> {
-  const path = ROUTES.policy;
-  const headers: Record<string, string> = {
-    ...signRequest(fromHex(host.secret_key, 32), host.host_id, "GET", path, new Uint8Array(), now),
-  };
-  if (etag) headers["if-none-match"] = `"${etag}"`;
-  const res = await fetch(new URL(path, host.server), { headers, signal: AbortSignal.timeout(15_000) });
+  const res = await hostFetch(host, ROUTES.policy, { headers: etag ? { "if-none-match": `"${etag}"` } : {}, timeoutMs: 15_000 });
   if (res.status === 304) return "unchanged";
   if (!res.ok) throw new Error(`policy fetch: HTTP ${res.status}`);
   const body = (await res.json()) as unknown;

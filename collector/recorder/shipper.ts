@@ -1,15 +1,14 @@
 import {
+  BODY_HEADERS,
   type ChainAck,
-  fromHex,
   IngestAnswer,
+  type IngestRequest,
   MAX_BATCH_FRAMES,
   ROUTES,
-  BODY_HEADERS,
-  signRequest,
-  utf8,
-  type IngestRequest,
   type SignedLock,
+  utf8,
 } from "../../protocol/index.ts";
+import { hostFetch } from "../lib/server.ts";
 import type { HostConfig } from "../lib/state.ts";
 import { lockSeqOf, type ChainRecord, type Journal, type JournalFrame } from "./journal.ts";
 
@@ -181,16 +180,10 @@ export class Shipper {
     return chains.length ? { body: { chains }, recs } : null;
   }
 
-  async #post(path: string, method: string, body: Uint8Array, extra: Record<string, string>): Promise<Response> {
-    const headers = { ...signRequest(fromHex(this.#host.secret_key, 32), this.#host.host_id, method, path, body, Date.now()), ...extra };
+  async #post(path: string, method: "POST" | "PUT", body: Uint8Array, headers: Record<string, string>): Promise<Response> {
     let res: Response;
     try {
-      res = await fetch(new URL(path, this.#host.server), {
-        method,
-        headers,
-        body: body as Uint8Array<ArrayBuffer>,
-        signal: AbortSignal.timeout(60_000),
-      });
+      res = await hostFetch(this.#host, path, { method, body, headers, timeoutMs: 60_000 });
     } catch (err) {
       throw new Retry(`${method} ${path}: ${(err as Error & { cause?: Error }).cause?.message ?? (err as Error).message}`, null);
     }

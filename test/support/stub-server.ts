@@ -8,6 +8,7 @@ import {
   parseLock,
   policyEtag,
   requestProblem,
+  SIGNED_HEADERS,
   sha256Hex,
   signPolicy,
   verifyChain,
@@ -39,6 +40,7 @@ export class StubServer {
   readonly heldRuns = new Set<string>();
   requests = 0;
   policy: Policy = defaultPolicy("ws_test", 1);
+  readonly #nonces = new Set<string>();
   #server: Server | null = null;
   port = 0;
 
@@ -81,13 +83,19 @@ export class StubServer {
     const h = (n: string) => (req.headers[n] as string | undefined) ?? null;
     const problem = requestProblem(
       HOST_PUBLIC,
-      { host: h(AUTH_HEADERS.host), time: h(AUTH_HEADERS.time), signature: h(AUTH_HEADERS.signature) },
-      req.method!,
-      req.url!,
-      bytes,
+      { host: h(AUTH_HEADERS.host), time: h(AUTH_HEADERS.time), nonce: h(AUTH_HEADERS.nonce), signature: h(AUTH_HEADERS.signature) },
+      {
+        origin: `http://${req.headers.host}`,
+        method: req.method!,
+        pathAndQuery: req.url!,
+        headers: Object.fromEntries(SIGNED_HEADERS.map((n) => [n, h(n)])),
+        body: bytes,
+      },
       Date.now(),
     );
     if (problem) return { status: 401, body: { error: "unauthorized", message: problem } };
+    if (this.#nonces.has(h(AUTH_HEADERS.nonce)!)) return { status: 401, body: { error: "replayed", message: "nonce seen before" } };
+    this.#nonces.add(h(AUTH_HEADERS.nonce)!);
     if (req.method === "GET" && req.url === "/v1/policy") {
       const signed = signPolicy(this.policy, SERVER_SECRET, SERVER_KEY_ID);
       const etag = policyEtag(signed);

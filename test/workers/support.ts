@@ -55,8 +55,12 @@ export function hostCall(
   now = Date.now(),
 ) {
   const bytes = typeof body === "string" ? utf8(body) : body;
-  const headers = { ...signRequest(host.secret, host.id, method, path, bytes, now), ...extra };
-  if (method !== "GET" && !("content-type" in extra)) headers["content-type"] = "application/json";
+  const sent: Record<string, string> =
+    method !== "GET" && !("content-type" in extra) ? { "content-type": "application/json", ...extra } : extra;
+  const headers = {
+    ...sent,
+    ...signRequest(host.secret, { origin: BASE, method, pathAndQuery: path, hostId: host.id, headers: sent, body: bytes, time: now }),
+  };
   return exports.default.fetch(`${BASE}${path}`, { method, headers, body: method === "GET" ? undefined : (bytes as BodyInit) });
 }
 

@@ -1,7 +1,17 @@
 import { and, eq, isNull, lt, or } from "drizzle-orm";
 import type { Context } from "hono";
+import {
+  AUTH_HEADERS,
+  type AuthHeaders,
+  authHeadersProblem,
+  fromHex,
+  hostChainId,
+  publicKeyOf,
+  REQUEST_WINDOW_MS,
+  requestProblem,
+  SIGNED_HEADERS,
+} from "../../protocol/index.ts";
 import type { AppEnv } from "../body.ts";
-import { AUTH_HEADERS, fromHex, requestProblem } from "../../protocol/index.ts";
 import { db, schema } from "../db/client.ts";
 import { AppError } from "../errors.ts";
 
@@ -10,27 +20,43 @@ export type HostRow = typeof schema.hosts.$inferSelect;
 
 const SEEN_EVERY_MS = 30_000;
 
+let stand_in: Uint8Array | null = null;
+// A key no host holds: an unknown host's request is checked against it, so it costs what a known one does.
+function standInKey(): Uint8Array {
+  stand_in ??= publicKeyOf(new Uint8Array(32).fill(0x5a));
+  return stand_in;
+}
+
+const refuse = (why: string) => new AppError(401, "bad_signature", `The request is not signed by an enrolled host: ${why}.`);
+
 /**
  * Authenticates a collector call signed with its host key (protocol/auth.ts) over the exact body
- * bytes. Unknown host and bad signature are both 401 with the same sentence. The caller decides
- * what a suspended host may still do (it may read its policy, to learn it is suspended).
+ * bytes, the server's origin and the headers the server acts on. An unknown host and a signature
+ * that does not verify get the same answer after the same work. Each nonce is admitted once (in
+ * the host's own chain object), so a replay inside the time window is refused too. The caller
+ * decides what a suspended host may still do.
  */
 export async function authenticateHost(c: Context<AppEnv>): Promise<HostRow> {
-  const body = c.var.body;
-  const headers = {
+  const h: AuthHeaders = {
     host: c.req.header(AUTH_HEADERS.host) ?? null,
     time: c.req.header(AUTH_HEADERS.time) ?? null,
+    nonce: c.req.header(AUTH_HEADERS.nonce) ?? null,
     signature: c.req.header(AUTH_HEADERS.signature) ?? null,
   };
-  const refuse = (why: string) => new AppError(401, "bad_signature", `The request is not signed by an enrolled host: ${why}.`);
-  if (!headers.host || !headers.time || !headers.signature) throw refuse("missing host signature headers");
-  if (headers.host.length > 64) throw refuse("unknown host");
-  const host = await db(c.env).select().from(schema.hosts).where(eq(schema.hosts.id, headers.host)).get();
-  if (!host) throw refuse("unknown host");
-  const url = new URL(c.req.url);
   const now = Date.now();
-  const problem = requestProblem(fromHex(host.publicKey, 32), headers, c.req.method, url.pathname + url.search, body, now);
-  if (problem) throw refuse(problem);
+  const read = authHeadersProblem(h, now);
+  if ("problem" in read) throw refuse(read.problem);
+  const row = h.host!.length <= 64 ? await db(c.env).select().from(schema.hosts).where(eq(schema.hosts.id, h.host!)).get() : undefined;
+  const host = row && row.status !== "unenrolled" ? row : null;
+  const url = new URL(c.req.url);
+  const headers = Object.fromEntries(SIGNED_HEADERS.map((name) => [name, c.req.header(name) ?? null]));
+  const request = { origin: url.origin, method: c.req.method, pathAndQuery: url.pathname + url.search, headers, body: c.var.body };
+  const problem = requestProblem(host ? fromHex(host.publicKey, 32) : standInKey(), h, request, now);
+  if (problem || !host) throw refuse("the signature does not verify under an enrolled host's key");
+  const hostChain = c.env.CHAINS.get(c.env.CHAINS.idFromName(hostChainId(host.id)));
+  if (!(await hostChain.admitNonce(h.nonce!, read.time + REQUEST_WINDOW_MS, now))) {
+    throw new AppError(401, "replayed", "This request was received before; every request is signed afresh, with a new nonce.");
+  }
   if (host.lastSeenMs !== null && host.lastSeenMs >= now - SEEN_EVERY_MS) return host;
   await db(c.env)
     .update(schema.hosts)

@@ -55,7 +55,7 @@ export const hosts = sqliteTable(
     publicKey: text("public_key").notNull(),
     keyId: text("key_id").notNull(),
     hostname: text("hostname").notNull(),
-    status: text("status", { enum: ["active", "suspended"] })
+    status: text("status", { enum: ["active", "suspended", "unenrolled"] })
       .notNull()
       .default("active"),
     enrolledMs: integer("enrolled_ms").notNull(),

@@ -62,10 +62,13 @@ export async function startStub(): Promise<StubServer> {
       const problem = pub
         ? requestProblem(
             fromHex(pub, 32),
-            { host: header(AUTH_HEADERS.host), time: header(AUTH_HEADERS.time), signature: header(AUTH_HEADERS.signature) },
-            "GET",
-            ROUTES.policy,
-            new Uint8Array(),
+            {
+              host: header(AUTH_HEADERS.host),
+              time: header(AUTH_HEADERS.time),
+              nonce: header(AUTH_HEADERS.nonce),
+              signature: header(AUTH_HEADERS.signature),
+            },
+            { origin: stub.url, method: "GET", pathAndQuery: ROUTES.policy, headers: {}, body: new Uint8Array() },
             Date.now(),
           )
         : "unknown host";
