@@ -12,13 +12,23 @@ export interface PolicyFile {
   fetched_ms: number;
 }
 
-/** Opens a signed policy against the pinned key; null (with the reason) when it does not hold. */
-export function openCached(signed: unknown, host: HostConfig): { cached: CachedPolicy; signed: SignedPolicy } | { error: string } {
+/**
+ * Opens a signed policy against the pinned key; the reason when it does not hold. A policy that
+ * names another host is refused; one that names no host only when `fresh` (from the server: every
+ * policy it signs names its host, so one without a name was meant for somebody else).
+ */
+export function openCached(
+  signed: unknown,
+  host: HostConfig,
+  fresh = false,
+): { cached: CachedPolicy; signed: SignedPolicy } | { error: string } {
   const parsed = SignedPolicy.safeParse(signed);
   if (!parsed.success) return { error: "policy is not a signed policy bundle" };
   if (parsed.data.key_id !== host.server_key.key_id) return { error: "policy is signed by a key other than the pinned server key" };
   try {
     const policy = openPolicy(parsed.data, fromHex(host.server_key.pub, 32));
+    if (policy.host !== host.host_id && (policy.host !== undefined || fresh))
+      return { error: `policy is signed for ${policy.host ?? "no host"}, not for this computer (${host.host_id})` };
     return { cached: { policy, etag: policyEtag(parsed.data) }, signed: parsed.data };
   } catch (err) {
     return { error: (err as Error).message };
@@ -39,8 +49,9 @@ export function readPolicyFile(host: HostConfig): CachedPolicy | null {
 }
 
 /**
- * Fetches the policy with If-None-Match. Returns the new policy, "unchanged" on 304, or throws
- * with the reason (the caller keeps the cached one).
+ * Fetches this host's policy with If-None-Match. Returns the new policy, "unchanged" on 304, or
+ * throws with the reason (the caller keeps the cached one). A policy issued before the cached one
+ * is refused: a host's policy never goes back, so an older one is a replay.
  */
 export async function fetchPolicy(host: HostConfig, etag: string | null, now: number): Promise<CachedPolicy | "unchanged"> {
   const res = await hostFetch(host, ROUTES.policy, { headers: etag ? { "if-none-match": `"${etag}"` } : {}, timeoutMs: 15_000 });
@@ -49,8 +60,11 @@ export async function fetchPolicy(host: HostConfig, etag: string | null, now: nu
   const body = (await res.json()) as unknown;
   const signed =
     body !== null && typeof body === "object" && "policy" in body && !("payload" in body) ? (body as { policy: unknown }).policy : body;
-  const opened = openCached(signed, host);
+  const opened = openCached(signed, host, true);
   if ("error" in opened) throw new Error(`policy refused: ${opened.error}`);
+  const current = readPolicyFile(host);
+  if (current && opened.cached.policy.issued_ms < current.policy.issued_ms)
+    throw new Error("policy refused: it was issued before the one already cached");
   const file: PolicyFile = { etag: opened.cached.etag, policy: opened.signed, fetched_ms: now };
   writeStateFile("policy.json", `${JSON.stringify(file, null, 2)}\n`);
   return opened.cached;

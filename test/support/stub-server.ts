@@ -40,6 +40,8 @@ export class StubServer {
   readonly heldRuns = new Set<string>();
   requests = 0;
   policy: Policy = defaultPolicy("ws_test", 1);
+  /** The host the served policy names: the caller (undefined), another one, or none (null). */
+  policyHost: string | null | undefined = undefined;
   readonly #nonces = new Set<string>();
   #server: Server | null = null;
   port = 0;
@@ -97,7 +99,10 @@ export class StubServer {
     if (this.#nonces.has(h(AUTH_HEADERS.nonce)!)) return { status: 401, body: { error: "replayed", message: "nonce seen before" } };
     this.#nonces.add(h(AUTH_HEADERS.nonce)!);
     if (req.method === "GET" && req.url === "/v1/policy") {
-      const signed = signPolicy(this.policy, SERVER_SECRET, SERVER_KEY_ID);
+      // As the server does: each host's policy names it (unless a test says otherwise).
+      const named = this.policyHost === undefined ? h(AUTH_HEADERS.host)! : this.policyHost;
+      const { host: _host, ...rest } = this.policy;
+      const signed = signPolicy(named === null ? rest : { ...rest, host: named }, SERVER_SECRET, SERVER_KEY_ID);
       const etag = policyEtag(signed);
       if (h("if-none-match") === `"${etag}"`) return { status: 304, body: null };
       return { status: 200, body: signed, headers: { etag: `"${etag}"` } };

@@ -96,6 +96,9 @@ export class ChainCore {
         }
       } else if (st.final) {
         refused.push(frame.seq);
+        // Still news from the computer: the session goes on (or ends) there, though the record is closed.
+        st.lastReceivedMs = part.now;
+        if (frame.kind === "agent_stop") st.hostStopped = true;
       } else if (frame.seq === st.count) {
         append(frame, part.now);
         // Most batches arrive in order: skip the lookup for a held successor when nothing is held.
@@ -131,14 +134,14 @@ export class ChainCore {
       const to = refused.at(-1)!;
       const kind = st.sealed ? "frames_after_seal" : "broken_chain";
       const why = st.sealed ? "the run was sealed by an operator" : "the chain has a final lock";
-      changed =
-        this.addGap({
-          kind,
-          from_seq: from,
-          to_seq: to,
-          count: refused.length,
-          detail: `frames ${from} to ${to} arrived after ${why}; they were refused`,
-        }) || changed;
+      this.addGap({
+        kind,
+        from_seq: from,
+        to_seq: to,
+        count: refused.length,
+        detail: `frames ${from} to ${to} arrived after ${why}; they were refused`,
+      });
+      changed = true;
       ack.status = "refused";
       ack.message = `${refused.length} frames refused: ${why}`;
     }
@@ -293,6 +296,7 @@ export class ChainCore {
       lockCount: st.lockNext,
       gapCount: gaps.length,
       heldCount: this.#sql.exec<{ n: number }>("SELECT count(*) AS n FROM held").one().n,
+      hostStopped: st.hostStopped,
       firstFrameMs: st.firstMs,
       lastFrameMs: st.lastMs,
       lastReceivedMs: st.lastReceivedMs,
@@ -382,6 +386,7 @@ export class ChainCore {
       st.outcome = null;
     }
     if (frame.kind === "agent_stop") {
+      st.hostStopped = true;
       st.outcome = String(payload.outcome);
       st.status = payload.outcome === "crashed" ? "crashed" : "ended";
     } else if (frame.kind === "telemetry_gap" && payload.cause === "unobserved_tail" && st.status === "live") {

@@ -30,6 +30,8 @@ const STEPS: Record<number, string[]> = {
     // A host chain's object also admits its host's request nonces, each once, until its time window ends.
     `CREATE TABLE nonces (nonce TEXT PRIMARY KEY, expires_ms INTEGER NOT NULL)`,
     `CREATE INDEX nonces_expiry ON nonces (expires_ms)`,
+    // 1 once the computer ended the session: an agent_stop arrived, stored or refused after a seal.
+    `ALTER TABLE state ADD COLUMN host_stopped INTEGER NOT NULL DEFAULT 0`,
   ],
 };
 

@@ -12,6 +12,8 @@ export interface ChainState extends ChainInit {
   lockedCount: number;
   final: boolean;
   sealed: boolean;
+  /** The computer ended the session: an agent_stop arrived, stored or refused after a seal. */
+  hostStopped: boolean;
   firstMs: number | null;
   lastMs: number | null;
   lastReceivedMs: number | null;
@@ -39,6 +41,7 @@ interface StateRow extends Record<string, SqlStorageValue> {
   locked_count: number;
   final: number;
   sealed: number;
+  host_stopped: number;
   first_ms: number | null;
   last_ms: number | null;
   last_received_ms: number | null;
@@ -68,6 +71,7 @@ export function newState(init: ChainInit): ChainState {
     lockedCount: 0,
     final: false,
     sealed: false,
+    hostStopped: false,
     firstMs: null,
     lastMs: null,
     lastReceivedMs: null,
@@ -100,6 +104,7 @@ export function loadState(sql: SqlStorage): ChainState | null {
     lockedCount: row.locked_count,
     final: row.final === 1,
     sealed: row.sealed === 1,
+    hostStopped: row.host_stopped === 1,
     firstMs: row.first_ms,
     lastMs: row.last_ms,
     lastReceivedMs: row.last_received_ms,
@@ -113,8 +118,8 @@ export function loadState(sql: SqlStorage): ChainState | null {
 export function saveState(sql: SqlStorage, s: ChainState): void {
   sql.exec(
     `INSERT OR REPLACE INTO state (id, chain, kind, workspace, host_id, host_key, harness, agent, session_id, mode, status, outcome,
-      count, head, lock_next, last_lock, locked_count, final, sealed, first_ms, last_ms, last_received_ms, spend, facts, version)
-     VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      count, head, lock_next, last_lock, locked_count, final, sealed, host_stopped, first_ms, last_ms, last_received_ms, spend, facts, version)
+     VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     s.chain,
     s.kind,
     s.workspace,
@@ -133,6 +138,7 @@ export function saveState(sql: SqlStorage, s: ChainState): void {
     s.lockedCount,
     s.final ? 1 : 0,
     s.sealed ? 1 : 0,
+    s.hostStopped ? 1 : 0,
     s.firstMs,
     s.lastMs,
     s.lastReceivedMs,

@@ -43,8 +43,11 @@ export interface ChainSummary {
   lockCount: number;
   gapCount: number;
   heldCount: number;
+  /** The computer ended the session: an agent_stop arrived, stored or refused after a seal. */
+  hostStopped: boolean;
   firstFrameMs: number | null;
   lastFrameMs: number | null;
+  /** Server clock of the last frame received, stored or refused. */
   lastReceivedMs: number | null;
   /** Bumped on every change, so a stale copy never overwrites a newer one in D1. */
   version: number;

@@ -62,6 +62,8 @@ export const hosts = sqliteTable(
     lastSeenMs: integer("last_seen_ms"),
     /** Set by the cron when one of the host's agents has had data pending over 10 minutes. */
     degradedMs: integer("degraded_ms"),
+    /** When this host's own part of its policy (suspension, its paused runs) last changed; never goes back. */
+    policyMs: integer("policy_ms").notNull().default(0),
   },
   (t) => [index("hosts_workspace").on(t.workspaceId)],
 );
@@ -128,8 +130,13 @@ export const runs = sqliteTable(
     /** The ChainObject's change counter: a row update applies only when it is newer. */
     version: integer("version").notNull().default(0),
     updatedMs: integer("updated_ms").notNull(),
+    /** 1 once the computer ended the session (an agent_stop arrived, stored or refused after a seal). */
+    hostStopped: integer("host_stopped").notNull().default(0),
+    /** When an operator paused or sealed the run; null when it runs (or was resumed). Not part of the chain's summary. */
+    pausedMs: integer("paused_ms"),
   },
   (t) => [
+    index("runs_host_paused").on(t.hostId, t.pausedMs),
     index("runs_cron").on(t.status, t.lastReceivedMs),
     index("runs_ws_time").on(t.workspaceId, t.lastFrameMs),
     index("runs_ws_status").on(t.workspaceId, t.status, t.lastFrameMs),

@@ -35,6 +35,7 @@ export function runRow(s: ChainSummary, now: number): RunCopy {
     lastReceivedMs: s.lastReceivedMs,
     version: s.version,
     updatedMs: now,
+    hostStopped: s.hostStopped ? 1 : 0,
   };
 }
 

@@ -2,12 +2,12 @@ import { and, eq } from "drizzle-orm";
 import { Hono } from "hono";
 import { z } from "zod";
 import { HARNESSES, HostReport, ROUTES } from "../../protocol/index.ts";
-import { authenticateHost, type HostRow } from "../auth/host.ts";
+import { authenticateHost, type HostRow, requireActive } from "../auth/host.ts";
 import { operatorAuth, type OperatorEnv } from "../auth/operator.ts";
 import { db, schema } from "../db/client.ts";
 import { notFound } from "../errors.ts";
 import { agentHealth, agentKind } from "../lib/health.ts";
-import { signedPolicy, toggle, updatePolicy } from "../lib/policy-store.ts";
+import { hostPolicyPayload, touchHostPolicy } from "../lib/policy-store.ts";
 import { check, jsonBody, valid } from "../validate.ts";
 import type { AppEnv } from "../body.ts";
 
@@ -59,26 +59,28 @@ export async function ownHost(env: Env, workspaceId: string, id: string): Promis
 }
 
 async function setSuspended(env: Env, host: HostRow, suspended: boolean) {
-  // The policy first: if it cannot be updated (409), the host's row has not changed either.
-  await updatePolicy(env, host.workspaceId, (p) => ({ ...p, suspended_hosts: toggle(p.suspended_hosts, host.id, suspended) }));
-  await db(env)
-    .update(schema.hosts)
-    .set({ status: suspended ? "suspended" : "active" })
-    .where(eq(schema.hosts.id, host.id));
-  return { ...hostView(host), status: suspended ? "suspended" : "active" };
+  const d = db(env);
+  const status = suspended ? "suspended" : "active";
+  await d.batch([d.update(schema.hosts).set({ status }).where(eq(schema.hosts.id, host.id)), touchHostPolicy(d, host.id, Date.now())]);
+  return { ...hostView(host), status };
 }
 
 async function hostStatus(env: Env, host: HostRow) {
-  const { etag } = await signedPolicy(env, host.workspaceId);
+  const { etag } = await hostPolicyPayload(env, host, Date.now());
   const agents = (await agentsOf(env, host, Date.now())).map((a) => ({ name: a.name, health: a.health, reason: a.reason }));
   return { host_id: host.id, workspace: host.workspaceId, status: host.status, policy_etag: etag, agents };
 }
 
 /** Collector-facing: its own status, and its report of pending data and hooks. */
 export const hostSelf = new Hono<AppEnv>()
-  .get(ROUTES.hostStatus, async (c) => c.json(await hostStatus(c.env, await authenticateHost(c))))
+  .get(ROUTES.hostStatus, async (c) => {
+    const host = await authenticateHost(c);
+    requireActive(host);
+    return c.json(await hostStatus(c.env, host));
+  })
   .post(ROUTES.hostStatus, async (c) => {
     const host = await authenticateHost(c);
+    requireActive(host);
     const report = check(HostReport, jsonBody(c, "host report"), "host report");
     const d = db(c.env);
     const now = Date.now();
@@ -107,6 +109,7 @@ export const hostSelf = new Hono<AppEnv>()
 /** Collector-facing: whether the server already holds one of this host's runs (backfill asks first). */
 export const hostRuns = new Hono<AppEnv>().get("/v1/host/runs/:id", valid("param", IdParam), async (c) => {
   const host = await authenticateHost(c);
+  requireActive(host);
   const row = await db(c.env)
     .select({ id: schema.runs.id, status: schema.runs.status, frameCount: schema.runs.frameCount })
     .from(schema.runs)

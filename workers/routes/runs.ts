@@ -6,7 +6,7 @@ import { operatorAuth, type OperatorEnv } from "../auth/operator.ts";
 import { db, schema } from "../db/client.ts";
 import { AppError, notFound } from "../errors.ts";
 import { serverKey } from "../keys.ts";
-import { loadPolicy, toggle, updatePolicy } from "../lib/policy-store.ts";
+import { setPaused } from "../lib/policy-store.ts";
 import { manifestRun, type RunRow, runRow, runView, syncRun } from "../lib/run-rows.ts";
 import { valid } from "../validate.ts";
 
@@ -74,8 +74,12 @@ export const runs = new Hono<OperatorEnv>()
   .get("/v1/runs/:id", valid("param", IdParam), async (c) => {
     const row = await ownRun(c.env, c.var.workspaceId, c.req.valid("param").id);
     const detail = await chain(c.env, row.id).detail();
-    const paused = (await loadPolicy(c.env, c.var.workspaceId)).policy.paused_runs.includes(row.id);
-    return c.json({ ...runView(row), paused, held_frames: detail?.summary.heldCount ?? 0, gaps: detail?.gaps ?? [] });
+    return c.json({
+      ...runView(row),
+      paused: row.pausedMs !== null,
+      held_frames: detail?.summary.heldCount ?? 0,
+      gaps: detail?.gaps ?? [],
+    });
   })
   .get("/v1/runs/:id/frames", valid("param", IdParam), valid("query", FramesQuery), async (c) => {
     const row = await ownRun(c.env, c.var.workspaceId, c.req.valid("param").id);
@@ -84,15 +88,15 @@ export const runs = new Hono<OperatorEnv>()
   })
   .post("/v1/runs/:id/seal", valid("param", IdParam), async (c) => {
     const row = await ownRun(c.env, c.var.workspaceId, c.req.valid("param").id);
-    // Stop the agent first: if the policy cannot be updated (409), the run is not sealed either.
-    await updatePolicy(c.env, row.workspaceId, (p) => ({ ...p, paused_runs: toggle(p.paused_runs, row.id, true) }));
+    // Stop the agent first: if its host's policy cannot list it (409), the run is not sealed either.
+    await setPaused(c.env, row, true, Date.now());
     const summary = await chain(c.env, row.id).seal(Date.now());
     await syncRun(db(c.env), summary);
     return c.json(runView(await ownRun(c.env, c.var.workspaceId, row.id)));
   })
   .post("/v1/runs/:id/pause", valid("param", IdParam), async (c) => {
     const row = await ownRun(c.env, c.var.workspaceId, c.req.valid("param").id);
-    await updatePolicy(c.env, row.workspaceId, (p) => ({ ...p, paused_runs: toggle(p.paused_runs, row.id, true) }));
+    await setPaused(c.env, row, true, Date.now());
     return c.json({ id: row.id, paused: true });
   })
   .post("/v1/runs/:id/resume", valid("param", IdParam), async (c) => {
@@ -100,7 +104,7 @@ export const runs = new Hono<OperatorEnv>()
     // The chain, not its D1 copy, knows whether it is sealed.
     if ((await chain(c.env, row.id).summary())?.status === "sealed")
       throw new AppError(409, "sealed", "A sealed run stays stopped; it cannot be resumed.");
-    await updatePolicy(c.env, row.workspaceId, (p) => ({ ...p, paused_runs: toggle(p.paused_runs, row.id, false) }));
+    await setPaused(c.env, row, false, Date.now());
     return c.json({ id: row.id, paused: false });
   })
   .get("/v1/runs/:id/export", valid("param", IdParam), async (c) => {

@@ -13,8 +13,8 @@ const Settings = z.strictObject({
   mode: z.enum(["enforce", "observe"]).optional(),
   retention: Policy.shape.retention.optional(),
 });
-/** What an operator may set; the server owns the rest (workspace, issue time, paused runs, suspended hosts). */
-const PolicyInput = Policy.omit({ v: true, workspace: true, issued_ms: true, paused_runs: true, suspended_hosts: true });
+/** What an operator may set; the server owns the rest (workspace, host, issue time, paused runs, suspended hosts). */
+const PolicyInput = Policy.omit({ v: true, workspace: true, host: true, issued_ms: true, paused_runs: true, suspended_hosts: true });
 const IdParam = z.object({ id: z.string().min(1).max(128) });
 
 async function ownWorkspace(env: Env, workspaceId: string, id: string) {

@@ -73,7 +73,7 @@ export async function startStub(): Promise<StubServer> {
           )
         : "unknown host";
       if (problem) return send(401, { error: "bad_signature", message: problem });
-      return send(200, signPolicy(stub.policy, SERVER_SECRET, SERVER_KEY_ID));
+      return send(200, signPolicy({ ...stub.policy, host: hostId }, SERVER_SECRET, SERVER_KEY_ID));
     }
     send(404, { error: "not_found", message: "no such route" });
   });
