@@ -27,8 +27,20 @@ export const operatorTokens = sqliteTable(
     name: text("name").notNull(),
     /** Hex SHA-256 of the token's secret part; the token itself is never stored. */
     secretHash: text("secret_hash").notNull(),
+    /** `admin` may change things; `read` may only read (GET). */
+    scope: text("scope", { enum: ["admin", "read"] })
+      .notNull()
+      .default("admin"),
     createdMs: integer("created_ms").notNull(),
+    /** Null only for a workspace's bootstrap token (written into D1 by hand); every minted token expires. */
+    expiresMs: integer("expires_ms"),
+    /** The token that minted this one; null for a bootstrap token. */
+    createdBy: text("created_by"),
+    /** Updated at most once a minute. */
+    lastUsedMs: integer("last_used_ms"),
     revokedMs: integer("revoked_ms"),
+    /** The token that revoked this one. */
+    revokedBy: text("revoked_by"),
   },
   (t) => [index("operator_tokens_workspace").on(t.workspaceId)],
 );
@@ -43,6 +55,9 @@ export const enrollmentTokens = sqliteTable(
     expiresMs: integer("expires_ms").notNull(),
     usedMs: integer("used_ms"),
     usedBy: text("used_by"),
+    /** The operator token that minted it. */
+    createdBy: text("created_by"),
+    revokedMs: integer("revoked_ms"),
   },
   (t) => [index("enrollment_tokens_workspace").on(t.workspaceId)],
 );
