@@ -13,6 +13,8 @@ const COMMANDS: Record<string, Record<string, () => Promise<Command>>> = {
     enroll: async () => (await import("./commands/enroll/index.ts")).enroll,
     reassign: async () => (await import("./commands/reassign/index.ts")).reassign,
     status: async () => (await import("./commands/status/index.ts")).status,
+    "rotate-key": async () => (await import("./commands/rotate-key/index.ts")).rotateKey,
+    unenroll: async () => (await import("./commands/unenroll/index.ts")).unenroll,
   },
 };
 

@@ -27,6 +27,21 @@ export const HostConfig = z.strictObject({
   harnesses: z.array(z.string()),
   ports: z.strictObject({ hooks: z.number().int().min(1).max(65535), gateway: z.number().int().min(1).max(65535) }),
   enrolled_ms: z.number().int().nonnegative(),
+  /**
+   * Host keys `tacho rotate-key` retired, kept only to lock the chains they began (`chains`) until
+   * those end: one key locks a chain from its first lock to its last.
+   */
+  previous_keys: z
+    .array(
+      z.strictObject({
+        secret_key: Sha256Hex,
+        public_key: Sha256Hex,
+        key_id: z.string().regex(/^[0-9a-f]{16}$/),
+        retired_ms: z.number().int().nonnegative(),
+        chains: z.array(z.string()),
+      }),
+    )
+    .optional(),
 });
 /** One of {@link HostConfig}. */
 export type HostConfig = z.infer<typeof HostConfig>;

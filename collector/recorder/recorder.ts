@@ -52,6 +52,8 @@ export class Recorder {
   /** Harness processes of sessions that reported one; a session whose process is gone is ended. */
   processes = new HarnessProcesses(null, () => {});
   readonly #secret: Uint8Array;
+  /** Chains a retired key began: they are locked with it to the end (see HostConfig.previous_keys). */
+  readonly #chainKeys = new Map<string, Uint8Array>();
   /** When each harness's hooks last reached the recorder (tacho status: Codex hooks trusted yet?). */
   readonly seen: Record<string, number> = {};
   /** Per-session memory the harness adapters keep across events (Cursor's last reply). */
@@ -62,6 +64,7 @@ export class Recorder {
     this.host = host;
     this.policy = policy;
     this.#secret = fromHex(host.secret_key, 32);
+    for (const k of host.previous_keys ?? []) for (const chain of k.chains) this.#chainKeys.set(chain, fromHex(k.secret_key, 32));
   }
 
   /** The request with its event in the canonical shape the mapper reads; null when it is not recorded. */
@@ -215,7 +218,7 @@ export class Recorder {
       }
       const lock =
         steps.length === 0 || opts.final
-          ? rec.writer.lock({ secretKey: this.#secret, hostId: this.host.host_id, t, final: opts.final })
+          ? rec.writer.lock({ secretKey: this.#chainKeys.get(rec.chain) ?? this.#secret, hostId: this.host.host_id, t, final: opts.final })
           : null;
       if (lock) locks.push(lock);
     } catch (err) {

@@ -1,5 +1,6 @@
 import { and, eq, isNull, lt, or } from "drizzle-orm";
 import type { Context } from "hono";
+import { z } from "zod";
 import {
   AUTH_HEADERS,
   type AuthHeaders,
@@ -63,6 +64,28 @@ export async function authenticateHost(c: Context<AppEnv>): Promise<HostRow> {
     .set({ lastSeenMs: now })
     .where(and(eq(schema.hosts.id, host.id), or(isNull(schema.hosts.lastSeenMs), lt(schema.hosts.lastSeenMs, now - SEEN_EVERY_MS))));
   return host;
+}
+
+/** One of a host's earlier keys, as `hosts.retired_keys` holds it. */
+export const RetiredKey = z.strictObject({
+  key_id: z.string(),
+  pub: z.string(),
+  not_before_ms: z.number().int(),
+  not_after_ms: z.number().int(),
+});
+/** One of {@link RetiredKey}. */
+export type RetiredKey = z.infer<typeof RetiredKey>;
+
+/** A host's earlier keys; a row that does not hold them is a fault (500). */
+export function retiredKeysOf(host: Pick<HostRow, "retiredKeys">): RetiredKey[] {
+  const parsed = z.array(RetiredKey).safeParse(JSON.parse(host.retiredKeys));
+  if (!parsed.success) throw new AppError(500, "internal", "The host's key history is damaged.", { cause: parsed.error });
+  return parsed.data;
+}
+
+/** Every key the host holds or held, the current one first (what a chain's first lock may be signed with). */
+export function hostKeysOf(host: HostRow): { keyId: string; pub: string }[] {
+  return [{ keyId: host.keyId, pub: host.publicKey }, ...retiredKeysOf(host).map((k) => ({ keyId: k.key_id, pub: k.pub }))];
 }
 
 /** Refuses a suspended host with 403. */

@@ -156,7 +156,7 @@ export class ChainCore {
       );
       changed = true;
     }
-    changed = takeLocks(this.#lockStore(), st, part.locks, part.now, ack) || changed;
+    changed = takeLocks(this.#lockStore(), st, part.locks, part.init.hostKeys, part.now, ack) || changed;
     const heldSeqs = this.#sql
       .exec<{ seq: number }>("SELECT seq FROM held ORDER BY seq")
       .toArray()

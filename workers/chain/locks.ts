@@ -31,6 +31,7 @@ export function heldRange(sql: SqlStorage): { lo: number; hi: number; n: number 
  * chain, a host's lock and an operator's seal alike.
  */
 export function storeLock(sql: SqlStorage, st: ChainState, lock: SignedLock, p: LockPayload, now: number): void {
+  st.keyPinned = true;
   sql.exec(
     "INSERT INTO locks (lock_seq, payload, sig, count, final, received_ms) VALUES (?, ?, ?, ?, ?, ?)",
     p.lock_seq,
@@ -48,17 +49,23 @@ export function storeLock(sql: SqlStorage, st: ChainState, lock: SignedLock, p: 
 
 /**
  * Takes a part's locks in lock_seq order. A lock is stored only when it is the next one, signed by
- * the host's key, links to the last lock, does not go back, and its head is the stored frame at its
+ * the chain's host key (its first lock picks it among the host's keys), links to the last lock, does not go back, and its head is the stored frame at its
  * count; a final lock must also cover every frame the server received, stored or held. A lock
  * ahead of the stored frames is refused (not held): the collector resends it with the frames, and
  * the ack says so. A different lock at a stored lock_seq is equivocation; a lock whose head differs
  * from the stored chain, or a final lock that leaves received frames outside it, is a broken
  * chain. Those refusals are kept as evidence in the gap book.
  */
-export function takeLocks(store: LockStore, st: ChainState, locks: readonly SignedLock[], now: number, ack: ChainAck): boolean {
+export function takeLocks(
+  store: LockStore,
+  st: ChainState,
+  locks: readonly SignedLock[],
+  hostKeys: readonly { keyId: string; pub: string }[],
+  now: number,
+  ack: ChainAck,
+): boolean {
   let changed = false;
   const parsed = locks.map((lock) => ({ lock, p: parseLock(lock) })).sort((a, b) => a.p.lock_seq - b.p.lock_seq);
-  const hostKey = fromHex(st.hostKey, 32);
   for (const { lock, p } of parsed) {
     const refuse = (reason: string) => ack.locks_refused.push({ lock_seq: p.lock_seq, reason });
     if (p.chain !== st.chain) {
@@ -69,8 +76,14 @@ export function takeLocks(store: LockStore, st: ChainState, locks: readonly Sign
       refuse("only this host's own locks are accepted");
       continue;
     }
-    if (!lockSignatureValid(lock, hostKey)) {
-      refuse("the signature does not verify under the host's key");
+    // Until its first lock, a chain takes any key the host holds or held; from then on, only that one.
+    const key = st.keyPinned ? st.hostKey : (hostKeys.find((k) => k.keyId === p.key_id)?.pub ?? st.hostKey);
+    if (!lockSignatureValid(lock, fromHex(key, 32))) {
+      refuse(
+        st.keyPinned
+          ? "the signature does not verify under the key this chain is locked with"
+          : "the signature does not verify under a key of this host",
+      );
       continue;
     }
     if (p.lock_seq < st.lockNext) {
@@ -142,6 +155,7 @@ export function takeLocks(store: LockStore, st: ChainState, locks: readonly Sign
       refuse(`a final lock must cover every frame received, but ${outside}`);
       continue;
     }
+    st.hostKey = key;
     storeLock(store.sql, st, lock, p, now);
     ack.locks_stored++;
     changed = true;

@@ -32,6 +32,9 @@ const STEPS: Record<number, string[]> = {
     `CREATE INDEX nonces_expiry ON nonces (expires_ms)`,
     // 1 once the computer ended the session: an agent_stop arrived, stored or refused after a seal.
     `ALTER TABLE state ADD COLUMN host_stopped INTEGER NOT NULL DEFAULT 0`,
+    // 1 once the chain's first lock fixed the host key its locks are checked with (a chain with a lock already has).
+    `ALTER TABLE state ADD COLUMN key_pinned INTEGER NOT NULL DEFAULT 0`,
+    `UPDATE state SET key_pinned = 1 WHERE lock_next > 0`,
   ],
 };
 

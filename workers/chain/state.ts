@@ -2,7 +2,7 @@ import { bytesToHex, type CoverageFacts, emptyCoverage, emptyHead } from "../../
 import type { ChainInit, RunStatus } from "./types.ts";
 
 /** The single `state` row of a ChainObject, as held in memory while a call runs. */
-export interface ChainState extends ChainInit {
+export interface ChainState extends Omit<ChainInit, "hostKeys"> {
   status: RunStatus;
   outcome: string | null;
   count: number;
@@ -12,6 +12,8 @@ export interface ChainState extends ChainInit {
   lockedCount: number;
   final: boolean;
   sealed: boolean;
+  /** The chain's first lock fixed `hostKey`: the key every lock of the chain is checked with. */
+  keyPinned: boolean;
   /** The computer ended the session: an agent_stop arrived, stored or refused after a seal. */
   hostStopped: boolean;
   firstMs: number | null;
@@ -41,6 +43,7 @@ interface StateRow extends Record<string, SqlStorageValue> {
   locked_count: number;
   final: number;
   sealed: number;
+  key_pinned: number;
   host_stopped: number;
   first_ms: number | null;
   last_ms: number | null;
@@ -71,6 +74,7 @@ export function newState(init: ChainInit): ChainState {
     lockedCount: 0,
     final: false,
     sealed: false,
+    keyPinned: false,
     hostStopped: false,
     firstMs: null,
     lastMs: null,
@@ -104,6 +108,7 @@ export function loadState(sql: SqlStorage): ChainState | null {
     lockedCount: row.locked_count,
     final: row.final === 1,
     sealed: row.sealed === 1,
+    keyPinned: row.key_pinned === 1,
     hostStopped: row.host_stopped === 1,
     firstMs: row.first_ms,
     lastMs: row.last_ms,
@@ -118,8 +123,9 @@ export function loadState(sql: SqlStorage): ChainState | null {
 export function saveState(sql: SqlStorage, s: ChainState): void {
   sql.exec(
     `INSERT OR REPLACE INTO state (id, chain, kind, workspace, host_id, host_key, harness, agent, session_id, mode, status, outcome,
-      count, head, lock_next, last_lock, locked_count, final, sealed, host_stopped, first_ms, last_ms, last_received_ms, spend, facts, version)
-     VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      count, head, lock_next, last_lock, locked_count, final, sealed, key_pinned, host_stopped, first_ms, last_ms, last_received_ms,
+      spend, facts, version)
+     VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     s.chain,
     s.kind,
     s.workspace,
@@ -138,6 +144,7 @@ export function saveState(sql: SqlStorage, s: ChainState): void {
     s.lockedCount,
     s.final ? 1 : 0,
     s.sealed ? 1 : 0,
+    s.keyPinned ? 1 : 0,
     s.hostStopped ? 1 : 0,
     s.firstMs,
     s.lastMs,

@@ -79,6 +79,14 @@ export const hosts = sqliteTable(
     degradedMs: integer("degraded_ms"),
     /** When this host's own part of its policy (suspension, its paused runs) last changed; never goes back. */
     policyMs: integer("policy_ms").notNull().default(0),
+    /** Since when `publicKey` is the host's key (null: since enrollment). */
+    keySinceMs: integer("key_since_ms"),
+    /**
+     * JSON array of the host's earlier keys, newest last: `{ key_id, pub, not_before_ms, not_after_ms }`.
+     * They sign no request; a chain whose first lock one of them signed keeps being checked with it.
+     */
+    retiredKeys: text("retired_keys").notNull().default("[]"),
+    unenrolledMs: integer("unenrolled_ms"),
   },
   (t) => [index("hosts_workspace").on(t.workspaceId)],
 );

@@ -1,12 +1,13 @@
 import { and, eq } from "drizzle-orm";
 import { Hono } from "hono";
 import { z } from "zod";
-import { HARNESSES, HostReport, ROUTES } from "../../protocol/index.ts";
+import { HARNESSES, HostKeyRotation, HostReport, ROUTES } from "../../protocol/index.ts";
 import { authenticateHost, type HostRow, requireActive } from "../auth/host.ts";
 import { operatorAuth, type OperatorEnv } from "../auth/operator.ts";
 import { db, schema } from "../db/client.ts";
-import { notFound } from "../errors.ts";
+import { AppError, notFound } from "../errors.ts";
 import { agentHealth, agentKind } from "../lib/health.ts";
+import { keysView, rotateHostKey, unenrollHost } from "../lib/host-keys.ts";
 import { hostPolicyPayload, touchHostPolicy } from "../lib/policy-store.ts";
 import { check, jsonBody, valid } from "../validate.ts";
 import type { AppEnv } from "../body.ts";
@@ -23,6 +24,8 @@ function hostView(h: HostRow) {
     enrolled_ms: h.enrolledMs,
     last_seen_ms: h.lastSeenMs,
     degraded_ms: h.degradedMs,
+    unenrolled_ms: h.unenrolledMs,
+    keys: keysView(h),
   };
 }
 
@@ -59,6 +62,7 @@ export async function ownHost(env: Env, workspaceId: string, id: string): Promis
 }
 
 async function setSuspended(env: Env, host: HostRow, suspended: boolean) {
+  if (host.status === "unenrolled") throw new AppError(409, "unenrolled", "The host is unenrolled; it would have to enroll again.");
   const d = db(env);
   const status = suspended ? "suspended" : "active";
   await d.batch([d.update(schema.hosts).set({ status }).where(eq(schema.hosts.id, host.id)), touchHostPolicy(d, host.id, Date.now())]);
@@ -106,6 +110,16 @@ export const hostSelf = new Hono<AppEnv>()
     return c.json(await hostStatus(c.env, host));
   });
 
+/** Collector-facing: the host's own key rotation and unenrollment. */
+export const hostLifecycle = new Hono<AppEnv>()
+  .post(ROUTES.hostKey, async (c) => {
+    const host = await authenticateHost(c);
+    requireActive(host);
+    const req = check(HostKeyRotation, jsonBody(c, "key rotation"), "key rotation");
+    return c.json(await rotateHostKey(c.env, host, req, Date.now()));
+  })
+  .delete(ROUTES.hostStatus, async (c) => c.json(await unenrollHost(c.env, await authenticateHost(c), Date.now())));
+
 /** Collector-facing: whether the server already holds one of this host's runs (backfill asks first). */
 export const hostRuns = new Hono<AppEnv>().get("/v1/host/runs/:id", valid("param", IdParam), async (c) => {
   const host = await authenticateHost(c);
@@ -134,4 +148,7 @@ export const hosts = new Hono<OperatorEnv>()
   )
   .post("/v1/hosts/:id/resume", valid("param", IdParam), async (c) =>
     c.json(await setSuspended(c.env, await ownHost(c.env, c.var.workspaceId, c.req.valid("param").id), false)),
+  )
+  .delete("/v1/hosts/:id", valid("param", IdParam), async (c) =>
+    c.json(await unenrollHost(c.env, await ownHost(c.env, c.var.workspaceId, c.req.valid("param").id), Date.now())),
   );

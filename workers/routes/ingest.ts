@@ -10,7 +10,7 @@ import {
   ROUTES,
   runIdFor,
 } from "../../protocol/index.ts";
-import { authenticateHost, type HostRow, requireActive } from "../auth/host.ts";
+import { authenticateHost, type HostRow, hostKeysOf, requireActive } from "../auth/host.ts";
 import type { ChainIngestResult, ChainInit } from "../chain/types.ts";
 import { db, schema } from "../db/client.ts";
 import { AppError } from "../errors.ts";
@@ -56,13 +56,14 @@ function checkBatch(batch: IngestRequest, host: HostRow): void {
   if (issues.length > 0) throw new AppError(400, "invalid_batch", "The batch was refused as a whole; nothing was stored.", { issues });
 }
 
-function initFor(part: Part, host: HostRow, mode: "enforce" | "observe"): ChainInit {
+function initFor(part: Part, host: HostRow, hostKeys: ChainInit["hostKeys"], mode: "enforce" | "observe"): ChainInit {
   return {
     chain: part.chain,
     kind: part.run ? "run" : "host",
     workspace: host.workspaceId,
     hostId: host.id,
     hostKey: host.publicKey,
+    hostKeys,
     harness: part.run?.harness ?? null,
     agent: part.run?.agent ?? null,
     sessionId: part.run?.session_id ?? null,
@@ -105,6 +106,7 @@ export const ingest = new Hono<AppEnv>().post(ROUTES.ingest, async (c) => {
   const batch = check(IngestRequest, jsonBody(c, "request body"), "batch");
   checkBatch(batch, host);
   const mode = (await workspace)?.mode ?? "enforce";
+  const keys = hostKeysOf(host);
   const now = Date.now();
   const results = await Promise.all(
     batch.chains.map(async (part): Promise<{ part: Part; result: ChainIngestResult | null; ack: ChainAck }> => {
@@ -112,7 +114,7 @@ export const ingest = new Hono<AppEnv>().post(ROUTES.ingest, async (c) => {
         const stub = c.env.CHAINS.get(c.env.CHAINS.idFromName(part.chain));
         // RPC typing widens the ack's [from, to] tuples to arrays; the object returns ChainIngestResult.
         const result = (await stub.ingest({
-          init: initFor(part, host, mode),
+          init: initFor(part, host, keys, mode),
           frames: part.frames,
           locks: part.locks,
           now,

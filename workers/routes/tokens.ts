@@ -78,18 +78,16 @@ export const tokens = new Hono<OperatorEnv>()
     const t = newToken("oxo");
     const now = Date.now();
     const expiresMs = now + ttl_days * DAY_MS;
-    await db(c.env)
-      .insert(ot)
-      .values({
-        id: t.id,
-        workspaceId: c.var.workspaceId,
-        name,
-        scope,
-        secretHash: t.secretHash,
-        createdMs: now,
-        expiresMs,
-        createdBy: c.var.tokenId,
-      });
+    await db(c.env).insert(ot).values({
+      id: t.id,
+      workspaceId: c.var.workspaceId,
+      name,
+      scope,
+      secretHash: t.secretHash,
+      createdMs: now,
+      expiresMs,
+      createdBy: c.var.tokenId,
+    });
     return c.json({ id: t.id, name, scope, token: t.token, expires_ms: expiresMs }, 201);
   })
   .get("/v1/tokens", async (c) => {
