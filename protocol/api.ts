@@ -13,6 +13,7 @@ import { pae, SignedLock } from "./lock.ts";
 export const ROUTES = {
   health: "/healthz",
   keys: "/v1/keys",
+  keyEndorsements: "/v1/keys/endorsements",
   enroll: "/v1/enroll",
   ingest: "/v1/ingest",
   body: (sha256: string) => `/v1/bodies/${sha256}`,

@@ -1,8 +1,8 @@
 import { readFileSync } from "node:fs";
-import { fromHex, openPolicy, policyEtag, ROUTES, SignedPolicy } from "../../protocol/index.ts";
+import { endorsedKey, fromHex, KeyEndorsements, openPolicy, policyEtag, ROUTES, SignedPolicy } from "../../protocol/index.ts";
 import { hostFetch } from "../lib/server.ts";
 import type { HostConfig } from "../lib/state.ts";
-import { statePath, writeStateFile } from "../lib/state.ts";
+import { statePath, writeHost, writeStateFile } from "../lib/state.ts";
 import type { CachedPolicy } from "./mapper.ts";
 
 /** policy.json: the last signed policy that verified under the pinned server key, and its ETag. */
@@ -60,6 +60,8 @@ export async function fetchPolicy(host: HostConfig, etag: string | null, now: nu
   const body = (await res.json()) as unknown;
   const signed =
     body !== null && typeof body === "object" && "policy" in body && !("payload" in body) ? (body as { policy: unknown }).policy : body;
+  const keyId = SignedPolicy.safeParse(signed).data?.key_id;
+  if (keyId && keyId !== host.server_key.key_id) await learnServerKey(host, keyId);
   const opened = openCached(signed, host, true);
   if ("error" in opened) throw new Error(`policy refused: ${opened.error}`);
   const current = readPolicyFile(host);
@@ -68,4 +70,24 @@ export async function fetchPolicy(host: HostConfig, etag: string | null, now: nu
   const file: PolicyFile = { etag: opened.cached.etag, policy: opened.signed, fetched_ms: now };
   writeStateFile("policy.json", `${JSON.stringify(file, null, 2)}\n`);
   return opened.cached;
+}
+
+/**
+ * Learns the server's new key from the endorsements the server publishes: only a key the pinned
+ * key vouched for (directly or through the keys after it) replaces the pin, in host.json and in
+ * `host`. Anything else leaves the pin as it is, and the policy it signed is refused.
+ */
+async function learnServerKey(host: HostConfig, keyId: string): Promise<void> {
+  let answer: unknown;
+  try {
+    const res = await fetch(new URL(ROUTES.keyEndorsements, host.server), { signal: AbortSignal.timeout(15_000) });
+    answer = res.ok ? await res.json() : null;
+  } catch {
+    return;
+  }
+  const parsed = KeyEndorsements.safeParse(answer);
+  const learned = parsed.success ? endorsedKey(host.server_key, keyId, parsed.data.endorsements) : null;
+  if (!learned) return;
+  host.server_key = learned;
+  writeHost(host);
 }

@@ -3,7 +3,9 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { readHost } from "../../collector/lib/state.ts";
 import { fetchPolicy, readPolicyFile } from "../../collector/recorder/policy-cache.ts";
+import { bytesToHex, endorseKey, keyIdFor, newSecretKey, publicKeyOf } from "../../protocol/index.ts";
 import { HOST, makeHome } from "../support/recorder.ts";
+import { SERVER_KEY_ID, SERVER_SECRET } from "../support/sample-run.ts";
 import { StubServer } from "../support/stub-server.ts";
 
 let server: StubServer;
@@ -50,5 +52,33 @@ describe("the cached policy is this host's own", () => {
     server.policy = { ...server.policy, issued_ms: 99, tools: [{ id: "old", tool: "*", decision: "allow", reason: "old" }] };
     await expect(fetchPolicy(host, null, Date.now())).rejects.toThrow(/issued before/);
     expect(readPolicyFile(host)?.policy.issued_ms).toBe(100);
+  });
+});
+
+describe("a new server key", () => {
+  it("is learned from the pinned key's endorsement, and the pin moves to it", async () => {
+    const host = readHost()!;
+    const next = newSecretKey();
+    const nextId = keyIdFor(publicKeyOf(next));
+    server.signingKey = { secret: next, keyId: nextId };
+    server.endorsements = [
+      endorseKey(SERVER_SECRET, SERVER_KEY_ID, { key_id: nextId, pub: bytesToHex(publicKeyOf(next)), not_before_ms: 5 }),
+    ];
+    const got = await fetchPolicy(host, null, Date.now());
+    expect(got).not.toBe("unchanged");
+    expect(readHost()!.server_key).toEqual({ key_id: nextId, pub: bytesToHex(publicKeyOf(next)) });
+    expect(host.server_key.key_id).toBe(nextId);
+    expect(readPolicyFile(readHost()!)?.policy.host).toBe(HOST);
+  });
+
+  it("is refused, and the pin kept, when no endorsement from the pinned key leads to it", async () => {
+    const host = readHost()!;
+    const next = newSecretKey();
+    const stranger = newSecretKey();
+    const nextId = keyIdFor(publicKeyOf(next));
+    server.signingKey = { secret: next, keyId: nextId };
+    server.endorsements = [endorseKey(stranger, SERVER_KEY_ID, { key_id: nextId, pub: bytesToHex(publicKeyOf(next)), not_before_ms: 5 })];
+    await expect(fetchPolicy(host, null, Date.now())).rejects.toThrow(/other than the pinned server key/);
+    expect(readHost()!.server_key.key_id).toBe(SERVER_KEY_ID);
   });
 });

@@ -14,6 +14,7 @@ import {
   verifyChain,
   type ChainAck,
   type Frame,
+  type KeyEndorsement,
   type Policy,
   type SignedLock,
 } from "../../protocol/index.ts";
@@ -40,6 +41,10 @@ export class StubServer {
   readonly heldRuns = new Set<string>();
   requests = 0;
   policy: Policy = defaultPolicy("ws_test", 1);
+  /** The server key policies are signed with (the sample server key unless a test rotates it). */
+  signingKey: { secret: Uint8Array; keyId: string } | null = null;
+  /** What GET /v1/keys/endorsements answers. */
+  endorsements: KeyEndorsement[] = [];
   /** The host the served policy names: the caller (undefined), another one, or none (null). */
   policyHost: string | null | undefined = undefined;
   readonly #nonces = new Set<string>();
@@ -82,6 +87,7 @@ export class StubServer {
       this.unavailable--;
       return { status: 503, body: { error: "unavailable", message: "try later" }, headers: { "retry-after": "1" } };
     }
+    if (req.method === "GET" && req.url === "/v1/keys/endorsements") return { status: 200, body: { endorsements: this.endorsements } };
     const h = (n: string) => (req.headers[n] as string | undefined) ?? null;
     const problem = requestProblem(
       HOST_PUBLIC,
@@ -102,7 +108,8 @@ export class StubServer {
       // As the server does: each host's policy names it (unless a test says otherwise).
       const named = this.policyHost === undefined ? h(AUTH_HEADERS.host)! : this.policyHost;
       const { host: _host, ...rest } = this.policy;
-      const signed = signPolicy(named === null ? rest : { ...rest, host: named }, SERVER_SECRET, SERVER_KEY_ID);
+      const signer = this.signingKey ?? { secret: SERVER_SECRET, keyId: SERVER_KEY_ID };
+      const signed = signPolicy(named === null ? rest : { ...rest, host: named }, signer.secret, signer.keyId);
       const etag = policyEtag(signed);
       if (h("if-none-match") === `"${etag}"`) return { status: 304, body: null };
       return { status: 200, body: signed, headers: { etag: `"${etag}"` } };

@@ -169,3 +169,19 @@ export const runs = sqliteTable(
     index("runs_ws_agent").on(t.workspaceId, t.harness, t.lastFrameMs),
   ],
 );
+
+/**
+ * Every key the server has signed with and when (GET /v1/keys). A key is written the first time
+ * the server signs with it; the key before it stops signing at that instant.
+ */
+export const serverKeys = sqliteTable("server_keys", {
+  keyId: text("key_id").primaryKey(),
+  publicKey: text("public_key").notNull(),
+  notBeforeMs: integer("not_before_ms").notNull(),
+  /** Null while it is the key the server signs with. */
+  notAfterMs: integer("not_after_ms"),
+  /** The key before it, when its secret was at hand to vouch for this one. */
+  endorsedBy: text("endorsed_by"),
+  /** Hex Ed25519 signature by `endorsedBy` over protocol `endorsementInput`. */
+  endorsement: text("endorsement"),
+});

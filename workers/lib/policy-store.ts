@@ -12,7 +12,7 @@ import type { HostRow } from "../auth/host.ts";
 import { QUIET_MS } from "../cron.ts";
 import { type Db, db, schema } from "../db/client.ts";
 import { AppError } from "../errors.ts";
-import { serverKey } from "../keys.ts";
+import { signingKey } from "../keys.ts";
 import type { RunRow } from "./run-rows.ts";
 
 /**
@@ -79,7 +79,7 @@ export async function updatePolicy(env: Env, workspaceId: string, change: (p: Po
 /** The workspace's policy signed by the server key, with its ETag (the operator's view). */
 export async function signedPolicy(env: Env, workspaceId: string): Promise<{ signed: SignedPolicy; etag: string; policy: Policy }> {
   const { policy } = await loadPolicy(env, workspaceId);
-  const key = serverKey(env);
+  const key = await signingKey(env);
   const signed = signPolicy(policy, key.secret, key.keyId);
   return { signed, etag: policyEtag(signed), policy };
 }
@@ -130,8 +130,8 @@ export async function hostPolicyPayload(env: Env, host: HostRow, now: number) {
   const payload = policyPayload(policy);
   return {
     etag: policyEtag({ payload }),
-    sign: (): SignedPolicy => {
-      const key = serverKey(env);
+    sign: async (): Promise<SignedPolicy> => {
+      const key = await signingKey(env);
       return signPolicy(policy, key.secret, key.keyId);
     },
   };

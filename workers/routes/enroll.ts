@@ -5,7 +5,7 @@ import { AgentName, bytesToHex, EnrollRequest, fromHex, keyIdFor, publicKeyProbl
 import type { AppEnv } from "../body.ts";
 import { db, schema } from "../db/client.ts";
 import { AppError } from "../errors.ts";
-import { serverKey } from "../keys.ts";
+import { signingKey } from "../keys.ts";
 import { agentKind } from "../lib/health.ts";
 import { newId, parseToken, secretMatches } from "../lib/tokens.ts";
 import { valid } from "../validate.ts";
@@ -72,6 +72,6 @@ export const enroll = new Hono<AppEnv>().post(ROUTES.enroll, valid("json", Enrol
     ),
   ]);
   if (spent?.meta.changes !== 1) throw badToken();
-  const key = serverKey(c.env);
+  const key = await signingKey(c.env);
   return c.json({ host_id: hostId, workspace: row.workspaceId, server_key: { pub: bytesToHex(key.pub), key_id: key.keyId } }, 201);
 });

@@ -19,5 +19,5 @@ export const policy = new Hono<AppEnv>().get(ROUTES.policy, async (c) => {
   c.header("ETag", `"${etag}"`);
   c.header("Cache-Control", "no-cache");
   if (matches(c.req.header("if-none-match"), etag)) return c.body(null, 304);
-  return c.json(sign());
+  return c.json(await sign());
 });

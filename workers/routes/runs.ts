@@ -5,7 +5,7 @@ import { assembleManifest, fromHex, GRADES, RunId, TIERS, writeBundle } from "..
 import { operatorAuth, type OperatorEnv } from "../auth/operator.ts";
 import { db, schema } from "../db/client.ts";
 import { AppError, notFound } from "../errors.ts";
-import { serverKey } from "../keys.ts";
+import { signingKey } from "../keys.ts";
 import { setPaused } from "../lib/policy-store.ts";
 import { manifestRun, type RunRow, runRow, runView, syncRun } from "../lib/run-rows.ts";
 import { valid } from "../validate.ts";
@@ -90,6 +90,8 @@ export const runs = new Hono<OperatorEnv>()
     const row = await ownRun(c.env, c.var.workspaceId, c.req.valid("param").id);
     // Stop the agent first: if its host's policy cannot list it (409), the run is not sealed either.
     await setPaused(c.env, row, true, Date.now());
+    // The chain object signs the seal with the current key: make sure it is on record first.
+    await signingKey(c.env);
     const summary = await chain(c.env, row.id).seal(Date.now());
     await syncRun(db(c.env), summary);
     return c.json(runView(await ownRun(c.env, c.var.workspaceId, row.id)));
@@ -119,7 +121,7 @@ export const runs = new Hono<OperatorEnv>()
         "not_exportable",
         "The run went quiet and was closed with outcome unknown; it can be exported once the computer ends it or an operator seals it.",
       );
-    const key = serverKey(c.env);
+    const key = await signingKey(c.env);
     const now = Date.now();
     const manifest = assembleManifest({
       run: manifestRun(runRow(s, now), data.mode),
