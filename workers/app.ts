@@ -2,6 +2,7 @@ import { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { type AppEnv, readBodyFirst } from "./body.ts";
 import { AppError } from "./errors.ts";
+import { QuotaError } from "./lib/quotas.ts";
 import { agents } from "./routes/agents.ts";
 import { bench } from "./routes/bench.ts";
 import { bodies } from "./routes/bodies.ts";
@@ -41,6 +42,7 @@ app.notFound((c) => c.json({ error: "not_found", message: "No such route." }, 40
 app.onError((err, c) => {
   if (err instanceof AppError) {
     if (err.status >= 500) console.error("server error", err.code, err.cause ?? err);
+    if (err instanceof QuotaError) c.header("Retry-After", String(err.retryAfterS));
     return c.json({ error: err.code, message: err.message, ...(err.issues !== undefined ? { issues: err.issues } : {}) }, err.status);
   }
   if (err instanceof HTTPException) {

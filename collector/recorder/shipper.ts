@@ -28,9 +28,12 @@ const BODY_FINAL = new Set([400, 409, 413, 422]);
 
 class Retry extends Error {
   readonly afterMs: number | null;
-  constructor(message: string, afterMs: number | null) {
+  /** The answer's text, for a 429 that may name the chains over a quota. */
+  readonly answer: string | null;
+  constructor(message: string, afterMs: number | null, answer: string | null = null) {
     super(message);
     this.afterMs = afterMs;
+    this.answer = answer;
   }
 }
 
@@ -189,15 +192,28 @@ export class Shipper {
     }
     if (RETRYABLE.has(res.status) || res.status >= 500) {
       const after = RETRYABLE.has(res.status) ? retryAfterMs(res.headers.get("retry-after"), Date.now()) : null;
-      await res.body?.cancel();
-      throw new Retry(`${method} ${path}: HTTP ${res.status}`, after);
+      const answer = res.status === 429 ? await res.text().catch(() => null) : null;
+      if (answer === null) await res.body?.cancel();
+      throw new Retry(`${method} ${path}: HTTP ${res.status}${answer ? ` ${answer.slice(0, 300)}` : ""}`, after, answer);
     }
     return res;
   }
 
   async #ship(batch: Batch): Promise<void> {
     for (const chain of batch.recs.keys()) this.#sent.delete(chain);
-    const res = await this.#post(ROUTES.ingest, "POST", utf8(JSON.stringify(batch.body)), { "content-type": "application/json" });
+    let res: Response;
+    try {
+      res = await this.#post(ROUTES.ingest, "POST", utf8(JSON.stringify(batch.body)), { "content-type": "application/json" });
+    } catch (err) {
+      // Over a quota (429) for some chains: those wait out Retry-After, the others go in the next batch.
+      const named = err instanceof Retry && err.answer ? refusedChains(safeJson(err.answer), batch.recs, "quota_exceeded") : null;
+      if (!named) throw err;
+      const until = Date.now() + ((err as Retry).afterMs ?? this.#opts.maxMs);
+      for (const chain of named) this.#refusedUntil.set(chain, until);
+      this.lastError = (err as Retry).message;
+      this.#opts.log(`ship: ${this.lastError}; the other chains go on`);
+      return;
+    }
     const text = await res.text();
     if (!res.ok) {
       // Not retryable by its status: it will not succeed as it is. Keep everything and surface it.
@@ -275,10 +291,10 @@ export class Shipper {
   }
 }
 
-/** The chains of the batch an `invalid_batch` answer names as at fault, or null when it names none of them. */
-function refusedChains(answer: unknown, sent: Map<string, unknown>): Set<string> | null {
+/** The chains of the batch an error answer (`invalid_batch`, or `error`) names as at fault, or null when it names none of them. */
+function refusedChains(answer: unknown, sent: Map<string, unknown>, error = "invalid_batch"): Set<string> | null {
   const issues = (answer as { error?: unknown; issues?: unknown } | null)?.issues;
-  if ((answer as { error?: unknown } | null)?.error !== "invalid_batch" || !Array.isArray(issues)) return null;
+  if ((answer as { error?: unknown } | null)?.error !== error || !Array.isArray(issues)) return null;
   const named = new Set<string>();
   for (const issue of issues) {
     const chain = (issue as { chain?: unknown } | null)?.chain;

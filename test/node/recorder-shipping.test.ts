@@ -179,4 +179,24 @@ describe("recorder shipping", () => {
     await until(() => status(home.dir)?.last_error?.includes(bad));
     expect(readJournal(home).get(bad)!.frames.length).toBe(1);
   });
+
+  it("holds back only the chains a 429 names as over a quota, and ships them once the quota allows", async () => {
+    const port = await freePort();
+    const server = new StubServer();
+    servers.push(server);
+    const busy = runIdFor(HOST, "busy-agent", "busy-1");
+    const calm = runIdFor(HOST, "calm-agent", "calm-1");
+    server.overQuota.add(busy);
+    const home = await makeHome({ server: `http://127.0.0.1:${port}` });
+    const d = await startDaemon(home, FAST);
+    running.push(d);
+    await agentEvent(home.port, "busy-agent", { session_id: "busy-1", hook_event_name: "SessionStart" });
+    await agentEvent(home.port, "calm-agent", { session_id: "calm-1", hook_event_name: "SessionStart" });
+    await server.start(port);
+    await until(() => server.stored(calm).length === 1);
+    expect(server.stored(busy)).toEqual([]);
+    await until(() => status(home.dir)?.last_error?.includes("quota"));
+    server.overQuota.clear();
+    await until(() => server.stored(busy).length === 1);
+  });
 });

@@ -35,6 +35,8 @@ export class StubServer {
   readonly loseOnce = new Set<number>();
   /** Every chain part received: which seqs it carried. */
   readonly received: { chain: string; seqs: number[] }[] = [];
+  /** Chains over a quota: a batch carrying one is a 429 naming them, with Retry-After: 1. */
+  readonly overQuota = new Set<string>();
   /** Chains whose parts make the whole batch a 400 invalid_batch naming them (as the server's checks do). */
   readonly invalidChains = new Set<string>();
   /** Runs the server says it holds (GET /v1/host/runs/:id), besides those ingested. */
@@ -127,6 +129,11 @@ export class StubServer {
         this.invalidChains.has(part.chain) ? [{ chain: part.chain, at: `chains[${i}]`, problem: "refused by the test" }] : [],
       );
       if (invalid.length > 0) return { status: 400, body: { error: "invalid_batch", message: "refused as a whole", issues: invalid } };
+      const over = parsed.data.chains.flatMap((part, i) =>
+        this.overQuota.has(part.chain) ? [{ chain: part.chain, at: `chains[${i}]`, problem: "over quota" }] : [],
+      );
+      if (over.length > 0)
+        return { status: 429, body: { error: "quota_exceeded", message: "over quota", issues: over }, headers: { "retry-after": "1" } };
       return { status: 200, body: { chains: parsed.data.chains.map((part) => this.#take(part)) } };
     }
     const held = /^\/v1\/host\/runs\/(run_[0-9a-f]{32})$/.exec(req.url!);

@@ -110,9 +110,12 @@ export const agents = sqliteTable(
     /** 1 when the host's last report said the agent's hooks are missing. */
     hooksMissing: integer("hooks_missing").notNull().default(0),
     degradedMs: integer("degraded_ms"),
+    /** When the server first wrote this name for the host (the agent-name quota counts these). */
+    createdMs: integer("created_ms"),
   },
   (t) => [
     primaryKey({ columns: [t.hostId, t.name] }),
+    index("agents_host_created").on(t.hostId, t.createdMs),
     index("agents_workspace").on(t.workspaceId),
     index("agents_pending").on(t.pendingSinceMs),
   ],
@@ -157,8 +160,11 @@ export const runs = sqliteTable(
     hostStopped: integer("host_stopped").notNull().default(0),
     /** When an operator paused or sealed the run; null when it runs (or was resumed). Not part of the chain's summary. */
     pausedMs: integer("paused_ms"),
+    /** When the server first wrote the row (the runs-per-hour quota counts these). */
+    createdMs: integer("created_ms"),
   },
   (t) => [
+    index("runs_host_created").on(t.hostId, t.createdMs),
     index("runs_host_paused").on(t.hostId, t.pausedMs),
     index("runs_cron").on(t.status, t.lastReceivedMs),
     index("runs_ws_time").on(t.workspaceId, t.lastFrameMs),

@@ -1,7 +1,7 @@
 import { HARNESSES } from "../../protocol/index.ts";
 import type { schema } from "../db/client.ts";
 
-type AgentRow = typeof schema.agents.$inferSelect;
+type AgentRow = Omit<typeof schema.agents.$inferSelect, "createdMs">;
 type HostRow = typeof schema.hosts.$inferSelect;
 
 /** Data pending longer than this makes an agent degraded (the wrap-an-agent page). */

@@ -88,7 +88,7 @@ export function runRowUpsert(d: Db, s: ChainSummary, now: number) {
   const { id: _id, workspaceId: _ws, hostId: _host, harness: _h, agent: _a, sessionId: _s, ...set } = values;
   return d
     .insert(schema.runs)
-    .values(values)
+    .values({ ...values, createdMs: now })
     .onConflictDoUpdate({ target: schema.runs.id, set, setWhere: sql`excluded.version > ${schema.runs.version}` });
 }
 

@@ -68,7 +68,12 @@ export const enroll = new Hono<AppEnv>().post(ROUTES.enroll, valid("json", Enrol
       spentHere,
     ),
     ...names.map((name) =>
-      insertWhere(c.env, schema.agents, { hostId, name, workspaceId: row.workspaceId, kind: agentKind(name), wrappedMs: now }, spentHere),
+      insertWhere(
+        c.env,
+        schema.agents,
+        { hostId, name, workspaceId: row.workspaceId, kind: agentKind(name), wrappedMs: now, createdMs: now },
+        spentHere,
+      ),
     ),
   ]);
   if (spent?.meta.changes !== 1) throw badToken();

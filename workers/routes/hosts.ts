@@ -9,6 +9,7 @@ import { AppError, notFound } from "../errors.ts";
 import { agentHealth, agentKind } from "../lib/health.ts";
 import { keysView, rotateHostKey, unenrollHost } from "../lib/host-keys.ts";
 import { hostPolicyPayload, touchHostPolicy } from "../lib/policy-store.ts";
+import { checkQuotas } from "../lib/quotas.ts";
 import { check, jsonBody, valid } from "../validate.ts";
 import type { AppEnv } from "../body.ts";
 
@@ -88,6 +89,7 @@ export const hostSelf = new Hono<AppEnv>()
     const report = check(HostReport, jsonBody(c, "host report"), "host report");
     const d = db(c.env);
     const now = Date.now();
+    await checkQuotas(d, host.id, { runs: [], names: report.agents.map((a, i) => ({ name: a.name, at: `agents[${i}]` })) }, now);
     const writes = report.agents.map((a) => {
       const pendingSince = a.pending_frames > 0 ? Math.min(a.oldest_pending_ms ?? now, now) : null;
       return d
@@ -98,6 +100,7 @@ export const hostSelf = new Hono<AppEnv>()
           workspaceId: host.workspaceId,
           kind: agentKind(a.name),
           wrappedMs: now,
+          createdMs: now,
           pendingSinceMs: pendingSince,
           hooksMissing: a.hooks_ok ? 0 : 1,
         })

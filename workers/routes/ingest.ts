@@ -15,6 +15,7 @@ import type { ChainIngestResult, ChainInit } from "../chain/types.ts";
 import { db, schema } from "../db/client.ts";
 import { AppError } from "../errors.ts";
 import { agentKind } from "../lib/health.ts";
+import { checkQuotas } from "../lib/quotas.ts";
 import { runRowUpsert } from "../lib/run-rows.ts";
 import { check, jsonBody } from "../validate.ts";
 import type { AppEnv } from "../body.ts";
@@ -105,9 +106,11 @@ export const ingest = new Hono<AppEnv>().post(ROUTES.ingest, async (c) => {
     .get();
   const batch = check(IngestRequest, jsonBody(c, "request body"), "batch");
   checkBatch(batch, host);
+  const now = Date.now();
+  const runs = batch.chains.flatMap((p, i) => (p.run ? [{ chain: p.chain, at: `chains[${i}]`, name: p.run.harness }] : []));
+  await checkQuotas(d, host.id, { runs, names: runs }, now);
   const mode = (await workspace)?.mode ?? "enforce";
   const keys = hostKeysOf(host);
-  const now = Date.now();
   const results = await Promise.all(
     batch.chains.map(async (part): Promise<{ part: Part; result: ChainIngestResult | null; ack: ChainAck }> => {
       try {
@@ -141,6 +144,7 @@ export const ingest = new Hono<AppEnv>().post(ROUTES.ingest, async (c) => {
           name,
           workspaceId: host.workspaceId,
           kind: agentKind(name),
+          createdMs: now,
           firstSeenMs: now,
           lastSeenMs: now,
           lastDeliveredMs: now,
