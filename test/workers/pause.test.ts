@@ -1,10 +1,10 @@
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { MAX_PAUSED_RUNS_PER_HOST, openPolicy, publicKeyOf, type SignedPolicy } from "../../protocol/index.ts";
-import { db, schema } from "../../workers/db/client.ts";
+import { db } from "../../workers/db/client.ts";
 import { pausedRunsOf } from "../../workers/lib/policy-store.ts";
 import { SERVER_SECRET } from "../support/sample-run.ts";
-import { enrollHost, hostCall, ingest, op, seedWorkspace, TestRun, type TestHost } from "./support.ts";
+import { enrollHost, hostCall, ingest, op, seedRuns, seedWorkspace, TestRun, type TestHost } from "./support.ts";
 
 let token: string;
 let workspaceId: string;
@@ -55,32 +55,11 @@ describe("each host's policy carries only its own pause state", () => {
   it("refuses a pause past the per-host limit with 409, and counts no run the computer has ended", async () => {
     const h = await enrollHost(token);
     const now = Date.now();
-    const row = (i: number, status: "live" | "sealed" | "ended", stopped: number) => ({
-      id: `run_${i.toString(16).padStart(32, "0")}`,
-      workspaceId,
-      hostId: h.id,
-      harness: "claude-code",
-      sessionId: `s${i}`,
-      status,
-      tier: "observe",
-      tierReason: "-",
-      grade: "inspect",
-      gradeReason: "-",
-      updatedMs: now,
-      lastReceivedMs: now,
-      pausedMs: now,
-      hostStopped: stopped,
-    });
-    const rows = [
-      ...Array.from({ length: MAX_PAUSED_RUNS_PER_HOST - 1 }, (_, i) => row(i + 1, "live", 0)),
-      ...Array.from({ length: 500 }, (_, i) => row(5000 + i, "sealed", 1)),
-      ...Array.from({ length: 500 }, (_, i) => row(9000 + i, "ended", 1)),
-    ];
-    const d = db(env);
-    for (let i = 0; i < rows.length; i += 100) {
-      const inserts = rows.slice(i, i + 100).map((r) => d.insert(schema.runs).values(r));
-      await d.batch(inserts as [(typeof inserts)[number], ...(typeof inserts)[number][]]);
-    }
+    const paused = { pausedMs: now, lastReceivedMs: now };
+    const range = (from: number, n: number) => Array.from({ length: n }, (_, i) => from + i);
+    await seedRuns(h, range(1, MAX_PAUSED_RUNS_PER_HOST - 1), () => ({ ...paused, status: "live" }));
+    await seedRuns(h, range(5000, 500), () => ({ ...paused, status: "sealed", hostStopped: 1 }));
+    await seedRuns(h, range(9000, 500), () => ({ ...paused, hostStopped: 1 }));
     const last = await liveRun(h);
     expect((await op(token, `/v1/runs/${last.chain}/pause`, { method: "POST" })).status).toBe(200);
     expect((await policyOf(h)).paused_runs).toHaveLength(MAX_PAUSED_RUNS_PER_HOST);

@@ -1,39 +1,13 @@
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { db, schema } from "../../workers/db/client.ts";
 import { AGENT_NAMES_PER_DAY, RUNS_PER_HOUR } from "../../workers/lib/quotas.ts";
-import { enrollHost, hostCall, ingest, seedWorkspace, TestRun, type TestHost } from "./support.ts";
+import { enrollHost, hostCall, ingest, seedRuns, seedWorkspace, TestRun } from "./support.ts";
 
 let token: string;
-let workspaceId: string;
 
 beforeAll(async () => {
-  ({ token, workspaceId } = await seedWorkspace());
+  ({ token } = await seedWorkspace());
 });
-
-async function seedRuns(host: TestHost, n: number, createdMs: number) {
-  const d = db(env);
-  const rows = Array.from({ length: n }, (_, i) =>
-    d.insert(schema.runs).values({
-      id: `run_${(i + 1).toString(16).padStart(32, "0")}`,
-      workspaceId,
-      hostId: host.id,
-      harness: "claude-code",
-      sessionId: `s${i}`,
-      status: "ended",
-      tier: "observe",
-      tierReason: "-",
-      grade: "inspect",
-      gradeReason: "-",
-      updatedMs: createdMs,
-      createdMs: createdMs + i,
-    }),
-  );
-  for (let i = 0; i < rows.length; i += 100) {
-    const chunk = rows.slice(i, i + 100);
-    await d.batch(chunk as [(typeof chunk)[number], ...(typeof chunk)[number][]]);
-  }
-}
 
 describe("per-host quotas", () => {
   it(`refuses new runs past ${RUNS_PER_HOUR} an hour with 429 and Retry-After, storing nothing; runs it already has go on`, async () => {
@@ -42,7 +16,11 @@ describe("per-host quotas", () => {
     existing.start();
     expect((await ingest(host, [existing.part()])).status).toBe(200);
     const startedAt = Date.now() - 30 * 60_000;
-    await seedRuns(host, RUNS_PER_HOUR - 2, startedAt);
+    await seedRuns(
+      host,
+      Array.from({ length: RUNS_PER_HOUR - 2 }, (_, i) => i + 1),
+      (i) => ({ createdMs: startedAt + i }),
+    );
     const a = new TestRun(host);
     const b = new TestRun(host);
     a.start();

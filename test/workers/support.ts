@@ -171,3 +171,32 @@ export async function ingest(host: TestHost, chains: unknown[]) {
   const res = await hostCall(host, "POST", "/v1/ingest", JSON.stringify({ chains }));
   return { status: res.status, body: (await res.json()) as { chains: Record<string, unknown>[]; error?: string; message?: string } };
 }
+
+/**
+ * Writes run rows straight into D1 (as many runs as a test needs, without a chain behind them):
+ * run `i` of `host`, ended, unless `extra(i)` says otherwise. D1 takes at most 100 statements a batch.
+ */
+export async function seedRuns(host: TestHost, ids: number[], extra: (i: number) => Partial<typeof schema.runs.$inferInsert> = () => ({})) {
+  const d = db(env);
+  const now = Date.now();
+  const inserts = ids.map((i) =>
+    d.insert(schema.runs).values({
+      id: `run_${i.toString(16).padStart(32, "0")}`,
+      workspaceId: host.workspaceId,
+      hostId: host.id,
+      harness: "claude-code",
+      sessionId: `s${i}`,
+      status: "ended",
+      tier: "observe",
+      tierReason: "-",
+      grade: "inspect",
+      gradeReason: "-",
+      updatedMs: now,
+      ...extra(i),
+    }),
+  );
+  for (let i = 0; i < inserts.length; i += 100) {
+    const chunk = inserts.slice(i, i + 100);
+    await d.batch(chunk as [(typeof chunk)[number], ...(typeof chunk)[number][]]);
+  }
+}
