@@ -45,7 +45,8 @@ const RECHECK_MS = 60_000;
 /**
  * Every key on record, newest first, after making sure the current one is: the first time the
  * server signs with a new key it is written with `not_before_ms` = now, and the key that signed
- * until then gets `not_after_ms` = now. When the retired key's secret is still configured
+ * until then gets `not_after_ms` = now (the first key ever recorded gets `not_before_ms` = 0: it
+ * has signed since before the record was kept). When the retired key's secret is still configured
  * (OXAGEN_PREVIOUS_SIGNING_KEY, an optional secret), it endorses the new key, so collectors that
  * pinned it learn the new one. A current key already retired (a rollback) is a 500: rotate forward.
  */
@@ -58,18 +59,31 @@ export async function serverKeys(env: Env, now = Date.now()): Promise<ServerKeyR
     // Optional: not in wrangler.toml's required secrets, so not in the generated Env.
     const previousHex = (env as unknown as { OXAGEN_PREVIOUS_SIGNING_KEY?: string }).OXAGEN_PREVIOUS_SIGNING_KEY;
     const previous = previousHex ? keyFrom(previousHex, "previous signing key") : null;
-    const next = { key_id: key.keyId, pub: bytesToHex(key.pub), not_before_ms: now };
-    const vouch = previous && rows.some((r) => r.keyId === previous.keyId) ? endorseKey(previous.secret, previous.keyId, next) : null;
-    await d.batch([
-      d
-        .update(t)
-        .set({ notAfterMs: now })
-        .where(and(isNull(t.notAfterMs), ne(t.keyId, key.keyId))),
-      d
+    // Before the first record the key (or, in a rotation, the previous one) has signed since the start.
+    const first = rows.length === 0;
+    const next = { key_id: key.keyId, pub: bytesToHex(key.pub), not_before_ms: first && !previous ? 0 : now };
+    const vouch = previous ? endorseKey(previous.secret, previous.keyId, next) : null;
+    const retire = d
+      .update(t)
+      .set({ notAfterMs: now })
+      .where(and(isNull(t.notAfterMs), ne(t.keyId, key.keyId)));
+    const record = d
+      .insert(t)
+      .values({
+        keyId: key.keyId,
+        publicKey: next.pub,
+        notBeforeMs: next.not_before_ms,
+        endorsedBy: vouch?.by ?? null,
+        endorsement: vouch?.sig ?? null,
+      })
+      .onConflictDoNothing();
+    if (first && previous) {
+      const earlier = d
         .insert(t)
-        .values({ keyId: key.keyId, publicKey: next.pub, notBeforeMs: now, endorsedBy: vouch?.by ?? null, endorsement: vouch?.sig ?? null })
-        .onConflictDoNothing(),
-    ]);
+        .values({ keyId: previous.keyId, publicKey: bytesToHex(previous.pub), notBeforeMs: 0, notAfterMs: now })
+        .onConflictDoNothing();
+      await d.batch([earlier, retire, record]);
+    } else await d.batch([retire, record]);
     rows = await d.select().from(t).all();
   }
   const mine = rows.find((r) => r.keyId === key.keyId);
