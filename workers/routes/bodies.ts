@@ -3,13 +3,12 @@ import { Hono } from "hono";
 import { BODY_HEADERS, BodyRole, bytesToHex, RunId, Sha256Hex, sha256 } from "../../protocol/index.ts";
 import { findCredentials } from "../../protocol/redact.ts";
 import { authenticateHost, requireActive } from "../auth/host.ts";
-import { requireMediaType } from "../body.ts";
 import { db, schema } from "../db/client.ts";
 import { AppError, notFound } from "../errors.ts";
 import { syncRun } from "../lib/run-rows.ts";
 import { parseRoles } from "../lib/policy-store.ts";
 import { check } from "../validate.ts";
-import type { AppEnv } from "../body.ts";
+import { type AppEnv, requireMediaType } from "../body.ts";
 
 /**
  * A body for a run, by its SHA-256. Checked in this order, each before anything is stored: size,
