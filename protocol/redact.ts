@@ -167,5 +167,8 @@ export function redact(text: string): RedactResult {
   return { text: out + text.slice(at), redactions };
 }
 
+/** Every detector's expression, in the order {@link findCredentials} runs them (benchmarks scan with these alone). */
+export const CREDENTIAL_PATTERNS: readonly RegExp[] = [...SPECIFIC, ...GENERIC].map((d) => new RegExp(d.re.source, d.re.flags));
+
 /** The kinds {@link findCredentials} can report. */
 export const CREDENTIAL_KINDS = [...new Set([...SPECIFIC, ...GENERIC].map((d) => d.kind))] as readonly string[];
