@@ -39,6 +39,14 @@ const COMMANDS: Record<string, Record<string, { summary: string; load: () => Pro
       summary: "change the wrapped harnesses or the workspace",
       load: () => command(import("./commands/reassign/index.ts"), (m) => m.reassign),
     },
+    "rotate-key": {
+      summary: "give this computer a new host key (the recorder must be stopped)",
+      load: () => command(import("./commands/rotate-key/index.ts"), (m) => m.rotateKey),
+    },
+    unenroll: {
+      summary: "remove this computer from its workspace and delete its enrollment",
+      load: () => command(import("./commands/unenroll/index.ts"), (m) => m.unenroll),
+    },
   },
 };
 

@@ -6,17 +6,20 @@
 import { z } from "zod";
 import { FrameWire } from "./chain.ts";
 import { AgentName, ChainId, HostId, Sha256Hex } from "./ids.ts";
-import { SignedLock } from "./lock.ts";
+import { utf8 } from "./bytes.ts";
+import { pae, SignedLock } from "./lock.ts";
 
 /** Route paths the collector calls. */
 export const ROUTES = {
   health: "/healthz",
   keys: "/v1/keys",
+  keyEndorsements: "/v1/keys/endorsements",
   enroll: "/v1/enroll",
   ingest: "/v1/ingest",
   body: (sha256: string) => `/v1/bodies/${sha256}`,
   policy: "/v1/policy",
   hostStatus: "/v1/host",
+  hostKey: "/v1/host/key",
   hostRun: (runId: string) => `/v1/host/runs/${runId}`,
 } as const;
 
@@ -119,3 +122,23 @@ export const HostStatus = z.strictObject({
   /** Each wrapped harness and custom agent with the health the Wrapped agents panel shows. */
   agents: z.array(z.strictObject({ name: z.string(), health: z.string(), reason: z.string() })),
 });
+
+/**
+ * `POST /v1/host/key` (signed with the host's current key): the host's new public key and the
+ * proof that the new key's holder asks for it, `proof` = Ed25519 by the new key over
+ * {@link hostKeyProofInput}. From then on requests are signed with the new key only.
+ */
+export const HostKeyRotation = z.strictObject({ public_key: Sha256Hex, proof: z.string().regex(/^[0-9a-f]{128}$/) });
+/** One of {@link HostKeyRotation}. */
+export type HostKeyRotation = z.infer<typeof HostKeyRotation>;
+
+/** The DSSE payload type of a key rotation's proof. */
+export const HOST_KEY_PAYLOAD_TYPE = "application/vnd.oxagen.host-key.v1";
+
+/** What a new host key signs to take over from the current one: `HOST "\n" NEW_PUB_HEX "\n" CURRENT_KEY_ID`. */
+export function hostKeyProofInput(hostId: string, newPublicKeyHex: string, currentKeyId: string): Uint8Array {
+  return pae(HOST_KEY_PAYLOAD_TYPE, utf8(`${hostId}\n${newPublicKeyHex}\n${currentKeyId}`));
+}
+
+/** The answer to a key rotation. */
+export const HostKeyAnswer = z.strictObject({ host_id: HostId, key_id: z.string(), retired_key_id: z.string() });

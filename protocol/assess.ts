@@ -5,7 +5,7 @@
  * @module
  */
 import { z } from "zod";
-import { type ParsedPayload, type PayloadTally, tallyPayloads } from "./frame-check.ts";
+import { emptyTally, type ParsedPayload, type PayloadTally, tallyPayloads } from "./frame-check.ts";
 import type { Gap } from "./gaps.ts";
 
 /** Enforcement tiers, from most to least. */
@@ -57,6 +57,35 @@ export function tallyCoverage(t: PayloadTally): CoverageFacts {
     bodies_named: t.mentions.length,
     bodies_not_kept: t.mentions.filter((m) => !m.kept).length,
     backfilled_frames: t.backfilled,
+  };
+}
+
+/** The coverage facts of no frames. */
+export function emptyCoverage(): CoverageFacts {
+  return tallyCoverage(emptyTally());
+}
+
+/**
+ * The coverage facts of two runs of frames, one after the other: every fact is a count, so each is
+ * the sum. A holder that counts its chain batch by batch adds each batch's facts with this.
+ */
+export function addCoverage(a: CoverageFacts, b: CoverageFacts): CoverageFacts {
+  const sum = (x: Record<string, number>, y: Record<string, number>) => {
+    const out = { ...x };
+    for (const [k, n] of Object.entries(y)) out[k] = (out[k] ?? 0) + n;
+    return sortKeys(out);
+  };
+  return {
+    frames: a.frames + b.frames,
+    by_path: sum(a.by_path, b.by_path),
+    by_kind: sum(a.by_kind, b.by_kind),
+    llm_calls_gateway: a.llm_calls_gateway + b.llm_calls_gateway,
+    llm_calls_transcript: a.llm_calls_transcript + b.llm_calls_transcript,
+    llm_calls_replayable: a.llm_calls_replayable + b.llm_calls_replayable,
+    enforced_hook_decisions: a.enforced_hook_decisions + b.enforced_hook_decisions,
+    bodies_named: a.bodies_named + b.bodies_named,
+    bodies_not_kept: a.bodies_not_kept + b.bodies_not_kept,
+    backfilled_frames: a.backfilled_frames + b.backfilled_frames,
   };
 }
 

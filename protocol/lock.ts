@@ -13,7 +13,7 @@ import { bytesToHex, utf8 } from "./bytes.ts";
 import { sha256 } from "./hash.ts";
 import { publicKeyOf, sign } from "./ed25519.ts";
 import { ChainId, HostId, Sha256Hex } from "./ids.ts";
-import { parseRecordJson, toRecordJson } from "./json.ts";
+import { readRecordJson, toRecordJson } from "./json.ts";
 import { keyIdFor } from "./ids.ts";
 import { LOCK_PAYLOAD_TYPE, lockSignatureValid, pae } from "./lock-signature.ts";
 
@@ -59,12 +59,22 @@ export function signLock(fields: Omit<LockPayload, "v" | "key_id">, secretKey: U
 
 const LOCK_MEMBERS = Object.keys(LockPayload.shape).join(",");
 
-/** Parses a lock's payload, checking its form and member order; throws with the reason when it is not a lock. */
+/** Reads a lock's payload, checking its form and member order: the payload, or why it is not a lock. */
+export function readLock(lock: SignedLock): { payload: LockPayload; problem: null } | { payload: null; problem: string } {
+  const read = readRecordJson(lock.payload);
+  if (read.problem !== null) return { payload: null, problem: read.problem };
+  const parsed = LockPayload.safeParse(read.value);
+  if (!parsed.success) return { payload: null, problem: parsed.error.message };
+  if (Object.keys(read.value as object).join(",") !== LOCK_MEMBERS)
+    return { payload: null, problem: `lock members are not in the order ${LOCK_MEMBERS}` };
+  return { payload: parsed.data, problem: null };
+}
+
+/** Parses a lock's payload (see {@link readLock}); throws with the reason when it is not a lock. */
 export function parseLock(lock: SignedLock): LockPayload {
-  const value = parseRecordJson(lock.payload);
-  const parsed = LockPayload.parse(value);
-  if (Object.keys(value as object).join(",") !== LOCK_MEMBERS) throw new Error(`lock members are not in the order ${LOCK_MEMBERS}`);
-  return parsed;
+  const read = readLock(lock);
+  if (read.problem !== null) throw new Error(read.problem);
+  return read.payload;
 }
 
 /** One problem found by {@link verifyLocks}. */

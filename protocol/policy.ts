@@ -16,6 +16,9 @@ import { HostId, RunId } from "./ids.ts";
 import { parseRecordJson, toRecordJson, type RecordJsonValue } from "./json.ts";
 import { pae } from "./lock.ts";
 
+/** The most paused runs a host's policy lists; pausing one more answers 409. */
+export const MAX_PAUSED_RUNS_PER_HOST = 1000;
+
 /** The DSSE payload type of a policy. */
 export const POLICY_PAYLOAD_TYPE = "application/vnd.oxagen.policy.v1+json";
 
@@ -50,10 +53,16 @@ export const BudgetClause = z.strictObject({
   limit_microusd: z.number().int().nonnegative(),
 });
 
-/** The policy a workspace hands its collectors. */
+/**
+ * The policy a workspace hands its collectors. The server signs one for each host: the
+ * workspace's clauses plus only that host's own pause state (its paused runs still live on it, and
+ * itself when suspended), with `host` naming it, so it cannot be handed to another host.
+ */
 export const Policy = z.strictObject({
   v: z.literal(1),
   workspace: z.string().min(1).max(128),
+  /** The host the policy was signed for; absent from the workspace's own copy. */
+  host: HostId.optional(),
   issued_ms: z.number().int().nonnegative(),
   mode: z.enum(["enforce", "observe"]),
   tools: z.array(ToolClause).max(500),
@@ -62,26 +71,42 @@ export const Policy = z.strictObject({
   /** Model name globs the gateway may forward; null allows every model. */
   models: z.array(glob).max(200).nullable(),
   budgets: z.array(BudgetClause).max(50),
-  paused_runs: z.array(RunId).max(10_000),
-  suspended_hosts: z.array(HostId).max(10_000),
-  retention: z.strictObject({ mode: z.enum(["keep", "digest_only"]), keep: z.array(BodyRole) }),
+  /** Runs an operator paused or sealed that may still be running on the host. */
+  paused_runs: z.array(RunId).max(MAX_PAUSED_RUNS_PER_HOST),
+  /** The host itself when it is suspended; otherwise empty. */
+  suspended_hosts: z.array(HostId).max(1),
+  retention: z.strictObject({
+    mode: z.enum(["keep", "digest_only"]),
+    keep: z
+      .array(BodyRole)
+      .max(BodyRole.options.length)
+      .refine((roles) => new Set(roles).size === roles.length, "a role is named twice"),
+  }),
 });
 /** One of {@link Policy}. */
 export type Policy = z.infer<typeof Policy>;
 
+/** The largest policy payload a collector accepts, in UTF-16 code units (the payload string's length). */
+export const MAX_POLICY_BYTES = 1_000_000;
+
 /** A signed policy as served and cached. */
 export const SignedPolicy = z.strictObject({
   payload_type: z.literal(POLICY_PAYLOAD_TYPE),
-  payload: z.string().min(2).max(1_000_000),
+  payload: z.string().min(2).max(MAX_POLICY_BYTES),
   key_id: z.string().regex(/^[0-9a-f]{16}$/),
   sig: z.string().regex(/^[0-9a-f]{128}$/),
 });
 /** One of {@link SignedPolicy}. */
 export type SignedPolicy = z.infer<typeof SignedPolicy>;
 
+/** A policy's payload: its Record JSON text, as signed. */
+export function policyPayload(policy: Policy): string {
+  return toRecordJson(Policy.parse(policy) as RecordJsonValue);
+}
+
 /** Signs a policy with the server's key. */
 export function signPolicy(policy: Policy, serverSecretKey: Uint8Array, serverKeyId: string): SignedPolicy {
-  const payload = toRecordJson(Policy.parse(policy) as RecordJsonValue);
+  const payload = policyPayload(policy);
   const sig = bytesToHex(sign(serverSecretKey, pae(POLICY_PAYLOAD_TYPE, utf8(payload))));
   return { payload_type: POLICY_PAYLOAD_TYPE, payload, key_id: serverKeyId, sig };
 }

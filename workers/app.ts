@@ -1,12 +1,14 @@
 import { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
+import { type AppEnv, readBodyFirst } from "./body.ts";
 import { AppError } from "./errors.ts";
+import { QuotaError } from "./lib/quotas.ts";
 import { agents } from "./routes/agents.ts";
 import { bench } from "./routes/bench.ts";
 import { bodies } from "./routes/bodies.ts";
 import { enroll } from "./routes/enroll.ts";
 import { health } from "./routes/health.ts";
-import { hostRuns, hosts, hostSelf } from "./routes/hosts.ts";
+import { hostLifecycle, hostRuns, hosts, hostSelf } from "./routes/hosts.ts";
 import { ingest } from "./routes/ingest.ts";
 import { keys } from "./routes/keys.ts";
 import { policy } from "./routes/policy.ts";
@@ -14,7 +16,10 @@ import { runs } from "./routes/runs.ts";
 import { tokens } from "./routes/tokens.ts";
 import { workspaces } from "./routes/workspaces.ts";
 
-export const app = new Hono<{ Bindings: Env }>();
+export const app = new Hono<AppEnv>();
+
+// Before any route: every body is read under its route's limit before authentication or parsing.
+app.use("*", readBodyFirst);
 
 app.route("/", health);
 app.route("/", keys);
@@ -23,6 +28,7 @@ app.route("/", ingest);
 app.route("/", bodies);
 app.route("/", policy);
 app.route("/", hostSelf);
+app.route("/", hostLifecycle);
 app.route("/", hostRuns);
 app.route("/", hosts);
 app.route("/", agents);
@@ -36,6 +42,7 @@ app.notFound((c) => c.json({ error: "not_found", message: "No such route." }, 40
 app.onError((err, c) => {
   if (err instanceof AppError) {
     if (err.status >= 500) console.error("server error", err.code, err.cause ?? err);
+    if (err instanceof QuotaError) c.header("Retry-After", String(err.retryAfterS));
     return c.json({ error: err.code, message: err.message, ...(err.issues !== undefined ? { issues: err.issues } : {}) }, err.status);
   }
   if (err instanceof HTTPException) {

@@ -1,5 +1,5 @@
 import { DurableObject } from "cloudflare:workers";
-import { signLock, lockHash, type Frame, type Gap } from "../protocol/index.ts";
+import type { Frame, Gap } from "../protocol/index.ts";
 import { ChainCore } from "./chain/core.ts";
 import { migrate } from "./chain/schema.ts";
 import type { ChainExport, ChainIngest, ChainIngestResult, ChainSummary, FramePage } from "./chain/types.ts";
@@ -42,60 +42,13 @@ export class ChainObject extends DurableObject<Env> {
   }
 
   /**
-   * Seals the run: a final lock signed by the server (unless a final lock is already stored),
-   * status `sealed`, and gaps for what the record still lacks (held frames, bodies never received).
-   * Later frames are refused and recorded as `frames_after_seal`. Idempotent.
+   * Seals the run: a final lock signed by the server key (unless a final lock is already stored),
+   * status `sealed`, and gaps for what the record still lacks. Later frames are refused and
+   * recorded as `frames_after_seal`. Idempotent.
    */
   seal(now: number): ChainSummary | null {
-    return this.ctx.storage.transactionSync(() => {
-      const st = this.#core.state();
-      if (!st) return null;
-      if (st.sealed) return this.#core.summary(st);
-      const held = this.ctx.storage.sql.exec<{ lo: number | null; n: number }>("SELECT min(seq) AS lo, count(*) AS n FROM held").one();
-      if (held.n > 0 && held.lo !== null) {
-        this.#core.addGap({
-          kind: "missing_frames",
-          from_seq: st.count,
-          to_seq: held.lo - 1,
-          count: held.lo - st.count,
-          detail: `frames ${st.count} to ${held.lo - 1} never arrived before the seal`,
-        });
-      }
-      const bodies = this.#core.missingBodiesGap();
-      if (bodies) this.#core.addGap(bodies);
-      if (!st.final) {
-        const key = serverKey(this.env);
-        const lock = signLock(
-          {
-            chain: st.chain,
-            lock_seq: st.lockNext,
-            count: st.count,
-            head: st.head,
-            prev_lock: st.lastLock,
-            t: now,
-            final: true,
-            signer: "server",
-            host: st.hostId,
-          },
-          key.secret,
-        );
-        this.ctx.storage.sql.exec(
-          "INSERT INTO locks (lock_seq, payload, sig, count, final, received_ms) VALUES (?, ?, ?, ?, 1, ?)",
-          st.lockNext,
-          lock.payload,
-          lock.sig,
-          st.count,
-          now,
-        );
-        st.lockNext++;
-        st.lastLock = lockHash(lock);
-        st.lockedCount = st.count;
-        st.final = true;
-      }
-      st.sealed = true;
-      st.status = "sealed";
-      return this.#core.bump(st);
-    });
+    const key = serverKey(this.env);
+    return this.ctx.storage.transactionSync(() => this.#core.seal(now, key.secret));
   }
 
   /** Notes that a body the chain may name is stored in R2. */
@@ -126,6 +79,19 @@ export class ChainObject extends DurableObject<Env> {
   exportData(): ChainExport | null {
     const st = this.#core.state();
     return st ? this.#core.exportData(st) : null;
+  }
+
+  /**
+   * Admits one signed request's nonce for this object's host (host chains only): true the first
+   * time, false for a nonce already admitted (a replay). A nonce is kept until `expiresMs`, the end
+   * of its request's time window; expired ones are dropped on the way.
+   */
+  admitNonce(nonce: string, expiresMs: number, now: number): boolean {
+    return this.ctx.storage.transactionSync(() => {
+      const sql = this.ctx.storage.sql;
+      sql.exec("DELETE FROM nonces WHERE expires_ms < ?", now);
+      return sql.exec("INSERT OR IGNORE INTO nonces (nonce, expires_ms) VALUES (?, ?)", nonce, expiresMs).rowsWritten > 0;
+    });
   }
 
   /** Bench floor only (the Worker gates it behind BENCH=1): writes rows with no checks and no hashing. */

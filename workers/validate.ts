@@ -1,9 +1,9 @@
-import type { Context } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import { validator } from "hono/validator";
 import { z } from "zod";
+import { fromUtf8 } from "../protocol/index.ts";
+import { type AppEnv, requireMediaType } from "./body.ts";
 import { AppError } from "./errors.ts";
-
-type Target = "json" | "query" | "param";
 
 /** Checks a value against a schema; a mismatch is a 400 `invalid_request` with the issues. */
 export function check<S extends z.ZodType>(schema: S, value: unknown, what: string): z.output<S> {
@@ -25,9 +25,41 @@ export function parseJson(text: string, what: string): unknown {
   }
 }
 
-/** The one validation middleware: every route's json, query and params go through it. */
-export function valid<T extends Target, S extends z.ZodType>(target: T, schema: S) {
-  return validator(target, (value, _c: Context) =>
-    check(schema, value, target === "json" ? "request body" : target === "query" ? "query" : "path"),
-  );
+/**
+ * The request's JSON body (read under its limit by `readBodyFirst`): 415 unless it is sent as
+ * JSON, 400 unless it is UTF-8 JSON. An empty body is `{}` when `emptyIs` says so.
+ */
+export function jsonBody(c: Context<AppEnv>, what: string, emptyIs?: unknown): unknown {
+  const bytes = c.var.body;
+  if (bytes.length === 0 && emptyIs !== undefined) return emptyIs;
+  requireMediaType(c.req.header("content-type"), "application/json");
+  let text: string;
+  try {
+    text = fromUtf8(bytes);
+  } catch {
+    throw new AppError(400, "invalid_request", `The ${what} is not UTF-8.`);
+  }
+  return parseJson(text, what);
+}
+
+type Target = "json" | "query" | "param";
+type Validated<T extends Target, S extends z.ZodType> = MiddlewareHandler<
+  AppEnv,
+  string,
+  { in: { [K in T]: z.input<S> }; out: { [K in T]: z.output<S> } }
+>;
+
+/**
+ * The one validation middleware: every route's JSON body, query and params go through it. A JSON
+ * body must come as JSON (415 otherwise); no body at all is `{}`.
+ */
+export function valid<T extends Target, S extends z.ZodType>(target: T, schema: S): Validated<T, S> {
+  if (target === "json") {
+    const json: MiddlewareHandler<AppEnv> = async (c, next) => {
+      c.req.addValidatedData("json", check(schema, jsonBody(c, "request body", {}), "request body") as object);
+      await next();
+    };
+    return json as unknown as Validated<T, S>;
+  }
+  return validator(target, (value) => check(schema, value, target === "query" ? "query" : "path")) as unknown as Validated<T, S>;
 }

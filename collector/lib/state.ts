@@ -36,6 +36,21 @@ export const HostConfig = z.strictObject({
    * `tacho enroll` adds it (withHookSecret) and the recorder then checks it.
    */
   hook_secret: Sha256Hex.optional(),
+  /**
+   * Host keys `tacho rotate-key` retired, kept only to lock the chains they began (`chains`) until
+   * those end: one key locks a chain from its first lock to its last.
+   */
+  previous_keys: z
+    .array(
+      z.strictObject({
+        secret_key: Sha256Hex,
+        public_key: Sha256Hex,
+        key_id: z.string().regex(/^[0-9a-f]{16}$/),
+        retired_ms: z.number().int().nonnegative(),
+        chains: z.array(z.string()),
+      }),
+    )
+    .optional(),
 });
 /** One of {@link HostConfig}. */
 export type HostConfig = z.infer<typeof HostConfig>;

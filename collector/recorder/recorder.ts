@@ -60,6 +60,8 @@ export class Recorder {
   /** Harness processes of sessions that reported one; a session whose process is gone is ended. */
   processes = new HarnessProcesses(null, () => {});
   readonly #secret: Uint8Array;
+  /** Chains a retired key began: they are locked with it to the end (see HostConfig.previous_keys). */
+  readonly #chainKeys = new Map<string, Uint8Array>();
   /** When each harness's hooks last reached the recorder (tacho status: Codex hooks trusted yet?). */
   readonly seen: Record<string, number> = {};
   /** Per-session memory the harness adapters keep across events (Cursor's last reply). */
@@ -73,6 +75,7 @@ export class Recorder {
     this.host = host;
     this.policy = policy;
     this.#secret = fromHex(host.secret_key, 32);
+    for (const k of host.previous_keys ?? []) for (const chain of k.chains) this.#chainKeys.set(chain, fromHex(k.secret_key, 32));
   }
 
   /** The request with its event in the canonical shape the mapper reads; null when it is not recorded. */
@@ -274,7 +277,7 @@ export class Recorder {
   }
 
   #commit(rec: ChainRecord, steps: Step[], t0: number, opts: { id: string | null; answer?: unknown; final: boolean }): void {
-    const key = { secretKey: this.#secret, hostId: this.host.host_id };
+    const key = { secretKey: this.#chainKeys.get(rec.chain) ?? this.#secret, hostId: this.host.host_id };
     appendSteps(this.journal, rec, steps, {
       t: t0,
       lock: steps.length === 0 || opts.final,

@@ -1,6 +1,7 @@
-import { AgentName, fromHex, type HostReport, ROUTES, signRequest } from "../../protocol/index.ts";
+import { AgentName, type HostReport, ROUTES } from "../../protocol/index.ts";
 import { adapterFor } from "../harnesses/index.ts";
 import { hookState, readConfig } from "../harnesses/settings.ts";
+import { hostFetch } from "../lib/server.ts";
 import type { HostConfig } from "../lib/state.ts";
 import type { RecorderStatus } from "./status.ts";
 
@@ -44,11 +45,7 @@ export function hostReport(host: HostConfig, status: Pick<RecorderStatus, "chain
 /** Sends the report (POST /v1/host, host-signed). Best effort: the next report follows soon. */
 export async function sendReport(host: HostConfig, report: HostReport): Promise<void> {
   const body = new TextEncoder().encode(JSON.stringify(report));
-  const headers = signRequest(fromHex(host.secret_key, 32), host.host_id, "POST", ROUTES.hostStatus, body, Date.now());
-  await fetch(new URL(ROUTES.hostStatus, host.server), {
-    method: "POST",
-    headers: { ...headers, "content-type": "application/json" },
-    body,
-    signal: AbortSignal.timeout(10_000),
-  }).catch(() => undefined);
+  await hostFetch(host, ROUTES.hostStatus, { method: "POST", body, headers: { "content-type": "application/json" }, timeoutMs: 10_000 })
+    .then((res) => res.body?.cancel())
+    .catch(() => undefined);
 }

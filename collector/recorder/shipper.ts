@@ -1,15 +1,14 @@
 import {
+  BODY_HEADERS,
   type ChainAck,
-  fromHex,
   IngestAnswer,
+  type IngestRequest,
   MAX_BATCH_FRAMES,
   ROUTES,
-  BODY_HEADERS,
-  signRequest,
-  utf8,
-  type IngestRequest,
   type SignedLock,
+  utf8,
 } from "../../protocol/index.ts";
+import { hostFetch } from "../lib/server.ts";
 import type { HostConfig } from "../lib/state.ts";
 import { lockSeqOf, type ChainRecord, type Journal, type JournalFrame } from "./journal.ts";
 
@@ -29,9 +28,12 @@ const BODY_FINAL = new Set([400, 409, 413, 422]);
 
 class Retry extends Error {
   readonly afterMs: number | null;
-  constructor(message: string, afterMs: number | null) {
+  /** The answer's text, for a 429 that may name the chains over a quota. */
+  readonly answer: string | null;
+  constructor(message: string, afterMs: number | null, answer: string | null = null) {
     super(message);
     this.afterMs = afterMs;
+    this.answer = answer;
   }
 }
 
@@ -181,35 +183,48 @@ export class Shipper {
     return chains.length ? { body: { chains }, recs } : null;
   }
 
-  async #post(path: string, method: string, body: Uint8Array, extra: Record<string, string>): Promise<Response> {
-    const headers = { ...signRequest(fromHex(this.#host.secret_key, 32), this.#host.host_id, method, path, body, Date.now()), ...extra };
+  async #post(path: string, method: "POST" | "PUT", body: Uint8Array, headers: Record<string, string>): Promise<Response> {
     let res: Response;
     try {
-      res = await fetch(new URL(path, this.#host.server), {
-        method,
-        headers,
-        body: body as Uint8Array<ArrayBuffer>,
-        signal: AbortSignal.timeout(60_000),
-      });
+      res = await hostFetch(this.#host, path, { method, body, headers, timeoutMs: 60_000 });
     } catch (err) {
       throw new Retry(`${method} ${path}: ${(err as Error & { cause?: Error }).cause?.message ?? (err as Error).message}`, null);
     }
     if (RETRYABLE.has(res.status) || res.status >= 500) {
       const after = RETRYABLE.has(res.status) ? retryAfterMs(res.headers.get("retry-after"), Date.now()) : null;
-      await res.body?.cancel();
-      throw new Retry(`${method} ${path}: HTTP ${res.status}`, after);
+      const answer = res.status === 429 ? await res.text().catch(() => null) : null;
+      if (answer === null) await res.body?.cancel();
+      throw new Retry(`${method} ${path}: HTTP ${res.status}${answer ? ` ${answer.slice(0, 300)}` : ""}`, after, answer);
     }
     return res;
   }
 
   async #ship(batch: Batch): Promise<void> {
     for (const chain of batch.recs.keys()) this.#sent.delete(chain);
-    const res = await this.#post(ROUTES.ingest, "POST", utf8(JSON.stringify(batch.body)), { "content-type": "application/json" });
+    let res: Response;
+    try {
+      res = await this.#post(ROUTES.ingest, "POST", utf8(JSON.stringify(batch.body)), { "content-type": "application/json" });
+    } catch (err) {
+      // Over a quota (429) for some chains: those wait out Retry-After, the others go in the next batch.
+      const named = err instanceof Retry && err.answer ? refusedChains(safeJson(err.answer), batch.recs, "quota_exceeded") : null;
+      if (!named) throw err;
+      const until = Date.now() + ((err as Retry).afterMs ?? this.#opts.maxMs);
+      for (const chain of named) this.#refusedUntil.set(chain, until);
+      this.lastError = (err as Retry).message;
+      this.#opts.log(`ship: ${this.lastError}; the other chains go on`);
+      return;
+    }
     const text = await res.text();
     if (!res.ok) {
-      // Not retryable by its status: it will not succeed as it is. Keep everything, surface it, wait long.
-      for (const chain of batch.recs.keys()) this.#refusedUntil.set(chain, Date.now() + this.#opts.maxMs);
-      throw new Retry(`ingest refused: HTTP ${res.status} ${text.slice(0, 300)}`, this.#opts.maxMs);
+      // Not retryable by its status: it will not succeed as it is. Keep everything and surface it.
+      // When the server names the chains at fault, only they wait; the others go in the next batch.
+      const named = refusedChains(safeJson(text), batch.recs);
+      for (const chain of named ?? batch.recs.keys()) this.#refusedUntil.set(chain, Date.now() + this.#opts.maxMs);
+      const why = `ingest refused: HTTP ${res.status} ${text.slice(0, 300)}`;
+      if (!named) throw new Retry(why, this.#opts.maxMs);
+      this.lastError = why;
+      this.#opts.log(`ship: ${why}; the other chains go on`);
+      return;
     }
     const answer = IngestAnswer.safeParse(safeJson(text));
     if (!answer.success) throw new Retry("ingest answer is not an IngestAnswer", null);
@@ -274,6 +289,18 @@ export class Shipper {
       }
     }
   }
+}
+
+/** The chains of the batch an error answer (`invalid_batch`, or `error`) names as at fault, or null when it names none of them. */
+function refusedChains(answer: unknown, sent: Map<string, unknown>, error = "invalid_batch"): Set<string> | null {
+  const issues = (answer as { error?: unknown; issues?: unknown } | null)?.issues;
+  if ((answer as { error?: unknown } | null)?.error !== error || !Array.isArray(issues)) return null;
+  const named = new Set<string>();
+  for (const issue of issues) {
+    const chain = (issue as { chain?: unknown } | null)?.chain;
+    if (typeof chain === "string" && sent.has(chain)) named.add(chain);
+  }
+  return named.size > 0 ? named : null;
 }
 
 function safeJson(text: string): unknown {

@@ -122,7 +122,17 @@ try {
     const start = performance.now();
     const res = await fetch(`${url}/v1/ingest`, {
       method: "POST",
-      headers: { "content-type": "application/json", ...signRequest(secret, hostId, "POST", "/v1/ingest", body, Date.now()) },
+      headers: {
+        "content-type": "application/json",
+        ...signRequest(secret, {
+          origin: url,
+          method: "POST",
+          pathAndQuery: "/v1/ingest",
+          hostId,
+          headers: { "content-type": "application/json" },
+          body,
+        }),
+      },
       body,
     });
     const answer = (await res.json()) as { chains?: { stored: number; status: string }[] };

@@ -159,4 +159,44 @@ describe("recorder shipping", () => {
     expect(status(home.dir)!.policy_etag).toBe(cached.etag);
     await sleep(10);
   });
+
+  it("keeps shipping the other chains when the server refuses a batch for one chain it names", async () => {
+    const port = await freePort();
+    const server = new StubServer();
+    servers.push(server);
+    const bad = runIdFor(HOST, "bad-agent", "bad-1");
+    const good = runIdFor(HOST, "good-agent", "good-1");
+    server.invalidChains.add(bad);
+    const home = await makeHome({ server: `http://127.0.0.1:${port}` });
+    const d = await startDaemon(home, FAST);
+    running.push(d);
+    await agentEvent(home, "bad-agent", { session_id: "bad-1", hook_event_name: "SessionStart" });
+    await agentEvent(home, "good-agent", { session_id: "good-1", hook_event_name: "SessionStart" });
+    await agentEvent(home, "good-agent", { session_id: "good-1", hook_event_name: "UserPromptSubmit", prompt: "go" });
+    await server.start(port);
+    await until(() => server.stored(good).length === 2);
+    expect(server.stored(bad)).toEqual([]);
+    await until(() => status(home.dir)?.last_error?.includes(bad));
+    expect(readJournal(home).get(bad)!.frames.length).toBe(1);
+  });
+
+  it("holds back only the chains a 429 names as over a quota, and ships them once the quota allows", async () => {
+    const port = await freePort();
+    const server = new StubServer();
+    servers.push(server);
+    const busy = runIdFor(HOST, "busy-agent", "busy-1");
+    const calm = runIdFor(HOST, "calm-agent", "calm-1");
+    server.overQuota.add(busy);
+    const home = await makeHome({ server: `http://127.0.0.1:${port}` });
+    const d = await startDaemon(home, FAST);
+    running.push(d);
+    await agentEvent(home, "busy-agent", { session_id: "busy-1", hook_event_name: "SessionStart" });
+    await agentEvent(home, "calm-agent", { session_id: "calm-1", hook_event_name: "SessionStart" });
+    await server.start(port);
+    await until(() => server.stored(calm).length === 1);
+    expect(server.stored(busy)).toEqual([]);
+    await until(() => status(home.dir)?.last_error?.includes("quota"));
+    server.overQuota.clear();
+    await until(() => server.stored(busy).length === 1);
+  });
 });

@@ -225,3 +225,28 @@ describe("redact", () => {
     expect(redact("PASSWORD=hunter2hunter2").redactions).toHaveLength(1);
   });
 });
+
+describe("findCredentials: work", () => {
+  // Hostile bodies: each is dense with candidate credentials, so any step that compares a candidate
+  // with every credential already found grows with the square of the size.
+  const HOSTILE = ['token="', "bearer aaaaaaaaaaaaaaaaaaaa ", 'api_key="', "eyJaaaaa.", "token=", "x://a:b@"];
+  const MIB = 1024 * 1024;
+
+  for (const unit of HOSTILE) {
+    it(`takes at most one step per character on 1 MiB of ${JSON.stringify(unit)} repeated`, () => {
+      const text = unit.repeat(Math.ceil(MIB / unit.length)).slice(0, MIB);
+      const work = { steps: 0 };
+      findCredentials(text, work);
+      expect(work.steps).toBeLessThanOrEqual(text.length);
+    });
+  }
+
+  it("counts its steps in proportion to the size: twice the text, at most twice the steps (+1 %)", () => {
+    const steps = (n: number) => {
+      const work = { steps: 0 };
+      findCredentials('token="'.repeat(n), work);
+      return work.steps;
+    };
+    expect(steps(40_000)).toBeLessThanOrEqual(2.02 * steps(20_000));
+  });
+});

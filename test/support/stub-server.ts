@@ -8,11 +8,13 @@ import {
   parseLock,
   policyEtag,
   requestProblem,
+  SIGNED_HEADERS,
   sha256Hex,
   signPolicy,
   verifyChain,
   type ChainAck,
   type Frame,
+  type KeyEndorsement,
   type Policy,
   type SignedLock,
 } from "../../protocol/index.ts";
@@ -33,10 +35,21 @@ export class StubServer {
   readonly loseOnce = new Set<number>();
   /** Every chain part received: which seqs it carried. */
   readonly received: { chain: string; seqs: number[] }[] = [];
+  /** Chains over a quota: a batch carrying one is a 429 naming them, with Retry-After: 1. */
+  readonly overQuota = new Set<string>();
+  /** Chains whose parts make the whole batch a 400 invalid_batch naming them (as the server's checks do). */
+  readonly invalidChains = new Set<string>();
   /** Runs the server says it holds (GET /v1/host/runs/:id), besides those ingested. */
   readonly heldRuns = new Set<string>();
   requests = 0;
   policy: Policy = defaultPolicy("ws_test", 1);
+  /** The server key policies are signed with (the sample server key unless a test rotates it). */
+  signingKey: { secret: Uint8Array; keyId: string } | null = null;
+  /** What GET /v1/keys/endorsements answers. */
+  endorsements: KeyEndorsement[] = [];
+  /** The host the served policy names: the caller (undefined), another one, or none (null). */
+  policyHost: string | null | undefined = undefined;
+  readonly #nonces = new Set<string>();
   #server: Server | null = null;
   port = 0;
 
@@ -76,18 +89,29 @@ export class StubServer {
       this.unavailable--;
       return { status: 503, body: { error: "unavailable", message: "try later" }, headers: { "retry-after": "1" } };
     }
+    if (req.method === "GET" && req.url === "/v1/keys/endorsements") return { status: 200, body: { endorsements: this.endorsements } };
     const h = (n: string) => (req.headers[n] as string | undefined) ?? null;
     const problem = requestProblem(
       HOST_PUBLIC,
-      { host: h(AUTH_HEADERS.host), time: h(AUTH_HEADERS.time), signature: h(AUTH_HEADERS.signature) },
-      req.method!,
-      req.url!,
-      bytes,
+      { host: h(AUTH_HEADERS.host), time: h(AUTH_HEADERS.time), nonce: h(AUTH_HEADERS.nonce), signature: h(AUTH_HEADERS.signature) },
+      {
+        origin: `http://${req.headers.host}`,
+        method: req.method!,
+        pathAndQuery: req.url!,
+        headers: Object.fromEntries(SIGNED_HEADERS.map((n) => [n, h(n)])),
+        body: bytes,
+      },
       Date.now(),
     );
     if (problem) return { status: 401, body: { error: "unauthorized", message: problem } };
+    if (this.#nonces.has(h(AUTH_HEADERS.nonce)!)) return { status: 401, body: { error: "replayed", message: "nonce seen before" } };
+    this.#nonces.add(h(AUTH_HEADERS.nonce)!);
     if (req.method === "GET" && req.url === "/v1/policy") {
-      const signed = signPolicy(this.policy, SERVER_SECRET, SERVER_KEY_ID);
+      // As the server does: each host's policy names it (unless a test says otherwise).
+      const named = this.policyHost === undefined ? h(AUTH_HEADERS.host)! : this.policyHost;
+      const { host: _host, ...rest } = this.policy;
+      const signer = this.signingKey ?? { secret: SERVER_SECRET, keyId: SERVER_KEY_ID };
+      const signed = signPolicy(named === null ? rest : { ...rest, host: named }, signer.secret, signer.keyId);
       const etag = policyEtag(signed);
       if (h("if-none-match") === `"${etag}"`) return { status: 304, body: null };
       return { status: 200, body: signed, headers: { etag: `"${etag}"` } };
@@ -101,6 +125,15 @@ export class StubServer {
     if (req.method === "POST" && req.url === "/v1/ingest") {
       const parsed = IngestRequest.safeParse(JSON.parse(bytes.toString("utf8")));
       if (!parsed.success) return { status: 400, body: { error: "invalid_request", message: parsed.error.message } };
+      const invalid = parsed.data.chains.flatMap((part, i) =>
+        this.invalidChains.has(part.chain) ? [{ chain: part.chain, at: `chains[${i}]`, problem: "refused by the test" }] : [],
+      );
+      if (invalid.length > 0) return { status: 400, body: { error: "invalid_batch", message: "refused as a whole", issues: invalid } };
+      const over = parsed.data.chains.flatMap((part, i) =>
+        this.overQuota.has(part.chain) ? [{ chain: part.chain, at: `chains[${i}]`, problem: "over quota" }] : [],
+      );
+      if (over.length > 0)
+        return { status: 429, body: { error: "quota_exceeded", message: "over quota", issues: over }, headers: { "retry-after": "1" } };
       return { status: 200, body: { chains: parsed.data.chains.map((part) => this.#take(part)) } };
     }
     const held = /^\/v1\/host\/runs\/(run_[0-9a-f]{32})$/.exec(req.url!);

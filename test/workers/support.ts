@@ -55,8 +55,12 @@ export function hostCall(
   now = Date.now(),
 ) {
   const bytes = typeof body === "string" ? utf8(body) : body;
-  const headers = { ...signRequest(host.secret, host.id, method, path, bytes, now), ...extra };
-  if (method !== "GET" && !("content-type" in extra)) headers["content-type"] = "application/json";
+  const sent: Record<string, string> =
+    method !== "GET" && !("content-type" in extra) ? { "content-type": "application/json", ...extra } : extra;
+  const headers = {
+    ...sent,
+    ...signRequest(host.secret, { origin: BASE, method, pathAndQuery: path, hostId: host.id, headers: sent, body: bytes, time: now }),
+  };
   return exports.default.fetch(`${BASE}${path}`, { method, headers, body: method === "GET" ? undefined : (bytes as BodyInit) });
 }
 
@@ -166,4 +170,33 @@ export class TestRun {
 export async function ingest(host: TestHost, chains: unknown[]) {
   const res = await hostCall(host, "POST", "/v1/ingest", JSON.stringify({ chains }));
   return { status: res.status, body: (await res.json()) as { chains: Record<string, unknown>[]; error?: string; message?: string } };
+}
+
+/**
+ * Writes run rows straight into D1 (as many runs as a test needs, without a chain behind them):
+ * run `i` of `host`, ended, unless `extra(i)` says otherwise. D1 takes at most 100 statements a batch.
+ */
+export async function seedRuns(host: TestHost, ids: number[], extra: (i: number) => Partial<typeof schema.runs.$inferInsert> = () => ({})) {
+  const d = db(env);
+  const now = Date.now();
+  const inserts = ids.map((i) =>
+    d.insert(schema.runs).values({
+      id: `run_${i.toString(16).padStart(32, "0")}`,
+      workspaceId: host.workspaceId,
+      hostId: host.id,
+      harness: "claude-code",
+      sessionId: `s${i}`,
+      status: "ended",
+      tier: "observe",
+      tierReason: "-",
+      grade: "inspect",
+      gradeReason: "-",
+      updatedMs: now,
+      ...extra(i),
+    }),
+  );
+  for (let i = 0; i < inserts.length; i += 100) {
+    const chunk = inserts.slice(i, i + 100);
+    await d.batch(chunk as [(typeof chunk)[number], ...(typeof chunk)[number][]]);
+  }
 }

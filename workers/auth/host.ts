@@ -1,6 +1,18 @@
 import { and, eq, isNull, lt, or } from "drizzle-orm";
 import type { Context } from "hono";
-import { AUTH_HEADERS, fromHex, requestProblem } from "../../protocol/index.ts";
+import { z } from "zod";
+import {
+  AUTH_HEADERS,
+  type AuthHeaders,
+  authHeadersProblem,
+  fromHex,
+  hostChainId,
+  publicKeyOf,
+  REQUEST_WINDOW_MS,
+  requestProblem,
+  SIGNED_HEADERS,
+} from "../../protocol/index.ts";
+import type { AppEnv } from "../body.ts";
 import { db, schema } from "../db/client.ts";
 import { AppError } from "../errors.ts";
 
@@ -9,26 +21,43 @@ export type HostRow = typeof schema.hosts.$inferSelect;
 
 const SEEN_EVERY_MS = 30_000;
 
+let stand_in: Uint8Array | null = null;
+// A key no host holds: an unknown host's request is checked against it, so it costs what a known one does.
+function standInKey(): Uint8Array {
+  stand_in ??= publicKeyOf(new Uint8Array(32).fill(0x5a));
+  return stand_in;
+}
+
+const refuse = (why: string) => new AppError(401, "bad_signature", `The request is not signed by an enrolled host: ${why}.`);
+
 /**
  * Authenticates a collector call signed with its host key (protocol/auth.ts) over the exact body
- * bytes. Unknown host and bad signature are both 401 with the same sentence. The caller decides
- * what a suspended host may still do (it may read its policy, to learn it is suspended).
+ * bytes, the server's origin and the headers the server acts on. An unknown host and a signature
+ * that does not verify get the same answer after the same work. Each nonce is admitted once (in
+ * the host's own chain object), so a replay inside the time window is refused too. The caller
+ * decides what a suspended host may still do.
  */
-export async function authenticateHost(c: Context<{ Bindings: Env }>, body: Uint8Array): Promise<HostRow> {
-  const headers = {
+export async function authenticateHost(c: Context<AppEnv>): Promise<HostRow> {
+  const h: AuthHeaders = {
     host: c.req.header(AUTH_HEADERS.host) ?? null,
     time: c.req.header(AUTH_HEADERS.time) ?? null,
+    nonce: c.req.header(AUTH_HEADERS.nonce) ?? null,
     signature: c.req.header(AUTH_HEADERS.signature) ?? null,
   };
-  const refuse = (why: string) => new AppError(401, "bad_signature", `The request is not signed by an enrolled host: ${why}.`);
-  if (!headers.host || !headers.time || !headers.signature) throw refuse("missing host signature headers");
-  if (headers.host.length > 64) throw refuse("unknown host");
-  const host = await db(c.env).select().from(schema.hosts).where(eq(schema.hosts.id, headers.host)).get();
-  if (!host) throw refuse("unknown host");
-  const url = new URL(c.req.url);
   const now = Date.now();
-  const problem = requestProblem(fromHex(host.publicKey, 32), headers, c.req.method, url.pathname + url.search, body, now);
-  if (problem) throw refuse(problem);
+  const read = authHeadersProblem(h, now);
+  if ("problem" in read) throw refuse(read.problem);
+  const row = h.host!.length <= 64 ? await db(c.env).select().from(schema.hosts).where(eq(schema.hosts.id, h.host!)).get() : undefined;
+  const host = row && row.status !== "unenrolled" ? row : null;
+  const url = new URL(c.req.url);
+  const headers = Object.fromEntries(SIGNED_HEADERS.map((name) => [name, c.req.header(name) ?? null]));
+  const request = { origin: url.origin, method: c.req.method, pathAndQuery: url.pathname + url.search, headers, body: c.var.body };
+  const problem = requestProblem(host ? fromHex(host.publicKey, 32) : standInKey(), h, request, now);
+  if (problem || !host) throw refuse("the signature does not verify under an enrolled host's key");
+  const hostChain = c.env.CHAINS.get(c.env.CHAINS.idFromName(hostChainId(host.id)));
+  if (!(await hostChain.admitNonce(h.nonce!, read.time + REQUEST_WINDOW_MS, now))) {
+    throw new AppError(401, "replayed", "This request was received before; every request is signed afresh, with a new nonce.");
+  }
   if (host.lastSeenMs !== null && host.lastSeenMs >= now - SEEN_EVERY_MS) return host;
   await db(c.env)
     .update(schema.hosts)
@@ -37,16 +66,29 @@ export async function authenticateHost(c: Context<{ Bindings: Env }>, body: Uint
   return host;
 }
 
+/** One of a host's earlier keys, as `hosts.retired_keys` holds it. */
+export const RetiredKey = z.strictObject({
+  key_id: z.string(),
+  pub: z.string(),
+  not_before_ms: z.number().int(),
+  not_after_ms: z.number().int(),
+});
+/** One of {@link RetiredKey}. */
+export type RetiredKey = z.infer<typeof RetiredKey>;
+
+/** A host's earlier keys; a row that does not hold them is a fault (500). */
+export function retiredKeysOf(host: Pick<HostRow, "retiredKeys">): RetiredKey[] {
+  const parsed = z.array(RetiredKey).safeParse(JSON.parse(host.retiredKeys));
+  if (!parsed.success) throw new AppError(500, "internal", "The host's key history is damaged.", { cause: parsed.error });
+  return parsed.data;
+}
+
+/** Every key the host holds or held, the current one first (what a chain's first lock may be signed with). */
+export function hostKeysOf(host: HostRow): { keyId: string; pub: string }[] {
+  return [{ keyId: host.keyId, pub: host.publicKey }, ...retiredKeysOf(host).map((k) => ({ keyId: k.key_id, pub: k.pub }))];
+}
+
 /** Refuses a suspended host with 403. */
 export function requireActive(host: HostRow): void {
   if (host.status === "suspended") throw new AppError(403, "host_suspended", "This computer is suspended by an operator.");
-}
-
-/** Reads a request body with a size limit, as bytes (413 beyond it). */
-export async function readBody(c: Context, limit: number): Promise<Uint8Array> {
-  const declared = Number(c.req.header("content-length") ?? "0");
-  if (declared > limit) throw new AppError(413, "too_large", `The request body is over ${limit} bytes.`);
-  const bytes = new Uint8Array(await c.req.arrayBuffer());
-  if (bytes.length > limit) throw new AppError(413, "too_large", `The request body is over ${limit} bytes.`);
-  return bytes;
 }

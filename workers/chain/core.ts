@@ -1,4 +1,5 @@
 import {
+  addCoverage,
   bodyMentions,
   bytesToHex,
   type ChainAck,
@@ -10,10 +11,12 @@ import {
   fromHex,
   type Gap,
   type ParsedPayload,
+  parseLock,
   replayGrade,
+  signLock,
 } from "../../protocol/index.ts";
-import { takeLocks } from "./locks.ts";
-import { type ChainState, loadState, mergeFacts, newState, saveState } from "./state.ts";
+import { heldRange, storeLock, takeLocks } from "./locks.ts";
+import { type ChainState, loadState, newState, saveState } from "./state.ts";
 import type { ChainExport, ChainIngest, ChainIngestResult, ChainSummary, FramePage } from "./types.ts";
 
 const FLAG_GAPS = 1;
@@ -93,6 +96,9 @@ export class ChainCore {
         }
       } else if (st.final) {
         refused.push(frame.seq);
+        // Still news from the computer: the session goes on (or ends) there, though the record is closed.
+        st.lastReceivedMs = part.now;
+        if (frame.kind === "agent_stop") st.hostStopped = true;
       } else if (frame.seq === st.count) {
         append(frame, part.now);
         // Most batches arrive in order: skip the lookup for a held successor when nothing is held.
@@ -128,20 +134,20 @@ export class ChainCore {
       const to = refused.at(-1)!;
       const kind = st.sealed ? "frames_after_seal" : "broken_chain";
       const why = st.sealed ? "the run was sealed by an operator" : "the chain has a final lock";
-      changed =
-        this.addGap({
-          kind,
-          from_seq: from,
-          to_seq: to,
-          count: refused.length,
-          detail: `frames ${from} to ${to} arrived after ${why}; they were refused`,
-        }) || changed;
+      this.addGap({
+        kind,
+        from_seq: from,
+        to_seq: to,
+        count: refused.length,
+        detail: `frames ${from} to ${to} arrived after ${why}; they were refused`,
+      });
+      changed = true;
       ack.status = "refused";
       ack.message = `${refused.length} frames refused: ${why}`;
     }
     if (appended.length > 0) {
       st.head = bytesToHex(head);
-      st.facts = mergeFacts(
+      st.facts = addCoverage(
         st.facts,
         coverageFacts(
           appended.map((a) => a.frame.kind),
@@ -150,7 +156,7 @@ export class ChainCore {
       );
       changed = true;
     }
-    changed = takeLocks(this.#lockStore(), st, part.locks, part.now, ack) || changed;
+    changed = takeLocks(this.#lockStore(), st, part.locks, part.init.hostKeys, part.now, ack) || changed;
     const heldSeqs = this.#sql
       .exec<{ seq: number }>("SELECT seq FROM held ORDER BY seq")
       .toArray()
@@ -176,6 +182,44 @@ export class ChainCore {
       saveState(this.#sql, st);
     }
     return this.summary(st);
+  }
+
+  /**
+   * Seals the run: a final lock signed by the server (unless a final lock is already stored),
+   * status `sealed`, and gaps for what the record still lacks (the hole before held frames, the
+   * held frames themselves, bodies never received). Idempotent.
+   */
+  seal(now: number, serverSecret: Uint8Array): ChainSummary | null {
+    const st = this.state();
+    if (!st) return null;
+    if (st.sealed) return this.summary(st);
+    const held = heldRange(this.#sql);
+    if (held) {
+      this.addGap({
+        kind: "missing_frames",
+        from_seq: st.count,
+        to_seq: held.lo - 1,
+        count: held.lo - st.count,
+        detail: `frames ${st.count} to ${held.lo - 1} never arrived before the seal`,
+      });
+      this.addGap({
+        kind: "broken_chain",
+        from_seq: held.lo,
+        to_seq: held.hi,
+        count: held.n,
+        detail: `${held.n} frames (seq ${held.lo} to ${held.hi}) arrived beyond the hole; they cannot join the chain and are outside the sealed record`,
+      });
+    }
+    const bodies = this.missingBodiesGap();
+    if (bodies) this.addGap(bodies);
+    if (!st.final) {
+      const fields = { chain: st.chain, lock_seq: st.lockNext, count: st.count, head: st.head, prev_lock: st.lastLock };
+      const lock = signLock({ ...fields, t: now, final: true, signer: "server", host: st.hostId }, serverSecret);
+      storeLock(this.#sql, st, lock, parseLock(lock), now);
+    }
+    st.sealed = true;
+    st.status = "sealed";
+    return this.bump(st);
   }
 
   addGap(gap: Omit<Gap, "source">): boolean {
@@ -252,6 +296,7 @@ export class ChainCore {
       lockCount: st.lockNext,
       gapCount: gaps.length,
       heldCount: this.#sql.exec<{ n: number }>("SELECT count(*) AS n FROM held").one().n,
+      hostStopped: st.hostStopped,
       firstFrameMs: st.firstMs,
       lastFrameMs: st.lastMs,
       lastReceivedMs: st.lastReceivedMs,
@@ -341,6 +386,7 @@ export class ChainCore {
       st.outcome = null;
     }
     if (frame.kind === "agent_stop") {
+      st.hostStopped = true;
       st.outcome = String(payload.outcome);
       st.status = payload.outcome === "crashed" ? "crashed" : "ended";
     } else if (frame.kind === "telemetry_gap" && payload.cause === "unobserved_tail" && st.status === "live") {

@@ -4,7 +4,7 @@
  */
 
 /** Bump when a step is added below. */
-export const SCHEMA_VERSION = 2;
+export const SCHEMA_VERSION = 3;
 
 const STEPS: Record<number, string[]> = {
   1: [
@@ -25,6 +25,16 @@ const STEPS: Record<number, string[]> = {
     `CREATE TABLE gaps (id INTEGER PRIMARY KEY AUTOINCREMENT, gap TEXT NOT NULL UNIQUE, created_ms INTEGER NOT NULL)`,
     `CREATE TABLE bodies (sha256 TEXT PRIMARY KEY, received_ms INTEGER NOT NULL)`,
     `CREATE TABLE bench (seq INTEGER PRIMARY KEY, t INTEGER NOT NULL, kind TEXT NOT NULL, payload TEXT NOT NULL, hash TEXT NOT NULL, received_ms INTEGER NOT NULL)`,
+  ],
+  3: [
+    // A host chain's object also admits its host's request nonces, each once, until its time window ends.
+    `CREATE TABLE nonces (nonce TEXT PRIMARY KEY, expires_ms INTEGER NOT NULL)`,
+    `CREATE INDEX nonces_expiry ON nonces (expires_ms)`,
+    // 1 once the computer ended the session: an agent_stop arrived, stored or refused after a seal.
+    `ALTER TABLE state ADD COLUMN host_stopped INTEGER NOT NULL DEFAULT 0`,
+    // 1 once the chain's first lock fixed the host key its locks are checked with (a chain with a lock already has).
+    `ALTER TABLE state ADD COLUMN key_pinned INTEGER NOT NULL DEFAULT 0`,
+    `UPDATE state SET key_pinned = 1 WHERE lock_next > 0`,
   ],
 };
 

@@ -1,8 +1,8 @@
-import { type CoverageFacts, emptyHead, bytesToHex } from "../../protocol/index.ts";
+import { bytesToHex, type CoverageFacts, emptyCoverage, emptyHead } from "../../protocol/index.ts";
 import type { ChainInit, RunStatus } from "./types.ts";
 
 /** The single `state` row of a ChainObject, as held in memory while a call runs. */
-export interface ChainState extends ChainInit {
+export interface ChainState extends Omit<ChainInit, "hostKeys"> {
   status: RunStatus;
   outcome: string | null;
   count: number;
@@ -12,6 +12,10 @@ export interface ChainState extends ChainInit {
   lockedCount: number;
   final: boolean;
   sealed: boolean;
+  /** The chain's first lock fixed `hostKey`: the key every lock of the chain is checked with. */
+  keyPinned: boolean;
+  /** The computer ended the session: an agent_stop arrived, stored or refused after a seal. */
+  hostStopped: boolean;
   firstMs: number | null;
   lastMs: number | null;
   lastReceivedMs: number | null;
@@ -39,40 +43,14 @@ interface StateRow extends Record<string, SqlStorageValue> {
   locked_count: number;
   final: number;
   sealed: number;
+  key_pinned: number;
+  host_stopped: number;
   first_ms: number | null;
   last_ms: number | null;
   last_received_ms: number | null;
   spend: number;
   facts: string;
   version: number;
-}
-
-/** Coverage facts of an empty chain. */
-export function emptyFacts(): CoverageFacts {
-  return {
-    frames: 0,
-    by_path: {},
-    by_kind: {},
-    llm_calls_gateway: 0,
-    llm_calls_transcript: 0,
-    llm_calls_replayable: 0,
-    enforced_hook_decisions: 0,
-    bodies_named: 0,
-    bodies_not_kept: 0,
-    backfilled_frames: 0,
-  };
-}
-
-/** Adds one batch's facts to a running total (every fact is a count). */
-export function mergeFacts(a: CoverageFacts, b: CoverageFacts): CoverageFacts {
-  const out = { ...a, by_path: { ...a.by_path }, by_kind: { ...a.by_kind } };
-  for (const key of Object.keys(b) as (keyof CoverageFacts)[]) {
-    const value = b[key];
-    if (typeof value === "number") (out[key] as number) = (a[key] as number) + value;
-  }
-  for (const [k, n] of Object.entries(b.by_path)) out.by_path[k] = (out.by_path[k] ?? 0) + n;
-  for (const [k, n] of Object.entries(b.by_kind)) out.by_kind[k] = (out.by_kind[k] ?? 0) + n;
-  return out;
 }
 
 /** The state of a chain that holds nothing yet. */
@@ -96,11 +74,13 @@ export function newState(init: ChainInit): ChainState {
     lockedCount: 0,
     final: false,
     sealed: false,
+    keyPinned: false,
+    hostStopped: false,
     firstMs: null,
     lastMs: null,
     lastReceivedMs: null,
     spend: 0,
-    facts: emptyFacts(),
+    facts: emptyCoverage(),
     version: 0,
   };
 }
@@ -128,6 +108,8 @@ export function loadState(sql: SqlStorage): ChainState | null {
     lockedCount: row.locked_count,
     final: row.final === 1,
     sealed: row.sealed === 1,
+    keyPinned: row.key_pinned === 1,
+    hostStopped: row.host_stopped === 1,
     firstMs: row.first_ms,
     lastMs: row.last_ms,
     lastReceivedMs: row.last_received_ms,
@@ -141,8 +123,9 @@ export function loadState(sql: SqlStorage): ChainState | null {
 export function saveState(sql: SqlStorage, s: ChainState): void {
   sql.exec(
     `INSERT OR REPLACE INTO state (id, chain, kind, workspace, host_id, host_key, harness, agent, session_id, mode, status, outcome,
-      count, head, lock_next, last_lock, locked_count, final, sealed, first_ms, last_ms, last_received_ms, spend, facts, version)
-     VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      count, head, lock_next, last_lock, locked_count, final, sealed, key_pinned, host_stopped, first_ms, last_ms, last_received_ms,
+      spend, facts, version)
+     VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     s.chain,
     s.kind,
     s.workspace,
@@ -161,6 +144,8 @@ export function saveState(sql: SqlStorage, s: ChainState): void {
     s.lockedCount,
     s.final ? 1 : 0,
     s.sealed ? 1 : 0,
+    s.keyPinned ? 1 : 0,
+    s.hostStopped ? 1 : 0,
     s.firstMs,
     s.lastMs,
     s.lastReceivedMs,

@@ -9,8 +9,14 @@ export interface ChainInit {
   kind: "run" | "host";
   workspace: string;
   hostId: string;
-  /** Hex Ed25519 public key of the host; locks are checked against it. */
+  /** Hex Ed25519 public key of the host now: a new chain's key until its first lock names one. */
   hostKey: string;
+  /**
+   * Every key the host holds or held (hex, by key id), the current one first. A chain's first lock
+   * pins the one it names; every later lock of the chain must be signed by it, so one key locks a
+   * chain from its first lock to its last, across a rotation.
+   */
+  hostKeys: { keyId: string; pub: string }[];
   harness: string | null;
   agent: string | null;
   sessionId: string | null;
@@ -43,8 +49,11 @@ export interface ChainSummary {
   lockCount: number;
   gapCount: number;
   heldCount: number;
+  /** The computer ended the session: an agent_stop arrived, stored or refused after a seal. */
+  hostStopped: boolean;
   firstFrameMs: number | null;
   lastFrameMs: number | null;
+  /** Server clock of the last frame received, stored or refused. */
   lastReceivedMs: number | null;
   /** Bumped on every change, so a stale copy never overwrites a newer one in D1. */
   version: number;

@@ -27,8 +27,20 @@ export const operatorTokens = sqliteTable(
     name: text("name").notNull(),
     /** Hex SHA-256 of the token's secret part; the token itself is never stored. */
     secretHash: text("secret_hash").notNull(),
+    /** `admin` may change things; `read` may only read (GET). */
+    scope: text("scope", { enum: ["admin", "read"] })
+      .notNull()
+      .default("admin"),
     createdMs: integer("created_ms").notNull(),
+    /** Null only for a workspace's bootstrap token (written into D1 by hand); every minted token expires. */
+    expiresMs: integer("expires_ms"),
+    /** The token that minted this one; null for a bootstrap token. */
+    createdBy: text("created_by"),
+    /** Updated at most once a minute. */
+    lastUsedMs: integer("last_used_ms"),
     revokedMs: integer("revoked_ms"),
+    /** The token that revoked this one. */
+    revokedBy: text("revoked_by"),
   },
   (t) => [index("operator_tokens_workspace").on(t.workspaceId)],
 );
@@ -43,6 +55,9 @@ export const enrollmentTokens = sqliteTable(
     expiresMs: integer("expires_ms").notNull(),
     usedMs: integer("used_ms"),
     usedBy: text("used_by"),
+    /** The operator token that minted it. */
+    createdBy: text("created_by"),
+    revokedMs: integer("revoked_ms"),
   },
   (t) => [index("enrollment_tokens_workspace").on(t.workspaceId)],
 );
@@ -55,13 +70,23 @@ export const hosts = sqliteTable(
     publicKey: text("public_key").notNull(),
     keyId: text("key_id").notNull(),
     hostname: text("hostname").notNull(),
-    status: text("status", { enum: ["active", "suspended"] })
+    status: text("status", { enum: ["active", "suspended", "unenrolled"] })
       .notNull()
       .default("active"),
     enrolledMs: integer("enrolled_ms").notNull(),
     lastSeenMs: integer("last_seen_ms"),
     /** Set by the cron when one of the host's agents has had data pending over 10 minutes. */
     degradedMs: integer("degraded_ms"),
+    /** When this host's own part of its policy (suspension, its paused runs) last changed; never goes back. */
+    policyMs: integer("policy_ms").notNull().default(0),
+    /** Since when `publicKey` is the host's key (null: since enrollment). */
+    keySinceMs: integer("key_since_ms"),
+    /**
+     * JSON array of the host's earlier keys, newest last: `{ key_id, pub, not_before_ms, not_after_ms }`.
+     * They sign no request; a chain whose first lock one of them signed keeps being checked with it.
+     */
+    retiredKeys: text("retired_keys").notNull().default("[]"),
+    unenrolledMs: integer("unenrolled_ms"),
   },
   (t) => [index("hosts_workspace").on(t.workspaceId)],
 );
@@ -85,9 +110,12 @@ export const agents = sqliteTable(
     /** 1 when the host's last report said the agent's hooks are missing. */
     hooksMissing: integer("hooks_missing").notNull().default(0),
     degradedMs: integer("degraded_ms"),
+    /** When the server first wrote this name for the host (the agent-name quota counts these). */
+    createdMs: integer("created_ms"),
   },
   (t) => [
     primaryKey({ columns: [t.hostId, t.name] }),
+    index("agents_host_created").on(t.hostId, t.createdMs),
     index("agents_workspace").on(t.workspaceId),
     index("agents_pending").on(t.pendingSinceMs),
   ],
@@ -128,8 +156,16 @@ export const runs = sqliteTable(
     /** The ChainObject's change counter: a row update applies only when it is newer. */
     version: integer("version").notNull().default(0),
     updatedMs: integer("updated_ms").notNull(),
+    /** 1 once the computer ended the session (an agent_stop arrived, stored or refused after a seal). */
+    hostStopped: integer("host_stopped").notNull().default(0),
+    /** When an operator paused or sealed the run; null when it runs (or was resumed). Not part of the chain's summary. */
+    pausedMs: integer("paused_ms"),
+    /** When the server first wrote the row (the runs-per-hour quota counts these). */
+    createdMs: integer("created_ms"),
   },
   (t) => [
+    index("runs_host_created").on(t.hostId, t.createdMs),
+    index("runs_host_paused").on(t.hostId, t.pausedMs),
     index("runs_cron").on(t.status, t.lastReceivedMs),
     index("runs_ws_time").on(t.workspaceId, t.lastFrameMs),
     index("runs_ws_status").on(t.workspaceId, t.status, t.lastFrameMs),
@@ -139,3 +175,19 @@ export const runs = sqliteTable(
     index("runs_ws_agent").on(t.workspaceId, t.harness, t.lastFrameMs),
   ],
 );
+
+/**
+ * Every key the server has signed with and when (GET /v1/keys). A key is written the first time
+ * the server signs with it; the key before it stops signing at that instant.
+ */
+export const serverKeys = sqliteTable("server_keys", {
+  keyId: text("key_id").primaryKey(),
+  publicKey: text("public_key").notNull(),
+  notBeforeMs: integer("not_before_ms").notNull(),
+  /** Null while it is the key the server signs with. */
+  notAfterMs: integer("not_after_ms"),
+  /** The key before it, when its secret was at hand to vouch for this one. */
+  endorsedBy: text("endorsed_by"),
+  /** Hex Ed25519 signature by `endorsedBy` over protocol `endorsementInput`. */
+  endorsement: text("endorsement"),
+});

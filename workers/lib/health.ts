@@ -1,7 +1,7 @@
 import { HARNESSES } from "../../protocol/index.ts";
 import type { schema } from "../db/client.ts";
 
-type AgentRow = typeof schema.agents.$inferSelect;
+type AgentRow = Omit<typeof schema.agents.$inferSelect, "createdMs">;
 type HostRow = typeof schema.hosts.$inferSelect;
 
 /** Data pending longer than this makes an agent degraded (the wrap-an-agent page). */
@@ -17,7 +17,11 @@ export type HealthState = "healthy" | "pending" | "degraded" | "down" | "idle" |
  * delivered batch, holes it still waits on (or the collector reported pending), refusals, and the
  * collector's own report of missing hooks. First match wins, in the order below.
  */
-export function agentHealth(agent: AgentRow | null, host: HostRow, now: number): { state: HealthState; reason: string } {
+export function agentHealth(
+  agent: AgentRow | null,
+  host: Pick<HostRow, "lastSeenMs" | "status">,
+  now: number,
+): { state: HealthState; reason: string } {
   if (!agent || (agent.wrappedMs === null && agent.firstSeenMs === null))
     return { state: "not_wrapped", reason: "this name has never called the hook on this computer" };
   if (host.lastSeenMs === null || now - host.lastSeenMs > DOWN_AFTER_MS) {

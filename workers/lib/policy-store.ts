@@ -1,20 +1,33 @@
-import { and, eq } from "drizzle-orm";
+import { and, eq, sql } from "drizzle-orm";
 import {
   defaultPolicy,
+  MAX_PAUSED_RUNS_PER_HOST,
   Policy,
   policyEtag,
-  signPolicy,
-  toRecordJson,
-  type RecordJsonValue,
+  policyPayload,
   type SignedPolicy,
+  signPolicy,
 } from "../../protocol/index.ts";
-import { db, schema } from "../db/client.ts";
+import type { HostRow } from "../auth/host.ts";
+import { QUIET_MS } from "../cron.ts";
+import { type Db, db, schema } from "../db/client.ts";
 import { AppError } from "../errors.ts";
-import { serverKey } from "../keys.ts";
+import { signingKey } from "../keys.ts";
+import type { RunRow } from "./run-rows.ts";
 
-const ALL_ROLES: Policy["retention"]["keep"] = ["prompt", "tool_input", "tool_output", "message", "llm_request", "llm_response", "error"];
+/**
+ * The largest workspace policy payload: half of what a collector accepts
+ * (protocol `MAX_POLICY_BYTES`), so a host's own pause state always fits beside it.
+ */
+export const MAX_WORKSPACE_POLICY_BYTES = 512 * 1024;
 
-/** The workspace's current policy and its row version, creating the default one on first use. */
+/** The workspace's clauses, as stored: no host's pause state is ever part of it. */
+function workspacePart(p: Policy): Policy {
+  const { host: _host, ...rest } = p;
+  return { ...rest, paused_runs: [], suspended_hosts: [] };
+}
+
+/** The workspace's policy (its clauses) and its row version, creating the default one on first use. */
 export async function loadPolicy(env: Env, workspaceId: string): Promise<{ policy: Policy; version: number }> {
   const d = db(env);
   const row = await d.select().from(schema.policies).where(eq(schema.policies.workspaceId, workspaceId)).get();
@@ -27,7 +40,7 @@ export async function loadPolicy(env: Env, workspaceId: string): Promise<{ polic
     mode: ws.mode,
     retention: { mode: ws.retentionMode, keep: parseRoles(ws.retentionKeep) },
   };
-  const payload = toRecordJson(policy as RecordJsonValue);
+  const payload = policyPayload(policy);
   await d
     .insert(schema.policies)
     .values({ workspaceId, payload, etag: policyEtag({ payload }), version: 1, updatedMs: now })
@@ -36,14 +49,23 @@ export async function loadPolicy(env: Env, workspaceId: string): Promise<{ polic
 }
 
 /**
- * Replaces the policy through `change`, optimistically: the write applies only if nobody wrote in
- * between, else it re-reads and re-applies (D1 has no read-modify-write transaction across calls).
+ * Replaces the workspace's clauses through `change`, optimistically: the write applies only if
+ * nobody wrote in between, else it re-reads and re-applies (D1 has no read-modify-write
+ * transaction across calls). `issued_ms` never goes back, so a collector can refuse an older one.
  */
 export async function updatePolicy(env: Env, workspaceId: string, change: (p: Policy) => Policy): Promise<Policy> {
   for (let attempt = 0; attempt < 5; attempt++) {
     const { policy, version } = await loadPolicy(env, workspaceId);
-    const next = Policy.parse({ ...change(structuredClone(policy)), workspace: workspaceId, issued_ms: Date.now() });
-    const payload = toRecordJson(next as RecordJsonValue);
+    const issued = Math.max(Date.now(), policy.issued_ms + 1);
+    const next = Policy.parse(workspacePart({ ...change(structuredClone(policy)), workspace: workspaceId, issued_ms: issued }));
+    const payload = policyPayload(next);
+    if (payload.length > MAX_WORKSPACE_POLICY_BYTES) {
+      throw new AppError(
+        413,
+        "too_large",
+        `The policy would be ${payload.length} characters; a policy may hold at most ${MAX_WORKSPACE_POLICY_BYTES}.`,
+      );
+    }
     const res = await db(env)
       .update(schema.policies)
       .set({ payload, etag: policyEtag({ payload }), version: version + 1, updatedMs: Date.now() })
@@ -54,29 +76,110 @@ export async function updatePolicy(env: Env, workspaceId: string, change: (p: Po
   throw new AppError(409, "conflict", "The policy changed while it was being updated; try again.");
 }
 
-/** The workspace's policy signed by the server key, with its ETag. */
+/** The workspace's policy signed by the server key, with its ETag (the operator's view). */
 export async function signedPolicy(env: Env, workspaceId: string): Promise<{ signed: SignedPolicy; etag: string; policy: Policy }> {
   const { policy } = await loadPolicy(env, workspaceId);
-  const key = serverKey(env);
+  const key = await signingKey(env);
   const signed = signPolicy(policy, key.secret, key.keyId);
   return { signed, etag: policyEtag(signed), policy };
 }
 
-/** Adds or removes one id in a policy list, keeping it sorted and unique. */
-export function toggle(list: string[], id: string, on: boolean): string[] {
-  const set = new Set(list);
-  if (on) set.add(id);
-  else set.delete(id);
-  return [...set].sort();
+/**
+ * The runs a host's policy lists as paused: the host's runs an operator paused or sealed that may
+ * still be running there. A run leaves the list when it ends, when the computer ends its session
+ * (an agent_stop arrives, stored or refused after a seal), when the cron closes it, or, sealed,
+ * when nothing has come from it for 12 hours.
+ */
+export async function pausedRunsOf(d: Db, hostId: string, now: number, limit = MAX_PAUSED_RUNS_PER_HOST): Promise<string[]> {
+  const r = schema.runs;
+  const rows = await d
+    .select({ id: r.id })
+    .from(r)
+    .where(
+      and(
+        eq(r.hostId, hostId),
+        sql`${r.pausedMs} IS NOT NULL AND ${r.hostStopped} = 0
+          AND (${r.status} = 'live' OR (${r.status} = 'sealed' AND ${r.lastReceivedMs} >= ${now - QUIET_MS}))`,
+      ),
+    )
+    .orderBy(r.id)
+    .limit(limit)
+    .all();
+  return rows.map((row) => row.id);
 }
 
-/** Body roles from the workspace row's JSON. */
-export function parseRoles(text: string): Policy["retention"]["keep"] {
-  try {
-    return Policy.shape.retention.shape.keep.parse(JSON.parse(text));
-  } catch {
-    return ALL_ROLES;
+/**
+ * The policy one host is handed: the workspace's clauses plus its own pause state, naming the
+ * host. A suspended host learns only that it is suspended (no clause of the workspace), under the
+ * workspace's mode and retention so what it records while suspended stays true.
+ */
+export async function hostPolicy(env: Env, host: HostRow, now: number): Promise<Policy> {
+  const d = db(env);
+  const [{ policy }, paused] = await Promise.all([loadPolicy(env, host.workspaceId), pausedRunsOf(d, host.id, now)]);
+  const own = { host: host.id, issued_ms: Math.max(policy.issued_ms, host.policyMs) };
+  if (host.status === "suspended") {
+    const shut = { tools: [], default_tool_decision: "deny" as const, models: [], budgets: [] };
+    return { ...policy, ...own, ...shut, paused_runs: [], suspended_hosts: [host.id] };
   }
+  return { ...policy, ...own, paused_runs: paused, suspended_hosts: [] };
 }
 
-export { ALL_ROLES };
+/** The host's policy payload and ETag; `sign()` signs it (only when the caller needs the body). */
+export async function hostPolicyPayload(env: Env, host: HostRow, now: number) {
+  const policy = await hostPolicy(env, host, now);
+  const payload = policyPayload(policy);
+  return {
+    etag: policyEtag({ payload }),
+    sign: async (): Promise<SignedPolicy> => {
+      const key = await signingKey(env);
+      return signPolicy(policy, key.secret, key.keyId);
+    },
+  };
+}
+
+/** The statement that marks a host's own policy part changed (its `issued_ms` moves on, never back). */
+export function touchHostPolicy(d: Db, hostId: string, now: number) {
+  return d
+    .update(schema.hosts)
+    .set({ policyMs: sql`max(${schema.hosts.policyMs} + 1, ${now})` })
+    .where(eq(schema.hosts.id, hostId));
+}
+
+/**
+ * Pauses a run (or lifts its pause) for its host's policy. Pausing one more run than a host's
+ * policy may list is refused (409) before anything changes.
+ */
+export async function setPaused(env: Env, run: RunRow, paused: boolean, now: number): Promise<void> {
+  const d = db(env);
+  if (paused && run.pausedMs === null) {
+    const listed = await pausedRunsOf(d, run.hostId, now, MAX_PAUSED_RUNS_PER_HOST + 1);
+    if (!listed.includes(run.id) && listed.length >= MAX_PAUSED_RUNS_PER_HOST) {
+      throw new AppError(
+        409,
+        "too_many_paused",
+        `The run's computer already has ${MAX_PAUSED_RUNS_PER_HOST} paused runs that may still be running; resume or seal some first.`,
+      );
+    }
+  }
+  if (paused === (run.pausedMs !== null)) return;
+  await d.batch([
+    d
+      .update(schema.runs)
+      .set({ pausedMs: paused ? now : null })
+      .where(eq(schema.runs.id, run.id)),
+    touchHostPolicy(d, run.hostId, now),
+  ]);
+}
+
+/** Body roles from the workspace row's JSON. A row that does not hold them is a fault (500), never "keep every role". */
+export function parseRoles(text: string): Policy["retention"]["keep"] {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (cause) {
+    throw new AppError(500, "internal", "The workspace's retention setting is damaged.", { cause });
+  }
+  const roles = Policy.shape.retention.shape.keep.safeParse(value);
+  if (!roles.success) throw new AppError(500, "internal", "The workspace's retention setting is damaged.", { cause: roles.error });
+  return roles.data;
+}

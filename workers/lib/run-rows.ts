@@ -1,13 +1,19 @@
 import { sql } from "drizzle-orm";
+import type { Manifest } from "../../protocol/index.ts";
 import type { ChainSummary } from "../chain/types.ts";
 import { type Db, schema } from "../db/client.ts";
 
+/** A run's D1 row, as read. */
+export type RunRow = typeof schema.runs.$inferSelect;
+/** The part of a run's D1 row that is a copy of its chain's summary. */
+export type RunCopy = typeof schema.runs.$inferInsert & { updatedMs: number };
+
 /**
- * The D1 statement that copies a run's summary into its row. It applies only when the summary's
- * version is newer, so two batches answering out of order never put an older state back.
+ * The one conversion from a chain's summary: the D1 row copies it, and the API view and the
+ * export manifest read that row's fields, so the three never say different things.
  */
-export function runRowUpsert(d: Db, s: ChainSummary, now: number) {
-  const values = {
+export function runRow(s: ChainSummary, now: number): RunCopy {
+  return {
     id: s.chain,
     workspaceId: s.workspace,
     hostId: s.hostId,
@@ -29,11 +35,60 @@ export function runRowUpsert(d: Db, s: ChainSummary, now: number) {
     lastReceivedMs: s.lastReceivedMs,
     version: s.version,
     updatedMs: now,
+    hostStopped: s.hostStopped ? 1 : 0,
   };
+}
+
+/** A run as the operator API shows it. */
+export function runView(r: RunRow) {
+  return {
+    id: r.id,
+    host_id: r.hostId,
+    harness: r.harness,
+    agent: r.agent,
+    session_id: r.sessionId,
+    status: r.status,
+    outcome: r.outcome,
+    tier: { value: r.tier, reason: r.tierReason },
+    grade: { value: r.grade, reason: r.gradeReason },
+    spend_microusd: r.spendMicrousd,
+    frame_count: r.frameCount,
+    lock_count: r.lockCount,
+    gap_count: r.gapCount,
+    first_frame_ms: r.firstFrameMs,
+    last_frame_ms: r.lastFrameMs,
+    updated_ms: r.updatedMs,
+  };
+}
+
+/** A run as an export manifest names it. Runs recorded by the collector ran on a customer's computer. */
+export function manifestRun(r: RunCopy, mode: "enforce" | "observe"): Manifest["run"] {
+  return {
+    id: r.id,
+    workspace: r.workspaceId,
+    host: r.hostId,
+    harness: r.harness,
+    agent: r.agent ?? null,
+    session_id: r.sessionId,
+    status: r.status,
+    outcome: r.outcome ?? null,
+    environment: "customer_computer",
+    mode,
+    first_frame_ms: r.firstFrameMs ?? null,
+    last_frame_ms: r.lastFrameMs ?? null,
+  };
+}
+
+/**
+ * The D1 statement that copies a run's summary into its row. It applies only when the summary's
+ * version is newer, so two batches answering out of order never put an older state back.
+ */
+export function runRowUpsert(d: Db, s: ChainSummary, now: number) {
+  const values = runRow(s, now);
   const { id: _id, workspaceId: _ws, hostId: _host, harness: _h, agent: _a, sessionId: _s, ...set } = values;
   return d
     .insert(schema.runs)
-    .values(values)
+    .values({ ...values, createdMs: now })
     .onConflictDoUpdate({ target: schema.runs.id, set, setWhere: sql`excluded.version > ${schema.runs.version}` });
 }
 

@@ -1,13 +1,14 @@
 import { and, eq } from "drizzle-orm";
 import { Hono } from "hono";
-import { BODY_HEADERS, BodyRole, bytesToHex, MAX_BODY_BYTES, RunId, Sha256Hex, sha256 } from "../../protocol/index.ts";
+import { BODY_HEADERS, BodyRole, bytesToHex, RunId, Sha256Hex, sha256 } from "../../protocol/index.ts";
 import { findCredentials } from "../../protocol/redact.ts";
-import { authenticateHost, readBody, requireActive } from "../auth/host.ts";
+import { authenticateHost, requireActive } from "../auth/host.ts";
 import { db, schema } from "../db/client.ts";
 import { AppError, notFound } from "../errors.ts";
 import { syncRun } from "../lib/run-rows.ts";
 import { parseRoles } from "../lib/policy-store.ts";
 import { check } from "../validate.ts";
+import { type AppEnv, requireMediaType } from "../body.ts";
 
 /**
  * A body for a run, by its SHA-256. Checked in this order, each before anything is stored: size,
@@ -15,10 +16,11 @@ import { check } from "../validate.ts";
  * credential is left in it. A credential found is the one refusal that leaves a trace: a
  * `body_refused` gap on the run. A body already in R2 is not written again.
  */
-export const bodies = new Hono<{ Bindings: Env }>().put("/v1/bodies/:sha256", async (c) => {
-  const bytes = await readBody(c, MAX_BODY_BYTES);
-  const host = await authenticateHost(c, bytes);
+export const bodies = new Hono<AppEnv>().put("/v1/bodies/:sha256", async (c) => {
+  const bytes = c.var.body;
+  const host = await authenticateHost(c);
   requireActive(host);
+  requireMediaType(c.req.header("content-type"), "application/octet-stream");
   const sha = check(Sha256Hex, c.req.param("sha256"), "body hash in the path");
   const runId = check(RunId, c.req.header(BODY_HEADERS.run), `${BODY_HEADERS.run} header`);
   const role = check(BodyRole, c.req.header(BODY_HEADERS.role), `${BODY_HEADERS.role} header`);

@@ -1,14 +1,17 @@
 import { and, eq } from "drizzle-orm";
 import { Hono } from "hono";
 import { z } from "zod";
-import { HARNESSES, HostReport, ROUTES } from "../../protocol/index.ts";
-import { authenticateHost, type HostRow, readBody } from "../auth/host.ts";
+import { HARNESSES, HostKeyRotation, HostReport, ROUTES } from "../../protocol/index.ts";
+import { authenticateHost, type HostRow, requireActive } from "../auth/host.ts";
 import { operatorAuth, type OperatorEnv } from "../auth/operator.ts";
 import { db, schema } from "../db/client.ts";
-import { notFound } from "../errors.ts";
+import { AppError, notFound } from "../errors.ts";
 import { agentHealth, agentKind } from "../lib/health.ts";
-import { signedPolicy, toggle, updatePolicy } from "../lib/policy-store.ts";
-import { check, parseJson, valid } from "../validate.ts";
+import { keysView, rotateHostKey, unenrollHost } from "../lib/host-keys.ts";
+import { hostPolicyPayload, touchHostPolicy } from "../lib/policy-store.ts";
+import { checkQuotas } from "../lib/quotas.ts";
+import { check, jsonBody, valid } from "../validate.ts";
+import type { AppEnv } from "../body.ts";
 
 const IdParam = z.object({ id: z.string().min(1).max(64) });
 
@@ -22,6 +25,8 @@ function hostView(h: HostRow) {
     enrolled_ms: h.enrolledMs,
     last_seen_ms: h.lastSeenMs,
     degraded_ms: h.degradedMs,
+    unenrolled_ms: h.unenrolledMs,
+    keys: keysView(h),
   };
 }
 
@@ -58,30 +63,33 @@ export async function ownHost(env: Env, workspaceId: string, id: string): Promis
 }
 
 async function setSuspended(env: Env, host: HostRow, suspended: boolean) {
-  // The policy first: if it cannot be updated (409), the host's row has not changed either.
-  await updatePolicy(env, host.workspaceId, (p) => ({ ...p, suspended_hosts: toggle(p.suspended_hosts, host.id, suspended) }));
-  await db(env)
-    .update(schema.hosts)
-    .set({ status: suspended ? "suspended" : "active" })
-    .where(eq(schema.hosts.id, host.id));
-  return { ...hostView(host), status: suspended ? "suspended" : "active" };
+  if (host.status === "unenrolled") throw new AppError(409, "unenrolled", "The host is unenrolled; it would have to enroll again.");
+  const d = db(env);
+  const status = suspended ? "suspended" : "active";
+  await d.batch([d.update(schema.hosts).set({ status }).where(eq(schema.hosts.id, host.id)), touchHostPolicy(d, host.id, Date.now())]);
+  return { ...hostView(host), status };
 }
 
 async function hostStatus(env: Env, host: HostRow) {
-  const { etag } = await signedPolicy(env, host.workspaceId);
+  const { etag } = await hostPolicyPayload(env, host, Date.now());
   const agents = (await agentsOf(env, host, Date.now())).map((a) => ({ name: a.name, health: a.health, reason: a.reason }));
   return { host_id: host.id, workspace: host.workspaceId, status: host.status, policy_etag: etag, agents };
 }
 
 /** Collector-facing: its own status, and its report of pending data and hooks. */
-export const hostSelf = new Hono<{ Bindings: Env }>()
-  .get(ROUTES.hostStatus, async (c) => c.json(await hostStatus(c.env, await authenticateHost(c, new Uint8Array()))))
+export const hostSelf = new Hono<AppEnv>()
+  .get(ROUTES.hostStatus, async (c) => {
+    const host = await authenticateHost(c);
+    requireActive(host);
+    return c.json(await hostStatus(c.env, host));
+  })
   .post(ROUTES.hostStatus, async (c) => {
-    const body = await readBody(c, 64 * 1024);
-    const host = await authenticateHost(c, body);
-    const report = check(HostReport, parseJson(new TextDecoder().decode(body), "request body"), "host report");
+    const host = await authenticateHost(c);
+    requireActive(host);
+    const report = check(HostReport, jsonBody(c, "host report"), "host report");
     const d = db(c.env);
     const now = Date.now();
+    await checkQuotas(d, host.id, { runs: [], names: report.agents.map((a, i) => ({ name: a.name, at: `agents[${i}]` })) }, now);
     const writes = report.agents.map((a) => {
       const pendingSince = a.pending_frames > 0 ? Math.min(a.oldest_pending_ms ?? now, now) : null;
       return d
@@ -92,6 +100,7 @@ export const hostSelf = new Hono<{ Bindings: Env }>()
           workspaceId: host.workspaceId,
           kind: agentKind(a.name),
           wrappedMs: now,
+          createdMs: now,
           pendingSinceMs: pendingSince,
           hooksMissing: a.hooks_ok ? 0 : 1,
         })
@@ -104,9 +113,20 @@ export const hostSelf = new Hono<{ Bindings: Env }>()
     return c.json(await hostStatus(c.env, host));
   });
 
+/** Collector-facing: the host's own key rotation and unenrollment. */
+export const hostLifecycle = new Hono<AppEnv>()
+  .post(ROUTES.hostKey, async (c) => {
+    const host = await authenticateHost(c);
+    requireActive(host);
+    const req = check(HostKeyRotation, jsonBody(c, "key rotation"), "key rotation");
+    return c.json(await rotateHostKey(c.env, host, req, Date.now()));
+  })
+  .delete(ROUTES.hostStatus, async (c) => c.json(await unenrollHost(c.env, await authenticateHost(c), Date.now())));
+
 /** Collector-facing: whether the server already holds one of this host's runs (backfill asks first). */
-export const hostRuns = new Hono<{ Bindings: Env }>().get("/v1/host/runs/:id", valid("param", IdParam), async (c) => {
-  const host = await authenticateHost(c, new Uint8Array());
+export const hostRuns = new Hono<AppEnv>().get("/v1/host/runs/:id", valid("param", IdParam), async (c) => {
+  const host = await authenticateHost(c);
+  requireActive(host);
   const row = await db(c.env)
     .select({ id: schema.runs.id, status: schema.runs.status, frameCount: schema.runs.frameCount })
     .from(schema.runs)
@@ -131,4 +151,7 @@ export const hosts = new Hono<OperatorEnv>()
   )
   .post("/v1/hosts/:id/resume", valid("param", IdParam), async (c) =>
     c.json(await setSuspended(c.env, await ownHost(c.env, c.var.workspaceId, c.req.valid("param").id), false)),
+  )
+  .delete("/v1/hosts/:id", valid("param", IdParam), async (c) =>
+    c.json(await unenrollHost(c.env, await ownHost(c.env, c.var.workspaceId, c.req.valid("param").id), Date.now())),
   );

@@ -6,60 +6,65 @@ import {
   hostChainId,
   IngestRequest,
   MAX_BATCH_FRAMES,
-  MAX_INGEST_BYTES,
-  parseLock,
+  readLock,
   ROUTES,
   runIdFor,
-  fromUtf8,
 } from "../../protocol/index.ts";
-import { authenticateHost, type HostRow, readBody, requireActive } from "../auth/host.ts";
+import { authenticateHost, type HostRow, hostKeysOf, requireActive } from "../auth/host.ts";
 import type { ChainIngestResult, ChainInit } from "../chain/types.ts";
 import { db, schema } from "../db/client.ts";
 import { AppError } from "../errors.ts";
 import { agentKind } from "../lib/health.ts";
+import { checkQuotas } from "../lib/quotas.ts";
 import { runRowUpsert } from "../lib/run-rows.ts";
-import { check, parseJson } from "../validate.ts";
+import { check, jsonBody } from "../validate.ts";
+import type { AppEnv } from "../body.ts";
 
 type Part = IngestRequest["chains"][number];
+
+/** One reason a batch was refused: the chain it concerns, where in its part, and why. */
+interface BatchIssue {
+  chain: string;
+  at: string;
+  problem: string;
+}
 
 /** Checks the whole batch before anything is written: ownership of every chain, every frame, every lock. */
 function checkBatch(batch: IngestRequest, host: HostRow): void {
   const seen = new Set<string>();
   let frames = 0;
-  const issues: string[] = [];
+  const issues: BatchIssue[] = [];
   batch.chains.forEach((part, i) => {
-    if (seen.has(part.chain)) issues.push(`chains[${i}]: chain ${part.chain} appears twice`);
+    const issue = (at: string, problem: string) => issues.push({ chain: part.chain, at: `chains[${i}]${at}`, problem });
+    if (seen.has(part.chain)) issue("", `chain ${part.chain} appears twice`);
     seen.add(part.chain);
     frames += part.frames.length;
     if (part.chain.startsWith("host_")) {
-      if (part.chain !== hostChainId(host.id) || part.run)
-        issues.push(`chains[${i}]: a host chain must be this host's own and carry no run`);
+      if (part.chain !== hostChainId(host.id) || part.run) issue("", "a host chain must be this host's own and carry no run");
     } else if (!part.run || part.chain !== runIdFor(host.id, part.run.harness, part.run.session_id)) {
-      issues.push(`chains[${i}]: the chain id is not this host's run for the given harness and session`);
+      issue("", "the chain id is not this host's run for the given harness and session");
     }
     part.frames.forEach((frame, j) => {
       const problem = issues.length < 50 ? frameSchemaProblem(frame) : null;
-      if (problem) issues.push(`chains[${i}].frames[${j}] (seq ${frame.seq}): ${problem}`);
+      if (problem) issue(`.frames[${j}] (seq ${frame.seq})`, problem);
     });
     part.locks.forEach((lock, j) => {
-      try {
-        parseLock(lock);
-      } catch {
-        issues.push(`chains[${i}].locks[${j}]: not a lock`);
-      }
+      const { problem } = readLock(lock);
+      if (problem !== null) issue(`.locks[${j}]`, `not a lock: ${problem.slice(0, 300)}`);
     });
   });
   if (frames > MAX_BATCH_FRAMES) throw new AppError(413, "too_large", `A batch may carry at most ${MAX_BATCH_FRAMES} frames.`);
   if (issues.length > 0) throw new AppError(400, "invalid_batch", "The batch was refused as a whole; nothing was stored.", { issues });
 }
 
-function initFor(part: Part, host: HostRow, mode: "enforce" | "observe"): ChainInit {
+function initFor(part: Part, host: HostRow, hostKeys: ChainInit["hostKeys"], mode: "enforce" | "observe"): ChainInit {
   return {
     chain: part.chain,
     kind: part.run ? "run" : "host",
     workspace: host.workspaceId,
     hostId: host.id,
     hostKey: host.publicKey,
+    hostKeys,
     harness: part.run?.harness ?? null,
     agent: part.run?.agent ?? null,
     sessionId: part.run?.session_id ?? null,
@@ -67,8 +72,14 @@ function initFor(part: Part, host: HostRow, mode: "enforce" | "observe"): ChainI
   };
 }
 
-function retryable(chain: string, err: unknown): ChainAck {
-  console.error("chain ingest failed", chain, err);
+// Cloudflare marks a Durable Object error that a retry may cure with `retryable` (an object reset
+// or overloaded, a network blip); anything else is a fault to look at, not to retry blindly.
+function isRetryable(err: unknown): boolean {
+  return err instanceof Error && (err as Error & { retryable?: unknown }).retryable === true;
+}
+
+function retryable(chain: string, err: Error): ChainAck {
+  console.warn("chain ingest retryable", chain, err.message);
   return {
     chain,
     status: "retryable",
@@ -83,9 +94,8 @@ function retryable(chain: string, err: unknown): ChainAck {
   };
 }
 
-export const ingest = new Hono<{ Bindings: Env }>().post(ROUTES.ingest, async (c) => {
-  const body = await readBody(c, MAX_INGEST_BYTES);
-  const host = await authenticateHost(c, body);
+export const ingest = new Hono<AppEnv>().post(ROUTES.ingest, async (c) => {
+  const host = await authenticateHost(c);
   requireActive(host);
   const d = db(c.env);
   // Started before the (CPU-bound) checks so the D1 round trip overlaps them.
@@ -94,30 +104,28 @@ export const ingest = new Hono<{ Bindings: Env }>().post(ROUTES.ingest, async (c
     .from(schema.workspaces)
     .where(eq(schema.workspaces.id, host.workspaceId))
     .get();
-  let text: string;
-  try {
-    text = fromUtf8(body);
-  } catch {
-    throw new AppError(400, "invalid_request", "The request body is not UTF-8.");
-  }
-  const batch = check(IngestRequest, parseJson(text, "request body"), "batch");
+  const batch = check(IngestRequest, jsonBody(c, "request body"), "batch");
   checkBatch(batch, host);
-  const mode = (await workspace)?.mode ?? "enforce";
   const now = Date.now();
+  const runs = batch.chains.flatMap((p, i) => (p.run ? [{ chain: p.chain, at: `chains[${i}]`, name: p.run.harness }] : []));
+  await checkQuotas(d, host.id, { runs, names: runs }, now);
+  const mode = (await workspace)?.mode ?? "enforce";
+  const keys = hostKeysOf(host);
   const results = await Promise.all(
     batch.chains.map(async (part): Promise<{ part: Part; result: ChainIngestResult | null; ack: ChainAck }> => {
       try {
         const stub = c.env.CHAINS.get(c.env.CHAINS.idFromName(part.chain));
         // RPC typing widens the ack's [from, to] tuples to arrays; the object returns ChainIngestResult.
         const result = (await stub.ingest({
-          init: initFor(part, host, mode),
+          init: initFor(part, host, keys, mode),
           frames: part.frames,
           locks: part.locks,
           now,
         })) as unknown as ChainIngestResult;
         return { part, result, ack: result.ack };
       } catch (err) {
-        return { part, result: null, ack: retryable(part.chain, err) };
+        if (isRetryable(err)) return { part, result: null, ack: retryable(part.chain, err as Error) };
+        throw err;
       }
     }),
   );
@@ -136,6 +144,7 @@ export const ingest = new Hono<{ Bindings: Env }>().post(ROUTES.ingest, async (c
           name,
           workspaceId: host.workspaceId,
           kind: agentKind(name),
+          createdMs: now,
           firstSeenMs: now,
           lastSeenMs: now,
           lastDeliveredMs: now,

@@ -5,9 +5,9 @@ import { assembleManifest, fromHex, GRADES, RunId, TIERS, writeBundle } from "..
 import { operatorAuth, type OperatorEnv } from "../auth/operator.ts";
 import { db, schema } from "../db/client.ts";
 import { AppError, notFound } from "../errors.ts";
-import { serverKey } from "../keys.ts";
-import { loadPolicy, toggle, updatePolicy } from "../lib/policy-store.ts";
-import { syncRun } from "../lib/run-rows.ts";
+import { signingKey } from "../keys.ts";
+import { setPaused } from "../lib/policy-store.ts";
+import { manifestRun, type RunRow, runRow, runView, syncRun } from "../lib/run-rows.ts";
 import { valid } from "../validate.ts";
 
 const STATUSES = ["live", "ended", "crashed", "closed", "sealed"] as const;
@@ -28,29 +28,6 @@ const ListQuery = z.strictObject({
 });
 const IdParam = z.object({ id: RunId });
 const FramesQuery = z.strictObject({ from: int.default(0), limit: z.coerce.number().int().min(1).max(1000).default(100) });
-
-type RunRow = typeof schema.runs.$inferSelect;
-
-function runView(r: RunRow) {
-  return {
-    id: r.id,
-    host_id: r.hostId,
-    harness: r.harness,
-    agent: r.agent,
-    session_id: r.sessionId,
-    status: r.status,
-    outcome: r.outcome,
-    tier: { value: r.tier, reason: r.tierReason },
-    grade: { value: r.grade, reason: r.gradeReason },
-    spend_microusd: r.spendMicrousd,
-    frame_count: r.frameCount,
-    lock_count: r.lockCount,
-    gap_count: r.gapCount,
-    first_frame_ms: r.firstFrameMs,
-    last_frame_ms: r.lastFrameMs,
-    updated_ms: r.updatedMs,
-  };
-}
 
 async function ownRun(env: Env, workspaceId: string, id: string): Promise<RunRow> {
   const r = await db(env)
@@ -97,8 +74,12 @@ export const runs = new Hono<OperatorEnv>()
   .get("/v1/runs/:id", valid("param", IdParam), async (c) => {
     const row = await ownRun(c.env, c.var.workspaceId, c.req.valid("param").id);
     const detail = await chain(c.env, row.id).detail();
-    const paused = (await loadPolicy(c.env, c.var.workspaceId)).policy.paused_runs.includes(row.id);
-    return c.json({ ...runView(row), paused, held_frames: detail?.summary.heldCount ?? 0, gaps: detail?.gaps ?? [] });
+    return c.json({
+      ...runView(row),
+      paused: row.pausedMs !== null,
+      held_frames: detail?.summary.heldCount ?? 0,
+      gaps: detail?.gaps ?? [],
+    });
   })
   .get("/v1/runs/:id/frames", valid("param", IdParam), valid("query", FramesQuery), async (c) => {
     const row = await ownRun(c.env, c.var.workspaceId, c.req.valid("param").id);
@@ -107,15 +88,17 @@ export const runs = new Hono<OperatorEnv>()
   })
   .post("/v1/runs/:id/seal", valid("param", IdParam), async (c) => {
     const row = await ownRun(c.env, c.var.workspaceId, c.req.valid("param").id);
-    // Stop the agent first: if the policy cannot be updated (409), the run is not sealed either.
-    await updatePolicy(c.env, row.workspaceId, (p) => ({ ...p, paused_runs: toggle(p.paused_runs, row.id, true) }));
+    // Stop the agent first: if its host's policy cannot list it (409), the run is not sealed either.
+    await setPaused(c.env, row, true, Date.now());
+    // The chain object signs the seal with the current key: make sure it is on record first.
+    await signingKey(c.env);
     const summary = await chain(c.env, row.id).seal(Date.now());
     await syncRun(db(c.env), summary);
     return c.json(runView(await ownRun(c.env, c.var.workspaceId, row.id)));
   })
   .post("/v1/runs/:id/pause", valid("param", IdParam), async (c) => {
     const row = await ownRun(c.env, c.var.workspaceId, c.req.valid("param").id);
-    await updatePolicy(c.env, row.workspaceId, (p) => ({ ...p, paused_runs: toggle(p.paused_runs, row.id, true) }));
+    await setPaused(c.env, row, true, Date.now());
     return c.json({ id: row.id, paused: true });
   })
   .post("/v1/runs/:id/resume", valid("param", IdParam), async (c) => {
@@ -123,7 +106,7 @@ export const runs = new Hono<OperatorEnv>()
     // The chain, not its D1 copy, knows whether it is sealed.
     if ((await chain(c.env, row.id).summary())?.status === "sealed")
       throw new AppError(409, "sealed", "A sealed run stays stopped; it cannot be resumed.");
-    await updatePolicy(c.env, row.workspaceId, (p) => ({ ...p, paused_runs: toggle(p.paused_runs, row.id, false) }));
+    await setPaused(c.env, row, false, Date.now());
     return c.json({ id: row.id, paused: false });
   })
   .get("/v1/runs/:id/export", valid("param", IdParam), async (c) => {
@@ -138,23 +121,11 @@ export const runs = new Hono<OperatorEnv>()
         "not_exportable",
         "The run went quiet and was closed with outcome unknown; it can be exported once the computer ends it or an operator seals it.",
       );
-    const key = serverKey(c.env);
+    const key = await signingKey(c.env);
+    const now = Date.now();
     const manifest = assembleManifest({
-      run: {
-        id: s.chain,
-        workspace: s.workspace,
-        host: s.hostId,
-        harness: s.harness ?? "",
-        agent: s.agent,
-        session_id: s.sessionId ?? "",
-        status: s.status,
-        outcome: s.outcome,
-        environment: "customer_computer",
-        mode: data.mode,
-        first_frame_ms: s.firstFrameMs,
-        last_frame_ms: s.lastFrameMs,
-      },
-      exportedMs: Date.now(),
+      run: manifestRun(runRow(s, now), data.mode),
+      exportedMs: now,
       serverKeyId: key.keyId,
       hostKey: fromHex(data.hostKey, 32),
       frames: data.frames,

@@ -1,21 +1,20 @@
 import { eq } from "drizzle-orm";
 import { Hono } from "hono";
 import { z } from "zod";
-import { BodyRole, Policy } from "../../protocol/index.ts";
+import { Policy } from "../../protocol/index.ts";
 import { operatorAuth, type OperatorEnv } from "../auth/operator.ts";
 import { db, schema } from "../db/client.ts";
 import { notFound } from "../errors.ts";
 import { parseRoles, signedPolicy, updatePolicy } from "../lib/policy-store.ts";
 import { valid } from "../validate.ts";
 
-const Retention = z.strictObject({ mode: z.enum(["keep", "digest_only"]), keep: z.array(BodyRole).max(16) });
 const Settings = z.strictObject({
   name: z.string().min(1).max(128).optional(),
   mode: z.enum(["enforce", "observe"]).optional(),
-  retention: Retention.optional(),
+  retention: Policy.shape.retention.optional(),
 });
-/** What an operator may set; the server owns the rest (workspace, issue time, paused runs, suspended hosts). */
-const PolicyInput = Policy.omit({ v: true, workspace: true, issued_ms: true, paused_runs: true, suspended_hosts: true });
+/** What an operator may set; the server owns the rest (workspace, host, issue time, paused runs, suspended hosts). */
+const PolicyInput = Policy.omit({ v: true, workspace: true, host: true, issued_ms: true, paused_runs: true, suspended_hosts: true });
 const IdParam = z.object({ id: z.string().min(1).max(128) });
 
 async function ownWorkspace(env: Env, workspaceId: string, id: string) {

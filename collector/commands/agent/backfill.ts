@@ -14,10 +14,11 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
-import { fromHex, ROUTES, runIdFor, signRequest } from "../../../protocol/index.ts";
+import { fromHex, ROUTES, runIdFor } from "../../../protocol/index.ts";
 import { parse } from "../../lib/args.ts";
 import { ExitError, UsageError } from "../../lib/errors.ts";
 import { useNodeCrypto } from "../../lib/node-crypto.ts";
+import { hostFetch } from "../../lib/server.ts";
 import { readHost, statePath, type HostConfig } from "../../lib/state.ts";
 import { appendSteps } from "../../recorder/append.ts";
 import { Journal } from "../../recorder/journal.ts";
@@ -31,10 +32,8 @@ import { progressBar } from "../verify/progress.ts";
 const USAGE = "usage: oxagen agent backfill TRANSCRIPT [--json]";
 
 async function serverHolds(host: HostConfig, run: string): Promise<"yes" | "no" | "unknown"> {
-  const path = ROUTES.hostRun(run);
-  const headers = signRequest(fromHex(host.secret_key, 32), host.host_id, "GET", path, new Uint8Array(), Date.now());
   try {
-    const res = await fetch(new URL(path, host.server), { headers, signal: AbortSignal.timeout(10_000) });
+    const res = await hostFetch(host, ROUTES.hostRun(run), { timeoutMs: 10_000 });
     return res.status === 200 ? "yes" : res.status === 404 ? "no" : "unknown";
   } catch {
     return "unknown";

@@ -1,5 +1,6 @@
-import { fromHex, ROUTES, signRequest } from "../../../protocol/index.ts";
+import { ROUTES } from "../../../protocol/index.ts";
 import { useNodeCrypto } from "../../lib/node-crypto.ts";
+import { hostFetch } from "../../lib/server.ts";
 import type { HostConfig } from "../../lib/state.ts";
 
 /** The server's view of this host's agents (GET /v1/host), or why it is not available. */
@@ -7,9 +8,8 @@ export type ServerView = { status: string; agents: { name: string; health: strin
 
 export async function serverView(host: HostConfig): Promise<ServerView> {
   useNodeCrypto();
-  const headers = signRequest(fromHex(host.secret_key, 32), host.host_id, "GET", ROUTES.hostStatus, new Uint8Array(), Date.now());
   try {
-    const res = await fetch(new URL(ROUTES.hostStatus, host.server), { headers, signal: AbortSignal.timeout(3000) });
+    const res = await hostFetch(host, ROUTES.hostStatus, { timeoutMs: 3000 });
     const body = (await res.json().catch(() => null)) as { status?: unknown; agents?: unknown; message?: unknown } | null;
     if (!res.ok) return { error: `HTTP ${res.status}${typeof body?.message === "string" ? `: ${body.message}` : ""}` };
     const agents = Array.isArray(body?.agents) ? (body.agents as Record<string, unknown>[]) : [];

@@ -62,15 +62,18 @@ export async function startStub(): Promise<StubServer> {
       const problem = pub
         ? requestProblem(
             fromHex(pub, 32),
-            { host: header(AUTH_HEADERS.host), time: header(AUTH_HEADERS.time), signature: header(AUTH_HEADERS.signature) },
-            "GET",
-            ROUTES.policy,
-            new Uint8Array(),
+            {
+              host: header(AUTH_HEADERS.host),
+              time: header(AUTH_HEADERS.time),
+              nonce: header(AUTH_HEADERS.nonce),
+              signature: header(AUTH_HEADERS.signature),
+            },
+            { origin: stub.url, method: "GET", pathAndQuery: ROUTES.policy, headers: {}, body: new Uint8Array() },
             Date.now(),
           )
         : "unknown host";
       if (problem) return send(401, { error: "bad_signature", message: problem });
-      return send(200, signPolicy(stub.policy, SERVER_SECRET, SERVER_KEY_ID));
+      return send(200, signPolicy({ ...stub.policy, host: hostId }, SERVER_SECRET, SERVER_KEY_ID));
     }
     send(404, { error: "not_found", message: "no such route" });
   });
