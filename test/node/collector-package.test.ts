@@ -109,6 +109,13 @@ describe("the collector package", () => {
         permissionDecision: "deny",
         permissionDecisionReason: "no network from agents",
       });
+      // A hook that found the recorder down starts it again (after its answer), from the package too.
+      let up = false;
+      for (let i = 0; i < 150 && !up; i++) {
+        up = (await collect(pkg.tacho, ["daemon", "status"], env)).code === 0;
+        if (!up) await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(up).toBe(true);
     } finally {
       stub.policy = { ...stub.policy, tools: [] };
       await collect(pkg.tacho, ["daemon", "stop"], env);
