@@ -1,11 +1,12 @@
 import { and, desc, eq, gte, lte, or, lt, sql, type SQL } from "drizzle-orm";
 import { Hono } from "hono";
 import { z } from "zod";
-import { assembleManifest, fromHex, GRADES, RunId, TIERS, writeBundle } from "../../protocol/index.ts";
+import { BUNDLE_V2_PAYLOAD_TYPE, GRADES, RunId, TIERS } from "../../protocol/index.ts";
 import { operatorAuth, type OperatorEnv } from "../auth/operator.ts";
 import { db, schema } from "../db/client.ts";
 import { AppError, notFound } from "../errors.ts";
 import { serverKey } from "../keys.ts";
+import { bundleStream } from "../lib/export-stream.ts";
 import { loadPolicy, toggle, updatePolicy } from "../lib/policy-store.ts";
 import { syncRun } from "../lib/run-rows.ts";
 import { valid } from "../validate.ts";
@@ -128,40 +129,17 @@ export const runs = new Hono<OperatorEnv>()
   })
   .get("/v1/runs/:id/export", valid("param", IdParam), async (c) => {
     const row = await ownRun(c.env, c.var.workspaceId, c.req.valid("param").id);
-    const data = await chain(c.env, row.id).exportData();
-    if (!data) throw notFound("run");
-    const s = data.summary;
-    if (s.status === "live") throw new AppError(409, "not_exportable", "The run is live: it can be exported once it ends or is sealed.");
-    if (s.status === "closed")
+    const stub = chain(c.env, row.id);
+    const head = await stub.exportHead();
+    if (!head) throw notFound("run");
+    const status = head.summary.status;
+    if (status === "live") throw new AppError(409, "not_exportable", "The run is live: it can be exported once it ends or is sealed.");
+    if (status === "closed")
       throw new AppError(
         409,
         "not_exportable",
         "The run went quiet and was closed with outcome unknown; it can be exported once the computer ends it or an operator seals it.",
       );
-    const key = serverKey(c.env);
-    const manifest = assembleManifest({
-      run: {
-        id: s.chain,
-        workspace: s.workspace,
-        host: s.hostId,
-        harness: s.harness ?? "",
-        agent: s.agent,
-        session_id: s.sessionId ?? "",
-        status: s.status,
-        outcome: s.outcome,
-        environment: "customer_computer",
-        mode: data.mode,
-        first_frame_ms: s.firstFrameMs,
-        last_frame_ms: s.lastFrameMs,
-      },
-      exportedMs: Date.now(),
-      serverKeyId: key.keyId,
-      hostKey: fromHex(data.hostKey, 32),
-      frames: data.frames,
-      locks: data.locks,
-      equivocations: data.equivocations,
-      serverGaps: data.serverGaps,
-    });
-    c.header("Content-Disposition", `attachment; filename="${row.id}.oxagen.json"`);
-    return c.body(writeBundle(manifest, key.secret, key.keyId), 200, { "Content-Type": "application/json" });
+    c.header("Content-Disposition", `attachment; filename="${row.id}.oxagen.jsonl"`);
+    return c.body(bundleStream(stub, head, serverKey(c.env), Date.now()), 200, { "Content-Type": BUNDLE_V2_PAYLOAD_TYPE });
   });

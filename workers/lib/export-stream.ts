@@ -1,0 +1,97 @@
+import { assembleBundle, bytesToHex, emptyTally, fromHex, keyIdFor, type Manifest } from "../../protocol/index.ts";
+import type { ChainObject } from "../chain-object.ts";
+import type { ExportHead, ExportPage, ExportPageRequest } from "../chain/export.ts";
+import type { ServerKey } from "../keys.ts";
+
+/** The chain object's page method, as the Worker calls it. */
+type Chain = Pick<DurableObjectStub<ChainObject>, "exportPage">;
+
+/**
+ * Streams a run's version-2 bundle (`protocol/bundle-stream.ts`) page by page from its chain
+ * object, signed over its running hash in the last line. What the Worker holds at any time does
+ * not grow with the run's frames: the page being written (at most `PAGE_CHARS` of lines, about
+ * 1 MiB, held as text and as bytes), at most one chunk queued in the stream, and the running tally
+ * and hash. The chain's own gaps come out of the tally, so until the gap list is written it holds
+ * a few dozen bytes for each `telemetry_gap` frame and each body over 1 MiB the run names.
+ */
+export function bundleStream(chain: Chain, head: ExportHead, key: ServerKey, exportedMs: number): ReadableStream<Uint8Array> {
+  const chunks = assembleBundle(parts(chain, head, exportedMs, key.keyId), key.secret, key.keyId);
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        for (;;) {
+          const next = await chunks.next();
+          if (next.done) return controller.close();
+          if (next.value.length > 0) return controller.enqueue(next.value);
+        }
+      } catch (err) {
+        // The status line is sent: a bundle cut short has no signature line, which verifiers refuse.
+        console.error("export failed", head.summary.chain, err);
+        controller.error(err);
+      }
+    },
+    async cancel() {
+      await chunks.return(undefined);
+    },
+  });
+}
+
+function parts(chain: Chain, head: ExportHead, exportedMs: number, keyId: string) {
+  const s = head.summary;
+  const run: Manifest["run"] = {
+    id: s.chain,
+    workspace: s.workspace,
+    host: s.hostId,
+    harness: s.harness ?? "",
+    agent: s.agent,
+    session_id: s.sessionId ?? "",
+    status: s.status,
+    outcome: s.outcome,
+    environment: "customer_computer",
+    mode: head.mode,
+    first_frame_ms: s.firstFrameMs,
+    last_frame_ms: s.lastFrameMs,
+  };
+  const hostKey = fromHex(head.hostKey, 32);
+  // A section's pages, one RPC at a time, each read once the one before is written.
+  async function* section<T>(first: ExportPageRequest, next: (at: number | string) => ExportPageRequest, pick: (p: ExportPage) => T) {
+    for (let req: ExportPageRequest | null = first; req; ) {
+      const page: ExportPage = await chain.exportPage(req);
+      yield pick(page);
+      req = page.next === null ? null : next(page.next);
+    }
+  }
+  const missing = (after: string): ExportPageRequest => ({ section: "missing_bodies", after, frames: head.frames });
+  return {
+    head: { run, exported_ms: exportedMs, server_key_id: keyId, host_key: { pub: bytesToHex(hostKey), key_id: keyIdFor(hostKey) } },
+    locks: section(
+      { section: "locks", from: 0, to: head.locks },
+      (at) => ({ section: "locks", from: Number(at), to: head.locks }),
+      (p) => p.lines,
+    ),
+    frames: section(
+      { section: "frames", from: 0, to: head.frames },
+      (at) => ({ section: "frames", from: Number(at), to: head.frames }),
+      (p) => ({ lines: p.lines, tally: p.tally ?? emptyTally() }),
+    ),
+    equivocations: section(
+      { section: "equivocations", after: 0, upTo: head.equivocations },
+      (at) => ({ section: "equivocations", after: Number(at), upTo: head.equivocations }),
+      (p) => p.lines,
+    ),
+    serverGaps: section(
+      { section: "gaps", after: 0, upTo: head.gaps },
+      (at) => ({ section: "gaps", after: Number(at), upTo: head.gaps }),
+      (p) => p.gaps,
+    ),
+    missingBodies: head.missingBodies
+      ? section(
+          missing(""),
+          (at) => missing(String(at)),
+          (p) => p.bodies,
+        )
+      : empty(),
+  };
+}
+
+async function* empty(): AsyncGenerator<never> {}
