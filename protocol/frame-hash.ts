@@ -105,15 +105,20 @@ export class FrameHasher {
     sha256Into(this.#buf.subarray(0, end + 32), this.#buf, this.#prevAt);
   }
 
-  /** The same for a frame whose kind and payload are given as their UTF-8 bytes. */
-  bytes(seq: number, t: number, kind: Uint8Array, payload: Uint8Array): void {
+  /**
+   * The same for a frame whose kind and payload are given as their UTF-8 bytes: the kind is
+   * `src[kindStart … kindEnd)` (read in place: a line's bytes need no copy of their own).
+   */
+  bytes(seq: number, t: number, src: Uint8Array, kindStart: number, kindEnd: number, payload: Uint8Array): void {
     const at = this.#header(seq, t);
-    if (kind.length > MAX_KIND_BYTES) throw new RangeError("kind too long");
-    this.#buf[at] = kind.length;
-    this.#buf.set(kind, at + 1);
-    const end = at + 1 + kind.length;
-    payloadBytesHashInto(payload, this.#buf, end);
-    sha256Into(this.#buf.subarray(0, end + 32), this.#buf, this.#prevAt);
+    const length = kindEnd - kindStart;
+    if (length > MAX_KIND_BYTES) throw new RangeError("kind too long");
+    const buf = this.#buf;
+    buf[at] = length;
+    for (let i = 0; i < length; i++) buf[at + 1 + i] = src[kindStart + i]!;
+    const end = at + 1 + length;
+    payloadBytesHashInto(payload, buf, end);
+    sha256Into(buf.subarray(0, end + 32), buf, this.#prevAt);
   }
 
   // Writes seq and t around prev; returns where the kind's length byte goes.

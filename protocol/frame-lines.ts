@@ -31,6 +31,7 @@ const PAYLOAD = ascii('","payload":');
 
 /** Where a frame line's parts are, or why it is not a frame line. */
 interface FrameLine {
+  number: number;
   seq: number;
   t: number;
   /**
@@ -66,14 +67,16 @@ function literal(buf: Uint8Array, at: number, bytes: Uint8Array): boolean {
   return true;
 }
 
-// A non-negative safe integer in shortest decimal form starting at `at`: [value, end], or null.
-function integer(buf: Uint8Array, at: number, end: number): [number, number] | null {
+// A non-negative safe integer in shortest decimal form starting at `at`, into `out.number`;
+// returns where it ends, or -1.
+function integer(buf: Uint8Array, at: number, end: number, out: FrameLine): number {
   let i = at;
   let n = 0;
   while (i < end && buf[i]! >= 0x30 && buf[i]! <= 0x39 && i - at < 17) n = n * 10 + (buf[i++]! - 0x30);
   const digits = i - at;
-  if (digits === 0 || (digits > 1 && buf[at] === 0x30) || !Number.isSafeInteger(n)) return null;
-  return [n, i];
+  if (digits === 0 || (digits > 1 && buf[at] === 0x30) || !Number.isSafeInteger(n)) return -1;
+  out.number = n;
+  return i;
 }
 
 function isHexByte(b: number): boolean {
@@ -84,13 +87,13 @@ function isHexByte(b: number): boolean {
 function readFrameLine(buf: Uint8Array, start: number, end: number, out: FrameLine): string | null {
   out.kindBytes = null;
   if (!literal(buf, start, START)) return "it does not start as a frame line does";
-  const seq = integer(buf, start + START.length, end);
-  if (!seq || !literal(buf, seq[1], T)) return "seq is not a non-negative integer";
-  const t = integer(buf, seq[1] + T.length, end);
-  if (!t || !literal(buf, t[1], KIND)) return "t is not a non-negative integer";
-  out.seq = seq[0];
-  out.t = t[0];
-  const q = t[1] + KIND.length;
+  const seqEnd = integer(buf, start + START.length, end, out);
+  if (seqEnd < 0 || !literal(buf, seqEnd, T)) return "seq is not a non-negative integer";
+  out.seq = out.number;
+  const tEnd = integer(buf, seqEnd + T.length, end, out);
+  if (tEnd < 0 || !literal(buf, tEnd, KIND)) return "t is not a non-negative integer";
+  out.t = out.number;
+  const q = tEnd + KIND.length;
   if (buf[q] !== QUOTE) return "kind is not a string";
   // The common case: printable ASCII with nothing escaped, so the kind's bytes are in the line.
   let i = q + 1;
@@ -98,7 +101,7 @@ function readFrameLine(buf: Uint8Array, start: number, end: number, out: FrameLi
   if (buf[i] === QUOTE) {
     out.kindStart = q + 1;
     out.kindEnd = i;
-    out.kind = String.fromCharCode.apply(null, buf.subarray(q + 1, i) as unknown as number[]);
+    out.kind = asciiKind(buf, q + 1, i);
   } else {
     for (; i < end && buf[i] !== QUOTE; i++) if (buf[i] === BACKSLASH) i++;
     if (i >= end) return "kind is not a string";
@@ -125,6 +128,26 @@ function readFrameLine(buf: Uint8Array, start: number, end: number, out: FrameLi
   out.payloadEnd = end - 1;
   if (out.payloadEnd < out.payloadStart || buf[end - 1] !== 0x7d) return "it does not end as a frame line does";
   return null;
+}
+
+// A chain has a handful of kinds: the string of each is made once and found again by its bytes.
+const kinds = new Map<number, { bytes: Uint8Array; text: string }[]>();
+
+function asciiKind(buf: Uint8Array, start: number, end: number): string {
+  let h = 0x811c9dc5;
+  for (let i = start; i < end; i++) h = Math.imul(h ^ buf[i]!, 0x01000193);
+  const known = kinds.get(h);
+  for (const k of known ?? []) {
+    if (k.bytes.length !== end - start) continue;
+    let same = true;
+    for (let i = 0; i < k.bytes.length && same; i++) same = k.bytes[i] === buf[start + i];
+    if (same) return k.text;
+  }
+  // A copy: the line's buffer is refilled.
+  const bytes = Uint8Array.prototype.slice.call(buf, start, end);
+  const text = String.fromCharCode(...bytes);
+  if (kinds.size < 1024) kinds.set(h, [...(known ?? []), { bytes, text }]);
+  return text;
 }
 
 function hexValue(b: number): number {
@@ -163,7 +186,18 @@ export function checkFrameLines(buf: Uint8Array, start: number, end: number, job
   const chunk = emptyChunk(job.from, Math.ceil((end - start) / MIN_FRAME_LINE) + 1);
   const h = new FrameHasher(job.chainId);
   h.hash.set(job.prev);
-  const line = {} as FrameLine;
+  const line = {
+    number: 0,
+    seq: 0,
+    t: 0,
+    kind: "",
+    kindStart: 0,
+    kindEnd: 0,
+    kindBytes: null,
+    hashStart: 0,
+    payloadStart: 0,
+    payloadEnd: 0,
+  } as FrameLine;
   let index = job.from;
   let at = start;
   try {
@@ -181,11 +215,11 @@ export function checkFrameLines(buf: Uint8Array, start: number, end: number, job
       chunk.seqs[index - job.from] = line.seq;
       chunk.times[index - job.from] = line.t;
       tallyFrame(chunk.tally, index, line.kind, payload, job.bodies ? chunk.kept : undefined);
-      const kindBytes = line.kindBytes ?? buf.subarray(line.kindStart, line.kindEnd);
       try {
         // A kind with a lone surrogate has no UTF-8 form, so it has no frame hash (as frameHash throws).
-        if (kindBytes === NO_UTF8) throw new Error("string holds a lone surrogate");
-        h.bytes(line.seq, line.t, kindBytes, payloadBytes);
+        if (line.kindBytes === NO_UTF8) throw new Error("string holds a lone surrogate");
+        if (line.kindBytes) h.bytes(line.seq, line.t, line.kindBytes, 0, line.kindBytes.length, payloadBytes);
+        else h.bytes(line.seq, line.t, buf, line.kindStart, line.kindEnd, payloadBytes);
       } catch {
         h.hash.fill(0);
       }

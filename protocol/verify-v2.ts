@@ -57,12 +57,13 @@ export const SLOT_BYTES = 2 * MAX_LINE_BYTES;
 
 /**
  * A {@link FrameChecker} that checks everything on this thread, at once; its one slot holds
- * `bytes` (a bundle smaller than a slot needs no more).
+ * `bytes` (a bundle smaller than a slot needs no more), made by `alloc` (a Node process gives a
+ * Buffer, whose native `indexOf` finds line ends many times faster).
  */
-export function localChecker(bytes = SLOT_BYTES): FrameChecker {
+export function localChecker(bytes = SLOT_BYTES, alloc: (size: number) => Uint8Array = (size) => new Uint8Array(size)): FrameChecker {
   const done: FrameChunk[] = [];
   return {
-    slots: [new Uint8Array(Math.min(bytes, SLOT_BYTES))],
+    slots: [alloc(Math.min(bytes, SLOT_BYTES))],
     submit(slot, start, end, job) {
       done.push(checkFrameLines(this.slots[slot]!, start, end, job));
     },
@@ -208,7 +209,7 @@ class Reader {
         return;
       }
       // The start of a line that goes on in the next block; copied out before that slot is refilled.
-      carry = slot.slice(at, filled);
+      carry = Uint8Array.prototype.slice.call(slot, at, filled);
       this.#collect(false);
       k = (k + 1) % slots.length;
       this.options.onProgress?.(position / sigStart);

@@ -42,7 +42,7 @@ function verifyOnce(threads: 1 | 2): { ms: number; frames: number } {
     read: (into: Uint8Array, at: number, length: number, position: number) => readSync(fd, into, at, length, position),
   };
   const start = performance.now();
-  const checker = threads === 1 ? { ...localChecker(size), close: () => {} } : parallelChecker();
+  const checker = threads === 1 ? { ...localChecker(size, (n) => Buffer.alloc(n)), close: () => {} } : parallelChecker();
   const result = verifySource(source, { serverKey }, checker);
   const ms = performance.now() - start;
   checker.close();

@@ -49,7 +49,8 @@ export async function verify(args: string[]): Promise<number> {
   useNodeCrypto();
   const bar = values.json ? null : progressBar(process.stderr);
   const { source, close } = openBundle(positionals[0]!);
-  const checker = source.size >= PARALLEL_MIN_BYTES ? parallelChecker() : { ...localChecker(), close: () => {} };
+  const checker =
+    source.size >= PARALLEL_MIN_BYTES ? parallelChecker() : { ...localChecker(source.size, (n) => Buffer.alloc(n)), close: () => {} };
   let result: VerifyResult;
   try {
     result = verifySource(

@@ -73,7 +73,8 @@ export function parallelChecker(options: ParallelOptions = {}): FrameChecker & {
 } {
   const waitLimit = options.waitLimitMs ?? WAIT_LIMIT_MS;
   const buffers = Array.from({ length: SLOT_COUNT }, () => new SharedArrayBuffer(SLOT_BYTES));
-  const slots = buffers.map((b) => new Uint8Array(b));
+  // Buffers, not plain Uint8Arrays: the reader finds line ends with Buffer's native indexOf.
+  const slots = buffers.map((b) => Buffer.from(b));
   const control = new Int32Array(new SharedArrayBuffer(4 * (HEADER_WORDS + SLOT_COUNT * SLOT_WORDS)));
   const prevs = new Uint8Array(new SharedArrayBuffer(32 * SLOT_COUNT));
   const { port1, port2 } = new MessageChannel();

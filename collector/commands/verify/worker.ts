@@ -27,7 +27,7 @@ import {
 
 const setup = workerData as CheckerSetup;
 const control = new Int32Array(setup.control);
-const slots = setup.slots.map((b) => new Uint8Array(b));
+const slots = setup.slots.map((b) => Buffer.from(b));
 const prevs = new Uint8Array(setup.prevs);
 let config: { chainId: string; bodies: boolean } | null = null;
 let locks: LockSignatureJob[] = [];
