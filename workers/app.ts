@@ -2,7 +2,6 @@ import { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { AppError } from "./errors.ts";
 import { agents } from "./routes/agents.ts";
-import { bench } from "./routes/bench.ts";
 import { bodies } from "./routes/bodies.ts";
 import { enroll } from "./routes/enroll.ts";
 import { health } from "./routes/health.ts";
@@ -29,7 +28,6 @@ app.route("/", agents);
 app.route("/", runs);
 app.route("/", tokens);
 app.route("/", workspaces);
-app.route("/", bench);
 
 app.notFound((c) => c.json({ error: "not_found", message: "No such route." }, 404));
 

@@ -1,5 +1,5 @@
 import { DurableObject } from "cloudflare:workers";
-import { signLock, lockHash, type Frame, type Gap } from "../protocol/index.ts";
+import { signLock, lockHash, type Gap } from "../protocol/index.ts";
 import { ChainCore } from "./chain/core.ts";
 import { migrate } from "./chain/schema.ts";
 import { type ExportHead, type ExportPage, type ExportPageRequest, exportHead, exportPage } from "./chain/export.ts";
@@ -131,23 +131,5 @@ export class ChainObject extends DurableObject<Env> {
   /** One page of an export, below the bounds its head gave: read only, so it runs between ingest calls. */
   exportPage(req: ExportPageRequest): ExportPage {
     return exportPage(this.ctx.storage.sql, req);
-  }
-
-  /** Bench floor only (the Worker gates it behind BENCH=1): writes rows with no checks and no hashing. */
-  benchAppend(frames: Frame[], now: number): number {
-    return this.ctx.storage.transactionSync(() => {
-      const sql = this.ctx.storage.sql;
-      let next = sql.exec<{ n: number | null }>("SELECT max(seq) AS n FROM bench").one().n ?? -1;
-      for (const f of frames)
-        sql.exec(
-          "INSERT INTO bench (seq, t, kind, payload, hash, received_ms) VALUES (?, ?, ?, ?, '', ?)",
-          ++next,
-          f.t,
-          f.kind,
-          f.payload,
-          now,
-        );
-      return next + 1;
-    });
   }
 }
