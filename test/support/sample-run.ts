@@ -63,10 +63,14 @@ export interface SampleStep {
   lock: (SignedLock & { received_ms: number }) | null;
 }
 
-/** Options of the sample run: a lock every `lockEvery` frames, and `extraToolCalls` more tool calls (4 frames each). */
+/**
+ * Options of the sample run: a lock every `lockEvery` frames, `extraToolCalls` more tool calls
+ * (4 frames each), and the host it runs on (the RFC 8032 test host by default).
+ */
 export interface SampleOptions {
   lockEvery?: number;
   extraToolCalls?: number;
+  host?: { id: string; secret: Uint8Array };
 }
 
 /**
@@ -74,7 +78,8 @@ export interface SampleOptions {
  * frames without holding them; the bodies they name are added to `bodies`.
  */
 export function* sampleSteps(options: SampleOptions = {}, bodies: Record<string, string> = {}): Generator<SampleStep> {
-  const chain = runIdFor(HOST_ID, AGENT, SESSION);
+  const host = options.host ?? { id: HOST_ID, secret: HOST_SECRET };
+  const chain = runIdFor(host.id, AGENT, SESSION);
   const w = new ChainWriter(chain);
   let t = T0;
   let count = 0;
@@ -95,7 +100,7 @@ export function* sampleSteps(options: SampleOptions = {}, bodies: Record<string,
     t += 1000;
     const { frame, hash } = w.append(kind, payload as never, t);
     count++;
-    const lock = count % lockEvery === 0 ? w.lock({ secretKey: HOST_SECRET, hostId: HOST_ID, t: t + 10 }) : null;
+    const lock = count % lockEvery === 0 ? w.lock({ secretKey: host.secret, hostId: host.id, t: t + 10 }) : null;
     return { frame: { ...frame, hash }, lock: lock ? { ...lock, received_ms: t + 500 } : null };
   };
 
@@ -155,7 +160,7 @@ export function* sampleSteps(options: SampleOptions = {}, bodies: Record<string,
   const message = keep("message", BODIES.message);
   yield step("turn_end", { path: "hook", message: { sha256: message.sha256, size: message.size }, bodies: [message] });
   yield step("agent_stop", { path: "hook", reason: "session_end", outcome: "completed" });
-  const final = w.lock({ secretKey: HOST_SECRET, hostId: HOST_ID, t: t + 20, final: true });
+  const final = w.lock({ secretKey: host.secret, hostId: host.id, t: t + 20, final: true });
   yield { frame: null, lock: final ? { ...final, received_ms: t + 600 } : null };
 }
 
