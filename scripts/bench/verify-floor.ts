@@ -45,21 +45,28 @@ export function checkBlock(buf: Buffer, end: number, prev: Buffer, ctx: FloorCon
   h = header.writeUInt16BE(ctx.chain.length, h);
   h += ctx.chain.copy(header, h);
   const seqAt = h;
+  const prevAt = seqAt + 8;
+  prev.copy(header, prevAt);
   for (let at = 0; at < end; ) {
     const lf = buf.indexOf(10, at);
     const v = JSON.parse(buf.toString("utf8", at, lf));
     if (v.seq !== undefined) {
+      // The digests the format defines, from the bytes: the payload's, then the frame's header.
       const p = buf.indexOf(PAYLOAD, at) + PAYLOAD.length;
       const n = buf.copy(scratch, P_TAG.length, p, lf - 1);
-      const ph = hash("sha256", scratch.subarray(0, P_TAG.length + n), "buffer");
-      let k = header.writeBigUInt64BE(BigInt(v.seq), seqAt);
-      k += prev.copy(header, k);
-      k = header.writeBigUInt64BE(BigInt(v.t), k);
-      k = header.writeUInt8(Buffer.byteLength(v.kind), k);
-      k += header.write(v.kind, k);
-      k += ph.copy(header, k);
+      const ph = hash("sha256", scratch.subarray(0, P_TAG.length + n), "binary");
+      header.writeUInt32BE(Math.floor(v.seq / 2 ** 32), seqAt);
+      header.writeUInt32BE(v.seq >>> 0, seqAt + 4);
+      let k = prevAt + 32;
+      header.writeUInt32BE(Math.floor(v.t / 2 ** 32), k);
+      header.writeUInt32BE(v.t >>> 0, k + 4);
+      k += 8;
+      const kind = header.write(v.kind, k + 1, "latin1");
+      header[k] = kind;
+      k += 1 + kind;
+      k += header.write(ph, k, "latin1");
       if (hash("sha256", header.subarray(0, k), "hex") !== v.hash) bad++;
-      prev = Buffer.from(v.hash, "hex");
+      header.write(v.hash, prevAt, "hex");
     } else if (v.lock) {
       const body = Buffer.from(v.lock.payload);
       const pae = Buffer.from(`DSSEv1 ${DSSE_TYPE.length} ${DSSE_TYPE} ${body.length} `);

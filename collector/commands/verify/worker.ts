@@ -58,6 +58,7 @@ function run(): void {
     if (Atomics.compareExchange(control, LOCKS, PENDING, TAKEN) === PENDING) {
       receive();
       if (!attempt(LOCKS, () => post({ locks: locks.map((j) => j.key !== null && lockSignatureValid(j, j.key)) }))) return;
+      locks = [];
       continue;
     }
     const slot = oldestPending();
