@@ -70,21 +70,21 @@ export interface BodyMention {
   why?: string;
 }
 
+function mention(ref: Record<string, unknown>, seq: number): BodyMention {
+  return {
+    seq,
+    role: String(ref.role),
+    sha256: String(ref.sha256),
+    size: Number(ref.size),
+    kept: ref.kept === true,
+    ...(typeof ref.why === "string" ? { why: ref.why } : {}),
+  };
+}
+
 function mentionsOf(payload: ParsedPayload | null, seq: number, out: BodyMention[]): void {
   const bodies = payload?.bodies;
   if (!Array.isArray(bodies)) return;
-  for (const b of bodies) {
-    if (!b || typeof b !== "object") continue;
-    const ref = b as Record<string, unknown>;
-    out.push({
-      seq,
-      role: String(ref.role),
-      sha256: String(ref.sha256),
-      size: Number(ref.size),
-      kept: ref.kept === true,
-      ...(typeof ref.why === "string" ? { why: ref.why } : {}),
-    });
-  }
+  for (const b of bodies) if (b && typeof b === "object") out.push(mention(b as Record<string, unknown>, seq));
 }
 
 /** Every body reference in a chain's payloads (index = seq), in order. */
@@ -163,19 +163,24 @@ export function tallyFrame(t: PayloadTally, seq: number, kind: string, p: Parsed
   const path = String(p.path);
   t.byPath[path] = (t.byPath[path] ?? 0) + 1;
   if (p.backfilled === true) t.backfilled++;
-  const mentions: BodyMention[] = [];
-  mentionsOf(p, seq, mentions);
+  // The body references, read in place (a mention is made only for `kept`: this runs for every frame).
   let request = false;
   let response = false;
-  for (const m of mentions) {
-    t.bodiesNamed++;
-    if (m.kept) {
-      kept?.push(m);
-      if (m.role === "llm_request") request = true;
-      else if (m.role === "llm_response") response = true;
-    } else t.bodiesNotKept++;
-    if (m.why === "digest_only") t.digestOnly = true;
-    else if (m.why === "over_limit") addOverLimit(t, m.sha256);
+  const bodies = p.bodies;
+  if (Array.isArray(bodies)) {
+    for (const b of bodies) {
+      if (!b || typeof b !== "object") continue;
+      const ref = b as Record<string, unknown>;
+      t.bodiesNamed++;
+      if (ref.kept === true) {
+        kept?.push(mention(ref, seq));
+        const role = String(ref.role);
+        if (role === "llm_request") request = true;
+        else if (role === "llm_response") response = true;
+      } else t.bodiesNotKept++;
+      if (ref.why === "digest_only") t.digestOnly = true;
+      else if (ref.why === "over_limit") addOverLimit(t, String(ref.sha256));
+    }
   }
   if (kind === "llm_call") {
     if (path === "gateway") {

@@ -79,9 +79,9 @@ function integer(buf: Uint8Array, at: number, end: number, out: FrameLine): numb
   return i;
 }
 
-function isHexByte(b: number): boolean {
-  return (b >= 0x30 && b <= 0x39) || (b >= 0x61 && b <= 0x66);
-}
+// Lowercase hex digits' values by byte; -1 for any other byte.
+const HEX = new Int8Array(256).fill(-1);
+for (let i = 0; i < 16; i++) HEX["0123456789abcdef".charCodeAt(i)] = i;
 
 /** Reads the frame line `start` … `end − 1` (without its LF) into `out`; returns why it is not one, or null. */
 function readFrameLine(buf: Uint8Array, start: number, end: number, out: FrameLine): string | null {
@@ -120,9 +120,7 @@ function readFrameLine(buf: Uint8Array, start: number, end: number, out: FrameLi
   const h = i + 1;
   if (!literal(buf, h, HASH)) return "hash is not 64 lowercase hex characters";
   out.hashStart = h + HASH.length;
-  for (let k = 0; k < 64; k++) {
-    if (!isHexByte(buf[out.hashStart + k] ?? 0)) return "hash is not 64 lowercase hex characters";
-  }
+  // The 64 hex characters are checked with the hash they are compared with (claim).
   if (!literal(buf, out.hashStart + 64, PAYLOAD)) return "hash is not 64 lowercase hex characters";
   out.payloadStart = out.hashStart + 64 + PAYLOAD.length;
   out.payloadEnd = end - 1;
@@ -150,20 +148,23 @@ function asciiKind(buf: Uint8Array, start: number, end: number): string {
   return text;
 }
 
-function hexValue(b: number): number {
-  return b <= 0x39 ? b - 0x30 : b - 0x57;
-}
-
-// The claimed hash (64 hex bytes at `at`) equals the 32 bytes of `hash`.
-function claimMatches(buf: Uint8Array, at: number, hash: Uint8Array): boolean {
+/**
+ * Compares the claimed hash (64 hex characters at `at`) with the 32 bytes of `hash`: 0 when they
+ * are the same, 1 when they differ, -1 when the claim is not lowercase hex.
+ */
+function claim(buf: Uint8Array, at: number, hash: Uint8Array): -1 | 0 | 1 {
+  let differs: 0 | 1 = 0;
   for (let i = 0; i < 32; i++) {
-    if (((hexValue(buf[at + 2 * i]!) << 4) | hexValue(buf[at + 2 * i + 1]!)) !== hash[i]) return false;
+    const hi = HEX[buf[at + 2 * i]!]!;
+    const lo = HEX[buf[at + 2 * i + 1]!]!;
+    if ((hi | lo) < 0) return -1;
+    if (((hi << 4) | lo) !== hash[i]) differs = 1;
   }
-  return true;
+  return differs;
 }
 
 function readClaim(buf: Uint8Array, at: number, into: Uint8Array): void {
-  for (let i = 0; i < 32; i++) into[i] = (hexValue(buf[at + 2 * i]!) << 4) | hexValue(buf[at + 2 * i + 1]!);
+  for (let i = 0; i < 32; i++) into[i] = (HEX[buf[at + 2 * i]!]! << 4) | HEX[buf[at + 2 * i + 1]!]!;
 }
 
 /** What checking a run of frame lines needs besides the bytes. */
@@ -223,7 +224,13 @@ export function checkFrameLines(buf: Uint8Array, start: number, end: number, job
       } catch {
         h.hash.fill(0);
       }
-      if (!claimMatches(buf, line.hashStart, h.hash)) {
+      const claimed = claim(buf, line.hashStart, h.hash);
+      if (claimed < 0) {
+        // Not a frame line after all: the check is void from here, whatever was tallied.
+        chunk.malformed = { index, message: "hash is not 64 lowercase hex characters", unreadable: false };
+        break;
+      }
+      if (claimed > 0) {
         chunk.mismatched.push([index, bytesToHex(h.hash)]);
         readClaim(buf, line.hashStart, h.hash);
       }
@@ -248,5 +255,6 @@ export function claimedHash(buf: Uint8Array, start: number, end: number): string
   } catch {
     return null;
   }
+  for (let k = line.hashStart; k < line.hashStart + 64; k++) if (HEX[buf[k]!]! < 0) return null;
   return String.fromCharCode.apply(null, buf.subarray(line.hashStart, line.hashStart + 64) as unknown as number[]);
 }

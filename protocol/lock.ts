@@ -110,6 +110,8 @@ export interface LockContext {
    * another thread); by position. Missing entries are computed here.
    */
   signatures?: readonly boolean[];
+  /** Each lock's payload as {@link parseLock} gives it (null where it throws), when parsed already; by position. */
+  parsed?: readonly (LockPayload | null)[];
 }
 
 /** Summary of a run of locks. */
@@ -141,7 +143,8 @@ export function verifyLocks(locks: readonly SignedLock[], ctx: LockContext): Loc
   locks.forEach((lock, index) => {
     let p: LockPayload;
     try {
-      p = parseLock(lock);
+      // A payload parsed already is taken as it is; one that did not parse is parsed again for its reason.
+      p = ctx.parsed?.[index] ?? parseLock(lock);
     } catch (err) {
       problems.push({
         lockSeq: index,

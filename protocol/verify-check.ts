@@ -122,6 +122,7 @@ export class BundleCheck {
   #hostKey: Uint8Array = new Uint8Array(32);
   readonly #manifest: Finding[] = [];
   readonly #locks: SignedLock[] = [];
+  readonly #parsedLocks: (LockPayload | null)[] = [];
   #lockSignatures: boolean[] | null = null;
   readonly #heads = new Map<number, string>();
   readonly #mismatched = new Map<number, string>();
@@ -215,8 +216,9 @@ export class BundleCheck {
    */
   locksDone(): { heads: number[]; signatures: LockSignatureJob[] } {
     const heads = new Set<number>();
-    const signatures = this.#locks.map((lock) => {
+    const signatures = this.#locks.map((lock, i) => {
       const p = safeParseLock(lock);
+      this.#parsedLocks[i] = p;
       if (p && p.count > 0) heads.add(p.count - 1);
       return { payload: lock.payload, sig: lock.sig, key: p ? this.#keyFor(p) : null };
     });
@@ -374,6 +376,7 @@ export class BundleCheck {
       hostKey: this.#hostKey,
       serverKey: (p) => pickKey(this.#keys, p.key_id, "seal", p.t),
       hostId: run.host,
+      parsed: this.#parsedLocks,
     });
     for (const p of locks.problems) {
       if (p.code === "LOCK_TIME_REGRESSION") {

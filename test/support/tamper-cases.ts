@@ -71,8 +71,9 @@ const hostLock = (fields: Partial<Parameters<typeof signLock>[0]>, at = 0) => {
   return { ...signLock({ ...rest, ...fields }, HOST_SECRET), received_ms: base.locks[at]!.received_ms };
 };
 const flipHex = (hex: string, at: number) => hex.slice(0, at) + (parseInt(hex[at]!, 16) ^ 1).toString(16) + hex.slice(at + 1);
-/** The line of frame `seq` in the sample's version-2 lines. */
+/** The line of frame `seq` in the sample's version-2 lines, and the hash it carries. */
 const frameAt = (l: string[], seq: number) => l.findIndex((x) => x.startsWith(`{"seq":${seq},`));
+const SAMPLE_HASH = (l: string[], seq: number) => (JSON.parse(l[frameAt(l, seq)]!) as { hash: string }).hash;
 
 export const SAMPLE = base;
 
@@ -92,6 +93,15 @@ const V2_CASES: TamperCase[] = [
     code: "MANIFEST_INVALID",
     bundle: lines((l) => {
       l[frameAt(l, 0)] = l[frameAt(l, 0)]!.replace('"kind":"agent_start"', '"kind":"agent\\u005fstart"');
+    }),
+  },
+  {
+    name: "uppercase hex in a frame's hash, re-signed",
+    exit: 2,
+    code: "MANIFEST_INVALID",
+    bundle: lines((l) => {
+      const hash = SAMPLE_HASH(l, 5);
+      l[frameAt(l, 5)] = l[frameAt(l, 5)]!.replace(hash, hash.toUpperCase());
     }),
   },
   {
