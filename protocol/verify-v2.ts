@@ -96,6 +96,12 @@ const SECTION: Record<Exclude<LineKind, "signature" | "frame" | "gap_bodies">, n
   end: ENDED,
 };
 
+// Whether a parsed gap line's gap names bodies (so gap_bodies lines may go on with them).
+function hasBodies(value: unknown): boolean {
+  const gap = (value as { gap?: { bodies?: unknown } } | null)?.gap;
+  return Array.isArray(gap?.bodies) && gap.bodies.length > 0;
+}
+
 /** What {@link readV2} reports besides the findings. */
 export interface ReadOptions {
   bodies: boolean;
@@ -129,7 +135,8 @@ function readSignature(source: BundleSource): { keyId: string; sig: string; star
 class Reader {
   readonly #hash = sha256Stream();
   #section = HEAD;
-  #lastWasGap = false;
+  // Whether the line before was a gap with bodies (or more of them): the only place gap_bodies may go.
+  #gapBodiesMayFollow = false;
   #line = 0;
   #frame = 0;
   #heads: number[] = [];
@@ -239,7 +246,7 @@ class Reader {
     const outOfOrder =
       section < this.#section ||
       (kind === "head") !== (this.#section === HEAD) ||
-      (kind === "gap_bodies" && !this.#lastWasGap) ||
+      (kind === "gap_bodies" && !this.#gapBodiesMayFollow) ||
       (kind === "end" && this.#section === ENDED);
     if (outOfOrder) {
       this.check.invalid(where, `Line ${this.#line} (${kind}) is out of the bundle's order.`);
@@ -249,7 +256,7 @@ class Reader {
     if (section > FRAMES) this.#collect(true);
     // After the head come the locks, even when there are none.
     this.#section = kind === "head" ? LOCKS : section;
-    this.#lastWasGap = kind === "gap" || kind === "gap_bodies";
+    this.#gapBodiesMayFollow = false;
     let value: unknown;
     try {
       const text = fromUtf8(slot.subarray(start, end));
@@ -263,6 +270,7 @@ class Reader {
       this.check.invalid(where, `Line ${this.#line} is not JSON in its exported form (white space, duplicate member or escaping).`);
       return;
     }
+    this.#gapBodiesMayFollow = kind === "gap_bodies" || (kind === "gap" && hasBodies(value));
     this.#record(kind, value, where);
   }
 

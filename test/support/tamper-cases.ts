@@ -153,6 +153,19 @@ const V2_CASES: TamperCase[] = [
       for (let i = 0; i < l.length; i++) l[i] = `${l[i]}\r`;
     }),
   },
+  {
+    name: "gap_bodies after a gap that names no bodies, re-signed",
+    exit: 2,
+    code: "MANIFEST_INVALID",
+    bundle: lines((l) => {
+      l.splice(
+        -1,
+        0,
+        JSON.stringify({ gap: { kind: "daemon_down", source: "server", detail: "x" } }),
+        JSON.stringify({ gap_bodies: ["a".repeat(64)] }),
+      );
+    }),
+  },
   { name: "no LF after the signature line", exit: 0, code: "", bundle: only(2, () => base.bundle.replace(/\n$/, "")) },
   {
     name: "cut off before the signature line (a truncated download)",

@@ -53,41 +53,37 @@ function parts(chain: Chain, head: ExportHead, exportedMs: number, keyId: string
     last_frame_ms: s.lastFrameMs,
   };
   const hostKey = fromHex(head.hostKey, 32);
-  // A section's pages, one RPC at a time, each read once the one before is written.
-  async function* section<T>(first: ExportPageRequest, next: (at: number | string) => ExportPageRequest, pick: (p: ExportPage) => T) {
-    for (let req: ExportPageRequest | null = first; req; ) {
+  // A section's pages, one RPC at a time, each read once the one before is written; `at` is where
+  // the next page starts (null for the first).
+  async function* section<T>(request: (at: number | string | null) => ExportPageRequest, pick: (p: ExportPage) => T) {
+    for (let req: ExportPageRequest | null = request(null); req; ) {
       const page: ExportPage = await chain.exportPage(req);
       yield pick(page);
-      req = page.next === null ? null : next(page.next);
+      req = page.next === null ? null : request(page.next);
     }
   }
-  const missing = (after: string): ExportPageRequest => ({ section: "missing_bodies", after, frames: head.frames });
+  const from = (at: number | string | null) => Number(at ?? 0);
   return {
     head: { run, exported_ms: exportedMs, server_key_id: keyId, host_key: { pub: bytesToHex(hostKey), key_id: keyIdFor(hostKey) } },
     locks: section(
-      { section: "locks", from: 0, to: head.locks },
-      (at) => ({ section: "locks", from: Number(at), to: head.locks }),
+      (at) => ({ section: "locks", from: from(at), to: head.locks }),
       (p) => p.lines,
     ),
     frames: section(
-      { section: "frames", from: 0, to: head.frames },
-      (at) => ({ section: "frames", from: Number(at), to: head.frames }),
+      (at) => ({ section: "frames", from: from(at), to: head.frames }),
       (p) => ({ lines: p.lines, tally: p.tally ?? emptyTally() }),
     ),
     equivocations: section(
-      { section: "equivocations", after: 0, upTo: head.equivocations },
-      (at) => ({ section: "equivocations", after: Number(at), upTo: head.equivocations }),
+      (at) => ({ section: "equivocations", after: from(at), upTo: head.equivocations }),
       (p) => p.lines,
     ),
     serverGaps: section(
-      { section: "gaps", after: 0, upTo: head.gaps },
-      (at) => ({ section: "gaps", after: Number(at), upTo: head.gaps }),
+      (at) => ({ section: "gaps", after: from(at), upTo: head.gaps }),
       (p) => p.gaps,
     ),
     missingBodies: head.missingBodies
       ? section(
-          missing(""),
-          (at) => missing(String(at)),
+          (at) => ({ section: "missing_bodies", after: at === null ? "" : String(at), frames: head.frames }),
           (p) => p.bodies,
         )
       : empty(),
