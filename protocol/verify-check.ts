@@ -6,7 +6,6 @@
  * @module
  */
 import { bytesToHex, fromHex } from "./bytes.ts";
-import { tallyCoverage } from "./assess.ts";
 import { assessBundle, type Manifest } from "./bundle.ts";
 import { publicKeyProblem } from "./ed25519.ts";
 import { addTally, type BodyMention, emptyTally, type FrameChunk, FrameProblems } from "./frame-check.ts";
@@ -101,6 +100,37 @@ const emptySummary = (): VerifyResult["summary"] => ({
 
 const finding = (code: string, severity: Severity, where: string, message: string): Finding => ({ code, severity, where, message });
 
+/** The most findings of one code a phase keeps: a bundle whose every frame is broken does not fill memory. */
+export const MAX_FINDINGS_PER_CODE = 10_000;
+
+// A phase's findings, at most MAX_FINDINGS_PER_CODE of each code; the rest are counted, and one
+// note says how many of a code are not listed.
+class FindingList {
+  readonly #items: Finding[] = [];
+  readonly #counts = new Map<string, number>();
+
+  push(f: Finding): void {
+    const n = (this.#counts.get(f.code) ?? 0) + 1;
+    this.#counts.set(f.code, n);
+    if (n <= MAX_FINDINGS_PER_CODE) this.#items.push(f);
+  }
+
+  list(): Finding[] {
+    const omitted = [...this.#counts].filter(([, n]) => n > MAX_FINDINGS_PER_CODE);
+    return [
+      ...this.#items,
+      ...omitted.map(([code, n]) =>
+        finding(
+          "FINDINGS_OMITTED",
+          "note",
+          "bundle",
+          `${n - MAX_FINDINGS_PER_CODE} more ${code} findings are not listed (the first ${MAX_FINDINGS_PER_CODE} are).`,
+        ),
+      ),
+    ];
+  }
+}
+
 // Bodies already read, by hash; cleared when full, so a run naming millions of bodies costs a
 // bounded amount of memory (a body then named again is read again).
 const BODY_CACHE = 65_536;
@@ -127,7 +157,7 @@ export class BundleCheck {
   readonly #heads = new Map<number, string>();
   readonly #mismatched = new Map<number, string>();
   readonly #problems = new FrameProblems();
-  readonly #frames: Finding[] = [];
+  readonly #frames = new FindingList();
   readonly #tally = emptyTally();
   #count = 0;
   #firstBroken: number | null = null;
@@ -139,7 +169,7 @@ export class BundleCheck {
   readonly #gapKinds: { kind: string }[] = [];
   #gapCount = 0;
   #end: Pick<Manifest, "tier" | "grade" | "coverage"> | null = null;
-  readonly #bodies: Finding[] = [];
+  readonly #bodies = new FindingList();
   readonly #bodyCache = new Map<string, { size: number; hashOk: boolean } | null>();
   #bodiesChecked = 0;
 
@@ -326,13 +356,13 @@ export class BundleCheck {
     const findings = [
       ...signed,
       ...this.#manifest,
-      ...this.#frames,
+      ...this.#frames.list(),
       ...locks,
       ...gaps,
       ...assessed,
       ...this.#equivocations,
       ...head,
-      ...this.#bodies,
+      ...this.#bodies.list(),
     ];
     return { exit: exitFor(findings), findings, firstBrokenSeq: this.#firstBroken, summary };
   }
@@ -460,7 +490,7 @@ export class BundleCheck {
     const out: Finding[] = [];
     const end = this.#end!;
     const derived = assessBundle(this.#head!.run, this.#tally, this.#gapKinds);
-    if (JSON.stringify(tallyCoverage(this.#tally)) !== JSON.stringify(end.coverage)) {
+    if (JSON.stringify(derived.coverage) !== JSON.stringify(end.coverage)) {
       out.push(finding("COVERAGE_MISMATCH", "tamper", "coverage", "The coverage facts do not match what the chain holds."));
     }
     if (derived.tier.value !== end.tier.value) {

@@ -16,6 +16,7 @@ export {
   EXIT,
   type Finding,
   type LockSignatureJob,
+  MAX_FINDINGS_PER_CODE,
   type Severity,
   type VerifyOptions,
   type VerifyResult,

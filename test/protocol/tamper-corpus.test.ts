@@ -1,7 +1,17 @@
 import { describe, expect, it } from "vitest";
-import { bundleV2SigningInput, bytesToHex, concatBytes, sha256, sign, utf8, verifyBundle } from "../../protocol/index.ts";
+import {
+  bundleV2SigningInput,
+  bytesToHex,
+  concatBytes,
+  MAX_FINDINGS_PER_CODE,
+  sha256,
+  sign,
+  utf8,
+  verifyBundle,
+  writeBundle,
+} from "../../protocol/index.ts";
 import { bundleLines } from "../support/bundle-text.ts";
-import { SERVER_KEY_ID, SERVER_PUBLIC, SERVER_SECRET } from "../support/sample-run.ts";
+import { SERVER_KEY_ID, SERVER_PUBLIC, SERVER_SECRET, sampleRun } from "../support/sample-run.ts";
 import { type Layout, SAMPLE, TAMPER_CASES } from "../support/tamper-cases.ts";
 
 const LAYOUTS: Layout[] = [2, 1];
@@ -78,6 +88,22 @@ describe("tamper corpus (record-integrity.md section 4), in both bundle layouts"
     const result = verifyBundle(signed, { serverKey: SERVER_PUBLIC });
     expect(result.findings.map((f) => f.code)).toEqual(["UNREADABLE"]);
     expect(result.exit).toBe(2);
+  });
+
+  it("keeps at most MAX_FINDINGS_PER_CODE findings of a code, and says how many more there are", () => {
+    const run = sampleRun({ lockEvery: 1000, extraToolCalls: 2550 });
+    const m = JSON.parse(JSON.stringify(run.manifest)) as typeof run.manifest;
+    // Another run id: every frame's hash covers the chain id, so every frame breaks.
+    m.run.id = "run_00000000000000000000000000000000";
+    const result = verifyBundle(writeBundle(m, SERVER_SECRET, SERVER_KEY_ID), { serverKey: SERVER_PUBLIC });
+    const count = (code: string) => result.findings.filter((f) => f.code === code).length;
+    expect(m.frames.length).toBeGreaterThan(MAX_FINDINGS_PER_CODE);
+    expect(count("FRAME_HASH_MISMATCH")).toBe(MAX_FINDINGS_PER_CODE);
+    expect(result.findings.filter((f) => f.code === "FINDINGS_OMITTED").map((f) => f.message)).toEqual([
+      `${m.frames.length - MAX_FINDINGS_PER_CODE} more FRAME_HASH_MISMATCH findings are not listed (the first ${MAX_FINDINGS_PER_CODE} are).`,
+    ]);
+    expect(result.exit).toBe(1);
+    expect(result.firstBrokenSeq).toBe(0);
   });
 
   it("holds the signature line last and the head line first", () => {
