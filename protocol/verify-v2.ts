@@ -40,6 +40,8 @@ export function bytesSource(bytes: Uint8Array): BundleSource {
  */
 export interface FrameChecker {
   readonly slots: readonly Uint8Array[];
+  /** Called when a version-2 bundle starts being read (a checker with a thread to start starts it now). */
+  start?(): void;
   /** Checks the frame lines `slots[slot][start … end)` (each ending with LF), from frame `job.from`. */
   submit(slot: number, start: number, end: number, job: FrameLinesJob): void;
   /** Returns once nothing reads slot `slot` any more (checking its pending lines here if need be). */
@@ -115,6 +117,7 @@ export function readV2(source: BundleSource, check: BundleCheck, checker: FrameC
     check.unreadable("BUNDLE_LAYOUT", "The file does not end with a bundle signature line.");
     return;
   }
+  checker.start?.();
   const digest: { value: Uint8Array | null } = { value: null };
   check.signature(signature.keyId, (key) => !!digest.value && bundleSignatureValid(bundleV2SigningInput(digest.value), signature.sig, key));
   new Reader(source, check, checker, options, signature.start, digest).run();

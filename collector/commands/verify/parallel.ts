@@ -173,6 +173,7 @@ export function parallelChecker(options: ParallelOptions = {}): FrameChecker & {
   return {
     slots,
     checked,
+    start,
     submit(slot, begin, end, job) {
       const order = submitted++;
       jobs[slot] = { ...job, start: begin, end, order };
@@ -226,10 +227,8 @@ export function parallelChecker(options: ParallelOptions = {}): FrameChecker & {
       Atomics.wait(control, slotWord(slot, STATE), PENDING, waitLimit);
     },
     lockSignatures(list) {
-      // Once the locks are read, the frames come next: the worker starts now, whatever it is given.
-      if (alone) return;
+      if (alone || list.length === 0) return;
       start();
-      if (list.length === 0) return;
       port1.postMessage({ locks: [...list] } satisfies ToWorker);
       Atomics.store(control, LOCKS, PENDING);
       Atomics.add(control, WAKE, 1);
