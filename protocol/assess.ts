@@ -54,8 +54,8 @@ export function tallyCoverage(t: PayloadTally): CoverageFacts {
     llm_calls_transcript: t.llmTranscript,
     llm_calls_replayable: t.llmReplayable,
     enforced_hook_decisions: t.enforcedHook,
-    bodies_named: t.mentions.length,
-    bodies_not_kept: t.mentions.filter((m) => !m.kept).length,
+    bodies_named: t.bodiesNamed,
+    bodies_not_kept: t.bodiesNotKept,
     backfilled_frames: t.backfilled,
   };
 }
@@ -95,10 +95,10 @@ export interface Derived<T> {
   reason: string;
 }
 
-/** What tier and grade are derived from. */
+/** What tier and grade are derived from (of the gaps, only their kinds and whether there are any count). */
 export interface AssessInput {
   facts: CoverageFacts;
-  gaps: readonly Gap[];
+  gaps: readonly Pick<Gap, "kind">[];
   environment: z.infer<typeof Environment>;
   mode: "enforce" | "observe";
 }

@@ -1,7 +1,9 @@
 /**
- * Export bundles: a run's whole record, signed as a whole by the server.
+ * Export bundles: a run's whole record, signed as a whole by the server. What a bundle holds is
+ * a {@link Manifest}; how it is written is its layout: version 2 (`bundle-stream.ts`) is what the
+ * server writes, JSON lines streamed a page at a time; version 1, one JSON document, is still read.
  *
- * A bundle file is UTF-8 JSON in one exact layout:
+ * A version-1 bundle file is UTF-8 JSON in one exact layout:
  * ```
  * {"oxagen_bundle":1,"payload_type":"application/vnd.oxagen.bundle.v1+json","manifest":MANIFEST,"signature":{"key_id":"K","sig":"S"}}\n
  * ```
@@ -13,24 +15,27 @@
  */
 import { z } from "zod";
 import { bytesToHex } from "./bytes.ts";
-import { coverageFacts, CoverageFacts, enforcementTier, Environment, GRADES, replayGrade, TIERS } from "./assess.ts";
+import { CoverageFacts, enforcementTier, Environment, GRADES, replayGrade, TIERS, tallyCoverage } from "./assess.ts";
 import { checkFrame, FrameWire, MAX_PAYLOAD_BYTES } from "./chain.ts";
-import { sign } from "./ed25519.ts";
-import { chainGaps, Gap } from "./gaps.ts";
+import { emptyTally, type PayloadTally, tallyFrame } from "./frame-check.ts";
+import { Gap, tallyGaps } from "./gaps.ts";
 import { ChainId, HostId, keyIdFor, Sha256Hex } from "./ids.ts";
 import { SignedLock } from "./lock.ts";
-import { BUNDLE_PREFIX, bundleSigningInput } from "./bundle-layout.ts";
 
 export {
   BUNDLE_PAYLOAD_TYPE,
+  BUNDLE_PREFIX,
+  BUNDLE_V2_PAYLOAD_TYPE,
   bundleSignatureValid,
   bundleSigningInput,
+  bundleV2SigningInput,
+  bundleVersion,
   inExportedForm,
   splitBundle,
   type SplitBundle,
 } from "./bundle-layout.ts";
 
-/** The largest bundle a verifier reads, in bytes. */
+/** The largest version-1 bundle a verifier reads, in bytes (version 2 is read as a stream, of any size). */
 export const MAX_BUNDLE_BYTES = 256 * 1024 * 1024;
 
 const keyId = z.string().regex(/^[0-9a-f]{16}$/);
@@ -79,17 +84,6 @@ export const Manifest = z.strictObject({
 /** One of {@link Manifest}. */
 export type Manifest = z.infer<typeof Manifest>;
 
-/** Writes a bundle file: the manifest as JSON, signed with the server's secret key. */
-export function writeBundle(manifest: Manifest, serverSecretKey: Uint8Array, serverKeyId: string): string {
-  return writeBundleText(JSON.stringify(manifest), serverSecretKey, serverKeyId);
-}
-
-/** Writes a bundle file around manifest text exactly as given (for servers and test corpora). */
-export function writeBundleText(manifestText: string, serverSecretKey: Uint8Array, serverKeyId: string): string {
-  const sig = bytesToHex(sign(serverSecretKey, bundleSigningInput(manifestText)));
-  return `${BUNDLE_PREFIX}${manifestText},"signature":{"key_id":"${serverKeyId}","sig":"${sig}"}}\n`;
-}
-
 /** What the server knows of a run when it exports it. */
 export interface ManifestInput {
   run: Manifest["run"];
@@ -103,16 +97,27 @@ export interface ManifestInput {
   serverGaps: Gap[];
 }
 
+/** What a bundle derives from its frames and its gaps: coverage facts, enforcement tier, replay grade. */
+export function assessBundle(
+  run: Pick<Manifest["run"], "environment" | "mode">,
+  tally: PayloadTally,
+  gaps: readonly Pick<Gap, "kind">[],
+): Pick<Manifest, "tier" | "grade" | "coverage"> {
+  const coverage = tallyCoverage(tally);
+  const assessed = { facts: coverage, gaps, environment: run.environment, mode: run.mode };
+  return { tier: enforcementTier(assessed), grade: replayGrade(assessed), coverage };
+}
+
 /**
  * Puts a manifest together: the chain's own gaps are derived from its frames and listed before
  * the server's, and coverage, tier and grade are derived from the frames and all the gaps.
  */
 export function assembleManifest(input: ManifestInput): Manifest {
-  const kinds = input.frames.map((f) => f.kind);
-  const payloads = input.frames.map((f) => checkFrame(f).payload);
-  const gaps = [...chainGaps(kinds, payloads), ...input.serverGaps];
-  const coverage = coverageFacts(kinds, payloads);
-  const assessed = { facts: coverage, gaps, environment: input.run.environment, mode: input.run.mode };
+  const tally = emptyTally();
+  input.frames.forEach((f, index) => {
+    tallyFrame(tally, index, f.kind, checkFrame(f).payload);
+  });
+  const gaps = [...tallyGaps(tally), ...input.serverGaps];
   return {
     v: 1,
     run: input.run,
@@ -123,9 +128,7 @@ export function assembleManifest(input: ManifestInput): Manifest {
     locks: input.locks,
     equivocations: input.equivocations,
     gaps,
-    tier: enforcementTier(assessed),
-    grade: replayGrade(assessed),
-    coverage,
+    ...assessBundle(input.run, tally, gaps),
   };
 }
 

@@ -15,13 +15,14 @@
  */
 import { z } from "zod";
 import { bytesToHex } from "./bytes.ts";
-import { checkFrame, type FrameSlice, MAX_PAYLOAD_BYTES, sliceWithHashes } from "./frame-check.ts";
+import { type ChainProblem, checkFrame, checkFrames, FrameProblems, MAX_PAYLOAD_BYTES } from "./frame-check.ts";
 import { type Frame, frameHash, genesisHash, type HashedFrame, hashFrames } from "./frame-hash.ts";
 import { type FrameKind, PAYLOADS } from "./frames.ts";
 import { ChainId } from "./ids.ts";
 
 export * from "./frame-check.ts";
 export * from "./frame-hash.ts";
+export * from "./frame-lines.ts";
 
 /** zod schema of a {@link Frame} on the wire (structure only; see {@link frameProblem} for the rest). */
 export const FrameWire = z.strictObject({
@@ -69,48 +70,13 @@ export function appendFrame(head: ChainHead, frame: Frame): { head: ChainHead; h
   return { head: { chainId: head.chainId, count: head.count + 1, head: hash }, hash };
 }
 
-/** One problem found by {@link verifyChain}. */
-export interface ChainProblem {
-  seq: number;
-  code: "SEQ_GAP" | "SEQ_DUPLICATE" | "SEQ_ORDER" | "FRAME_INVALID" | "FRAME_HASH_MISMATCH" | "TIME_REGRESSION";
-  message: string;
-}
-
 /**
- * The problems of a chain that starts at seq 0, given its frames and the slices that checked
- * them (in order, covering every frame): seq continuity, frames that may not enter a chain,
- * recomputed hashes that differ from the ones the frames carry, and time going backwards (which
- * is reported but is not a break: clocks move). One frame's problems come in that order.
- */
-export function chainProblems(frames: readonly Frame[], slices: readonly FrameSlice[]): ChainProblem[] {
-  const invalid = new Map(slices.flatMap((s) => s.invalid));
-  const mismatched = new Set(slices.flatMap((s) => s.mismatched.map(([index]) => index)));
-  const problems: ChainProblem[] = [];
-  let lastT = 0;
-  for (let index = 0; index < frames.length; index++) {
-    const frame = frames[index]!;
-    if (frame.seq !== index) {
-      const code = frame.seq < index ? (frames[index - 1]?.seq === frame.seq ? "SEQ_DUPLICATE" : "SEQ_ORDER") : "SEQ_GAP";
-      problems.push({ seq: index, code, message: `frame at position ${index} has seq ${frame.seq}` });
-    }
-    const problem = invalid.get(index);
-    if (problem) problems.push({ seq: index, code: "FRAME_INVALID", message: problem });
-    if (frame.t < lastT) problems.push({ seq: index, code: "TIME_REGRESSION", message: `time goes back ${lastT - frame.t} ms` });
-    lastT = Math.max(lastT, frame.t);
-    if (mismatched.has(index)) {
-      problems.push({ seq: index, code: "FRAME_HASH_MISMATCH", message: "content does not match the frame's recorded hash" });
-    }
-  }
-  return problems;
-}
-
-/**
- * Checks every frame of a chain that starts at seq 0 (see {@link chainProblems}) and returns
+ * Checks every frame of a chain that starts at seq 0 (see {@link FrameProblems}) and returns
  * each frame's recomputed hash (index = position; see {@link hashFrames}) and the problems.
  */
 export function verifyChain(chainId: string, frames: readonly HashedFrame[]): { hashes: Uint8Array[]; problems: ChainProblem[] } {
   const hashes = hashFrames(chainId, frames);
-  return { hashes, problems: chainProblems(frames, [sliceWithHashes(frames, 0, frames.length, hashes)]) };
+  return { hashes, problems: new FrameProblems().add(checkFrames(chainId, frames, 0, frames.length)) };
 }
 
 /** Lowercase hex of a hash. */

@@ -48,6 +48,15 @@ function payloadHashInto(payload: string, out: Uint8Array, at: number): void {
   sha256Into(scratch.subarray(0, prefix.length + written), out, at);
 }
 
+/** The same over the payload's UTF-8 bytes as they are. */
+function payloadBytesHashInto(payload: Uint8Array, out: Uint8Array, at: number): void {
+  const prefix = domainPrefix("oxagen/payload/v1");
+  room(prefix.length + payload.length);
+  scratch.set(prefix, 0);
+  scratch.set(payload, prefix.length);
+  sha256Into(scratch.subarray(0, prefix.length + payload.length), out, at);
+}
+
 /** SHA-256 of a payload's bytes, domain-separated. */
 export function payloadHash(payload: string | Uint8Array): Uint8Array {
   if (typeof payload !== "string") return taggedHash("oxagen/payload/v1", payload);
@@ -59,56 +68,81 @@ export function payloadHash(payload: string | Uint8Array): Uint8Array {
 const MAX_KIND_BYTES = 255;
 
 /**
- * A frame hasher for one chain: its buffer holds the frame hash input, whose start (tag, length,
- * chain id) is written once and whose `prev` field, at `prevAt`, is where each frame's hash is
- * written, ready to link the next frame.
+ * Hashes one chain's frames one after another. Its buffer holds the frame hash input, whose start
+ * (tag, length, chain id) is written once and whose `prev` field is where each frame's hash is
+ * written, ready to link the next frame: {@link FrameHasher.hash} is that field.
  */
-interface Hasher {
-  buf: Uint8Array;
-  view: DataView;
-  prevAt: number;
-  problem: string | null;
-}
+export class FrameHasher {
+  /** Why no frame of this chain can be hashed (its id has no UTF-8 form, or is too long), or null. */
+  readonly problem: string | null;
+  readonly #buf: Uint8Array;
+  readonly #view: DataView;
+  readonly #prevAt: number;
+  /** The last hash computed, or the `prev` set for the next frame (a view, overwritten by the next frame). */
+  readonly hash: Uint8Array;
 
-function hasher(chainId: string): Hasher {
-  const prefix = domainPrefix("oxagen/frame/v1");
-  const id = chainId.isWellFormed() ? encoder.encode(chainId) : null;
-  const problem = !id ? "string holds a lone surrogate" : id.length > 0xffff ? "chain id too long" : null;
-  const start = id && !problem ? concatBytes(prefix, u16(id.length), id) : new Uint8Array(0);
-  const buf = new Uint8Array(start.length + 8 + 32 + 8 + 1 + MAX_KIND_BYTES + 32);
-  buf.set(start);
-  return { buf, view: new DataView(buf.buffer), prevAt: start.length + 8, problem };
-}
-
-// Hashes one frame over the prev in h.buf and leaves its hash there. Throws where frameHash throws.
-function hashNext(h: Hasher, frame: Frame): void {
-  if (!Number.isSafeInteger(frame.seq) || frame.seq < 0 || !Number.isSafeInteger(frame.t) || frame.t < 0) {
-    throw new RangeError("seq and t must be non-negative safe integers");
+  constructor(chainId: string) {
+    const prefix = domainPrefix("oxagen/frame/v1");
+    const id = chainId.isWellFormed() ? encoder.encode(chainId) : null;
+    this.problem = !id ? "string holds a lone surrogate" : id.length > 0xffff ? "chain id too long" : null;
+    const start = id && !this.problem ? concatBytes(prefix, u16(id.length), id) : new Uint8Array(0);
+    this.#buf = new Uint8Array(start.length + 8 + 32 + 8 + 1 + MAX_KIND_BYTES + 32);
+    this.#buf.set(start);
+    this.#view = new DataView(this.#buf.buffer);
+    this.#prevAt = start.length + 8;
+    this.hash = this.#buf.subarray(this.#prevAt, this.#prevAt + 32);
   }
-  if (h.problem) throw new Error(h.problem);
-  if (!frame.kind.isWellFormed()) throw new Error("string holds a lone surrogate");
-  const { buf, view, prevAt } = h;
-  let at = prevAt + 32;
-  view.setUint32(prevAt - 8, Math.floor(frame.seq / 2 ** 32));
-  view.setUint32(prevAt - 4, frame.seq >>> 0);
-  view.setUint32(at, Math.floor(frame.t / 2 ** 32));
-  view.setUint32(at + 4, frame.t >>> 0);
-  at += 8;
-  const kind = encoder.encodeInto(frame.kind, buf.subarray(at + 1, at + 1 + MAX_KIND_BYTES));
-  if (kind.read !== frame.kind.length) throw new RangeError("kind too long");
-  const kindLen = kind.written;
-  buf[at] = kindLen;
-  at += 1 + kindLen;
-  payloadHashInto(frame.payload, buf, at);
-  sha256Into(buf.subarray(0, at + 32), buf, prevAt);
+
+  /** Hashes a frame given by its fields over the current `prev`. Throws where {@link frameHash} throws. */
+  frame(frame: Frame): void {
+    if (!frame.kind.isWellFormed()) throw new Error("string holds a lone surrogate");
+    const at = this.#header(frame.seq, frame.t);
+    const kind = encoder.encodeInto(frame.kind, this.#buf.subarray(at + 1, at + 1 + MAX_KIND_BYTES));
+    if (kind.read !== frame.kind.length) throw new RangeError("kind too long");
+    this.#buf[at] = kind.written;
+    const end = at + 1 + kind.written;
+    payloadHashInto(frame.payload, this.#buf, end);
+    sha256Into(this.#buf.subarray(0, end + 32), this.#buf, this.#prevAt);
+  }
+
+  /**
+   * The same for a frame whose kind and payload are given as their UTF-8 bytes: the kind is
+   * `src[kindStart … kindEnd)` (read in place: a line's bytes need no copy of their own).
+   */
+  bytes(seq: number, t: number, src: Uint8Array, kindStart: number, kindEnd: number, payload: Uint8Array): void {
+    const at = this.#header(seq, t);
+    const length = kindEnd - kindStart;
+    if (length > MAX_KIND_BYTES) throw new RangeError("kind too long");
+    const buf = this.#buf;
+    buf[at] = length;
+    for (let i = 0; i < length; i++) buf[at + 1 + i] = src[kindStart + i]!;
+    const end = at + 1 + length;
+    payloadBytesHashInto(payload, buf, end);
+    sha256Into(buf.subarray(0, end + 32), buf, this.#prevAt);
+  }
+
+  // Writes seq and t around prev; returns where the kind's length byte goes.
+  #header(seq: number, t: number): number {
+    if (!Number.isSafeInteger(seq) || seq < 0 || !Number.isSafeInteger(t) || t < 0) {
+      throw new RangeError("seq and t must be non-negative safe integers");
+    }
+    if (this.problem) throw new Error(this.problem);
+    const view = this.#view;
+    const at = this.#prevAt + 32;
+    view.setUint32(this.#prevAt - 8, Math.floor(seq / 2 ** 32));
+    view.setUint32(this.#prevAt - 4, seq >>> 0);
+    view.setUint32(at, Math.floor(t / 2 ** 32));
+    view.setUint32(at + 4, t >>> 0);
+    return at + 8;
+  }
 }
 
 /** The hash of one frame, given the hash of the frame before it (or the genesis hash). */
 export function frameHash(chainId: string, frame: Frame, prev: Uint8Array): Uint8Array {
-  const h = hasher(chainId);
-  h.buf.set(prev, h.prevAt);
-  hashNext(h, frame);
-  return h.buf.slice(h.prevAt, h.prevAt + 32);
+  const h = new FrameHasher(chainId);
+  h.hash.set(prev);
+  h.frame(frame);
+  return h.hash.slice();
 }
 
 /**
@@ -126,16 +160,16 @@ export function visitFrameHashes(
   to: number,
   visit: (index: number, hash: Uint8Array, matchesClaim: boolean) => void,
 ): void {
-  const h = hasher(chainId);
+  const h = new FrameHasher(chainId);
   const before = from > 0 ? frames[from - 1]!.hash : undefined;
-  if (from === 0) h.buf.set(genesisHash(chainId), h.prevAt);
-  else if (before !== undefined && isHex(before, 32)) h.buf.set(fromHex(before, 32), h.prevAt);
-  else h.buf.set(hashFrames(chainId, frames, 0, from).at(-1)!, h.prevAt);
-  const hash = h.buf.subarray(h.prevAt, h.prevAt + 32);
+  if (from === 0) h.hash.set(genesisHash(chainId));
+  else if (before !== undefined && isHex(before, 32)) h.hash.set(fromHex(before, 32));
+  else h.hash.set(hashFrames(chainId, frames, 0, from).at(-1)!);
+  const hash = h.hash;
   for (let index = from; index < to; index++) {
     const frame = frames[index]!;
     try {
-      hashNext(h, frame);
+      h.frame(frame);
     } catch {
       hash.fill(0);
     }

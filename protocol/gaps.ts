@@ -73,10 +73,10 @@ export function tallyGaps(t: PayloadTally): Gap[] {
         : "the record has no agent_stop; what came after its last frame was not observed",
     });
   }
-  if (t.mentions.some((m) => m.why === "digest_only")) {
+  if (t.digestOnly) {
     gaps.push({ kind: "digest_only", source: "chain", detail: "the workspace keeps digests only: no body was kept" });
   }
-  const over = [...new Set(t.mentions.filter((m) => m.why === "over_limit").map((m) => m.sha256))];
+  const over = [...t.overLimit];
   if (over.length > 0) {
     gaps.push({ kind: "missing_bodies", source: "chain", bodies: over, detail: `${over.length} bodies over 1 MiB were not kept` });
   }

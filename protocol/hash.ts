@@ -25,6 +25,32 @@ export function useSha256(fn: Sha256, into?: Sha256Into): void {
   intoImpl = into ?? ((data, out, at) => out.set(fn(data), at));
 }
 
+/** An incremental SHA-256: bytes fed in pieces, one digest at the end. */
+export interface Sha256Stream {
+  update(data: Uint8Array): void;
+  digest(): Uint8Array;
+}
+
+let streamImpl = (): Sha256Stream => {
+  const h = nobleSha256.create();
+  return {
+    update: (data) => {
+      h.update(data);
+    },
+    digest: () => h.digest(),
+  };
+};
+
+/** Replaces the incremental SHA-256 (e.g. with `node:crypto`'s `createHash`); the same function, faster. */
+export function useSha256Stream(create: () => Sha256Stream): void {
+  streamImpl = create;
+}
+
+/** A new incremental SHA-256. */
+export function sha256Stream(): Sha256Stream {
+  return streamImpl();
+}
+
 /** Writes SHA-256 of `data` into `out` at `at` (32 bytes). */
 export function sha256Into(data: Uint8Array, out: Uint8Array, at: number): void {
   intoImpl(data, out, at);

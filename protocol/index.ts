@@ -5,6 +5,7 @@
  */
 export * from "./assess.ts";
 export * from "./bundle.ts";
+export * from "./bundle-stream.ts";
 export * from "./bytes.ts";
 export * from "./chain.ts";
 export * from "./ed25519.ts";
@@ -14,6 +15,7 @@ export * from "./hash.ts";
 export * from "./ids.ts";
 export * from "./json.ts";
 export * from "./lock.ts";
+export * from "./server-keys.ts";
 export * from "./verify.ts";
 
 /** The record format's version. */
@@ -23,4 +25,3 @@ export * from "./api.ts";
 export * from "./auth.ts";
 export * from "./policy.ts";
 export * from "./redact.ts";
-export * from "./server-keys.ts";

@@ -16,6 +16,7 @@ import { ChainId, HostId, Sha256Hex } from "./ids.ts";
 import { readRecordJson, toRecordJson } from "./json.ts";
 import { keyIdFor } from "./ids.ts";
 import { LOCK_PAYLOAD_TYPE, lockSignatureValid, pae } from "./lock-signature.ts";
+import type { KeyRefusal } from "./server-keys.ts";
 
 export { LOCK_PAYLOAD_TYPE, lockSignatureValid, pae } from "./lock-signature.ts";
 
@@ -91,7 +92,8 @@ export interface LockProblem {
     | "LOCK_REGRESSION"
     | "LOCK_HEAD_MISMATCH"
     | "LOCK_AFTER_FINAL"
-    | "LOCK_TIME_REGRESSION";
+    | "LOCK_TIME_REGRESSION"
+    | KeyRefusal["code"];
   message: string;
 }
 
@@ -105,14 +107,21 @@ export interface LockContext {
   /** The chain's genesis hash (the head of a lock with count 0). */
   genesis: Uint8Array;
   hostKey: Uint8Array;
-  serverKey: Uint8Array | null;
+  /**
+   * The key a server-signed lock (a seal) is checked with, and why it may not sign it, if so
+   * (see `server-keys.ts` pickKey).
+   */
+  serverKey: (lock: LockPayload) => { key: Uint8Array | null; refusal: KeyRefusal | null };
   /** When given, every lock must name this host. */
   hostId?: string;
   /**
-   * Each lock's {@link lockSignatureValid} under the key of the signer its payload names, when
-   * computed elsewhere (e.g. another thread); by position. Missing entries are computed here.
+   * Each lock's {@link lockSignatureValid} under the key of the signer its payload names (the host
+   * key, or the server key {@link LockContext.serverKey} gives), when computed elsewhere (e.g.
+   * another thread); by position. Missing entries are computed here.
    */
   signatures?: readonly boolean[];
+  /** Each lock's payload as {@link parseLock} gives it (null where it throws), when parsed already; by position. */
+  parsed?: readonly (LockPayload | null)[];
 }
 
 /** Summary of a run of locks. */
@@ -144,7 +153,8 @@ export function verifyLocks(locks: readonly SignedLock[], ctx: LockContext): Loc
   locks.forEach((lock, index) => {
     let p: LockPayload;
     try {
-      p = parseLock(lock);
+      // A payload parsed already is taken as it is; one that did not parse is parsed again for its reason.
+      p = ctx.parsed?.[index] ?? parseLock(lock);
     } catch (err) {
       problems.push({
         lockSeq: index,
@@ -162,8 +172,10 @@ export function verifyLocks(locks: readonly SignedLock[], ctx: LockContext): Loc
       problems.push({ lockSeq: at, code: "LOCK_CHAIN_MISMATCH", message: `lock names chain ${p.chain}, not ${ctx.chainId}` });
     if (ctx.hostId !== undefined && p.host !== ctx.hostId)
       problems.push({ lockSeq: at, code: "LOCK_HOST_MISMATCH", message: `lock names host ${p.host}, not ${ctx.hostId}` });
-    const key = p.signer === "host" ? ctx.hostKey : ctx.serverKey;
-    if (!key || !(ctx.signatures?.[index] ?? lockSignatureValid(lock, key))) {
+    const server = p.signer === "server" ? ctx.serverKey(p) : null;
+    if (server?.refusal) problems.push({ lockSeq: at, code: server.refusal.code, message: server.refusal.message });
+    const key = server ? server.key : ctx.hostKey;
+    if (key && !(ctx.signatures?.[index] ?? lockSignatureValid(lock, key))) {
       problems.push({ lockSeq: at, code: "LOCK_SIG_INVALID", message: `signature does not verify under the ${p.signer} key` });
     }
     if (at !== expectedSeq) {

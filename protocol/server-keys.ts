@@ -1,14 +1,19 @@
 /**
- * The server's keys over time. `GET /v1/keys` lists every key the server has signed with, each
- * with the period it signed in: a signature by a key is valid only for a time in
- * `[not_before_ms, not_after_ms)` (`not_after_ms` null: still signing). A new key signs from its
- * `not_before_ms` on; the key before it signs nothing from that instant.
+ * The server's keys over time, and the keys a verifier pins.
+ *
+ * `GET /v1/keys` lists every key the server has signed with, each with the period it signed in:
+ * a new key signs from its `not_before_ms` on; the key before it signs nothing from that instant
+ * (`not_after_ms`; null while it still signs).
  *
  * `GET /v1/keys/endorsements` lists, for each key that took over from another while that one's
  * secret was at hand, an endorsement: Ed25519 by the earlier key over
  * `PAE("application/vnd.oxagen.key-endorsement.v1", KEY_ID "\n" PUB_HEX "\n" NOT_BEFORE_MS)`.
  * A collector that pinned one key follows endorsements from it to learn its successors, so it can
  * trust a policy a later key signed without being enrolled again.
+ *
+ * A verifier pins keys (bare, or the whole `GET /v1/keys` answer). A signature names its key by
+ * id; the pinned key with that id checks it only if the key may be used for that purpose at the
+ * time the signed thing states, with {@link KEY_GRACE_MS} of grace after the period's end.
  * @module
  */
 import { z } from "zod";
@@ -17,7 +22,7 @@ import { sign, verifyStrict } from "./ed25519.ts";
 import { keyIdFor, Sha256Hex } from "./ids.ts";
 import { pae } from "./lock.ts";
 
-const KeyId = z.string().regex(/^[0-9a-f]{16}$/);
+const KeyId = z.string().regex(/^[0-9a-f]{16}$/, "not 16 lowercase hex characters");
 const ms = z.number().int().nonnegative();
 
 /** One server key as `GET /v1/keys` lists it. */
@@ -83,4 +88,103 @@ export function endorsedKey(
     at = { key_id: next.key_id, pub: next.pub };
   }
   return null;
+}
+
+/**
+ * The `GET /v1/keys` answer as a verifier reads it: members it does not name are ignored, and a
+ * use it does not know is kept (a newer server may list more).
+ */
+export const ServerKeyList = z.object({
+  keys: z.array(
+    z.object({
+      key_id: KeyId,
+      alg: z.literal("ed25519"),
+      pub: z.string().regex(/^[0-9a-f]{64}$/, "not 64 lowercase hex characters"),
+      use: z.array(z.string()),
+      not_before_ms: ms,
+      not_after_ms: ms.nullable(),
+    }),
+  ),
+});
+
+/**
+ * How long after a key's `not_after_ms` its signature is still taken: while a deployment rolls
+ * out, an instance still running with the earlier key may sign for up to about a minute.
+ */
+export const KEY_GRACE_MS = 60_000;
+
+/** What a signature by a server key is for. */
+export type KeyUse = "bundle" | "seal";
+
+/** A server key a verifier trusts. */
+export interface PinnedKey {
+  pub: Uint8Array;
+  keyId: string;
+  /** What it may sign; null when pinned without uses (any). */
+  use: readonly string[] | null;
+  /** The first and last millisecond it may sign at (both included); null when open. */
+  notBeforeMs: number | null;
+  notAfterMs: number | null;
+}
+
+/** A key pinned by its bare public key: any use, any time. */
+export function pinKey(pub: Uint8Array): PinnedKey {
+  return { pub, keyId: keyIdFor(pub), use: null, notBeforeMs: null, notAfterMs: null };
+}
+
+/**
+ * The keys of a `GET /v1/keys` answer. Throws with the reason when it is not one, or when an
+ * entry's key id is not its key's.
+ */
+export function pinKeyList(value: unknown): PinnedKey[] {
+  const parsed = ServerKeyList.safeParse(value);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new Error(`not a list of server keys (${issue ? `${issue.path.join(".")}: ${issue.message}` : "invalid"})`);
+  }
+  return parsed.data.keys.map((k) => {
+    const pub = fromHex(k.pub, 32);
+    if (keyIdFor(pub) !== k.key_id) throw new Error(`key_id ${k.key_id} is not the id of its key (${keyIdFor(pub)})`);
+    return { pub, keyId: k.key_id, use: k.use, notBeforeMs: k.not_before_ms, notAfterMs: k.not_after_ms };
+  });
+}
+
+/** Why no pinned key may check a signature: no key has its id, or none may sign this at that time. */
+export interface KeyRefusal {
+  code: "SERVER_KEY_UNKNOWN" | "SERVER_KEY_NOT_VALID";
+  message: string;
+}
+
+const when = (ms: number | null) => (ms === null ? "open" : ms <= 8.64e15 ? new Date(ms).toISOString() : `${ms} ms`);
+
+/**
+ * The pinned key that checks a signature by key `keyId` for `use`, made at `atMs` (a bundle's
+ * `exported_ms`, a seal lock's `t`), and why it may not, if so. A key that has the id but may not
+ * sign this is still given, so the signature can be checked as well.
+ */
+export function pickKey(
+  keys: readonly PinnedKey[],
+  keyId: string,
+  use: KeyUse,
+  atMs: number,
+): { key: Uint8Array; refusal: KeyRefusal | null } | { key: null; refusal: KeyRefusal } {
+  const named = keys.filter((k) => k.keyId === keyId);
+  if (named.length === 0) {
+    const ids = [...new Set(keys.map((k) => k.keyId))].join(", ");
+    return {
+      key: null,
+      refusal: { code: "SERVER_KEY_UNKNOWN", message: `Key ${isHex(keyId) ? keyId : "?"} is not one of the pinned server keys (${ids}).` },
+    };
+  }
+  const usable = named.filter((k) => k.use === null || k.use.includes(use));
+  if (usable.length === 0) {
+    return { key: named[0]!.pub, refusal: { code: "SERVER_KEY_NOT_VALID", message: `Pinned key ${keyId} may not sign a ${use}.` } };
+  }
+  const valid = usable.find(
+    (k) => (k.notBeforeMs === null || atMs >= k.notBeforeMs) && (k.notAfterMs === null || atMs <= k.notAfterMs + KEY_GRACE_MS),
+  );
+  if (valid) return { key: valid.pub, refusal: null };
+  const k = usable[0]!;
+  const message = `Pinned key ${keyId} may sign from ${when(k.notBeforeMs)} to ${when(k.notAfterMs)}, not at ${when(atMs)}, when this ${use} was signed.`;
+  return { key: k.pub, refusal: { code: "SERVER_KEY_NOT_VALID", message } };
 }

@@ -15,9 +15,9 @@ export interface DevState {
   token: string;
 }
 
-/** Runs wrangler with this Node, failing loudly. */
-export function wrangler(args: string[], opts: { quiet?: boolean; persistTo?: string } = {}): void {
-  const extra = opts.persistTo ? ["--persist-to", opts.persistTo] : [];
+/** Runs wrangler with this Node, failing loudly (`config`: another wrangler.toml than the repo's). */
+export function wrangler(args: string[], opts: { quiet?: boolean; persistTo?: string; config?: string } = {}): void {
+  const extra = [...(opts.persistTo ? ["--persist-to", opts.persistTo] : []), ...(opts.config ? ["--config", opts.config] : [])];
   const res = spawnSync(process.execPath, [WRANGLER, ...args, ...extra], {
     cwd: ROOT,
     stdio: opts.quiet ? "pipe" : "inherit",
@@ -39,8 +39,8 @@ export function ensureSigningKey(): boolean {
 }
 
 /** Applies D1 migrations and seeds the demo workspace and token (idempotent: INSERT OR IGNORE). */
-export function ensureDatabase(persistTo?: string, statePath = STATE): DevState {
-  wrangler(["d1", "migrations", "apply", "DB", "--local"], { quiet: true, persistTo });
+export function ensureDatabase(persistTo?: string, statePath = STATE, config?: string): DevState {
+  wrangler(["d1", "migrations", "apply", "DB", "--local"], { quiet: true, persistTo, ...(config ? { config } : {}) });
   let state: DevState;
   if (existsSync(statePath)) state = JSON.parse(readFileSync(statePath, "utf8")) as DevState;
   else {
@@ -59,7 +59,7 @@ export function ensureDatabase(persistTo?: string, statePath = STATE): DevState 
     `INSERT OR IGNORE INTO workspaces (id, name, retention_mode, retention_keep, mode, created_ms) VALUES ('${state.workspace}', 'Demo workspace', 'keep', '${roles}', 'enforce', ${now});`,
     `INSERT OR IGNORE INTO operator_tokens (id, workspace_id, name, secret_hash, created_ms) VALUES ('${id}', '${state.workspace}', 'local dev', '${hash}', ${now});`,
   ].join(" ");
-  wrangler(["d1", "execute", "DB", "--local", "--command", sql], { quiet: true, persistTo });
+  wrangler(["d1", "execute", "DB", "--local", "--command", sql], { quiet: true, persistTo, ...(config ? { config } : {}) });
   return state;
 }
 

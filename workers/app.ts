@@ -4,7 +4,6 @@ import { type AppEnv, readBodyFirst } from "./body.ts";
 import { AppError } from "./errors.ts";
 import { QuotaError } from "./lib/quotas.ts";
 import { agents } from "./routes/agents.ts";
-import { bench } from "./routes/bench.ts";
 import { bodies } from "./routes/bodies.ts";
 import { enroll } from "./routes/enroll.ts";
 import { health } from "./routes/health.ts";
@@ -35,7 +34,6 @@ app.route("/", agents);
 app.route("/", runs);
 app.route("/", tokens);
 app.route("/", workspaces);
-app.route("/", bench);
 
 app.notFound((c) => c.json({ error: "not_found", message: "No such route." }, 404));
 

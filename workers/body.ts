@@ -12,7 +12,6 @@ export const MAX_SMALL_BODY_BYTES = 64 * 1024;
 
 const LIMITS: [method: string, path: RegExp, bytes: number][] = [
   ["POST", /^\/v1\/ingest$/, MAX_INGEST_BYTES],
-  ["POST", /^\/v1\/bench\/floor$/, MAX_INGEST_BYTES],
   ["PUT", /^\/v1\/bodies\/[^/]+$/, MAX_BODY_BYTES],
   ["PUT", /^\/v1\/workspaces\/[^/]+\/policy$/, MAX_POLICY_INPUT_BYTES],
 ];

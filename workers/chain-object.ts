@@ -1,8 +1,9 @@
 import { DurableObject } from "cloudflare:workers";
-import type { Frame, Gap } from "../protocol/index.ts";
+import type { Gap } from "../protocol/index.ts";
 import { ChainCore } from "./chain/core.ts";
 import { migrate } from "./chain/schema.ts";
-import type { ChainExport, ChainIngest, ChainIngestResult, ChainSummary, FramePage } from "./chain/types.ts";
+import { type ExportHead, type ExportPage, type ExportPageRequest, exportHead, exportPage } from "./chain/export.ts";
+import type { ChainIngest, ChainIngestResult, ChainSummary, FramePage } from "./chain/types.ts";
 import { serverKey } from "./keys.ts";
 
 /**
@@ -75,10 +76,9 @@ export class ChainObject extends DurableObject<Env> {
     return this.#core.framesPage(from, limit);
   }
 
-  /** Everything an export bundle holds, or null when the object holds nothing. */
-  exportData(): ChainExport | null {
-    const st = this.#core.state();
-    return st ? this.#core.exportData(st) : null;
+  /** Where an export starts: the run and how far each table reached (see `chain/export.ts`); null when the object holds nothing. */
+  exportHead(): ExportHead | null {
+    return exportHead(this.ctx.storage.sql, this.#core);
   }
 
   /**
@@ -94,21 +94,8 @@ export class ChainObject extends DurableObject<Env> {
     });
   }
 
-  /** Bench floor only (the Worker gates it behind BENCH=1): writes rows with no checks and no hashing. */
-  benchAppend(frames: Frame[], now: number): number {
-    return this.ctx.storage.transactionSync(() => {
-      const sql = this.ctx.storage.sql;
-      let next = sql.exec<{ n: number | null }>("SELECT max(seq) AS n FROM bench").one().n ?? -1;
-      for (const f of frames)
-        sql.exec(
-          "INSERT INTO bench (seq, t, kind, payload, hash, received_ms) VALUES (?, ?, ?, ?, '', ?)",
-          ++next,
-          f.t,
-          f.kind,
-          f.payload,
-          now,
-        );
-      return next + 1;
-    });
+  /** One page of an export, below the bounds its head gave: read only, so it runs between ingest calls. */
+  exportPage(req: ExportPageRequest): ExportPage {
+    return exportPage(this.ctx.storage.sql, req);
   }
 }

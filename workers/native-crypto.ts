@@ -1,5 +1,5 @@
 import { createHash, createPublicKey, verify } from "node:crypto";
-import { bytesToHex, useFastVerify, useSha256 } from "../protocol/index.ts";
+import { bytesToHex, useFastVerify, useSha256, useSha256Stream } from "../protocol/index.ts";
 
 type PublicKey = ReturnType<typeof createPublicKey>;
 
@@ -33,6 +33,18 @@ export function useNativeCrypto(): void {
   useSha256((data) => {
     const d = createHash("sha256").update(data).digest();
     return new Uint8Array(d.buffer, d.byteOffset, d.byteLength);
+  });
+  useSha256Stream(() => {
+    const h = createHash("sha256");
+    return {
+      update: (data) => {
+        h.update(data);
+      },
+      digest: () => {
+        const d = h.digest();
+        return new Uint8Array(d.buffer, d.byteOffset, d.byteLength);
+      },
+    };
   });
   useFastVerify((publicKey, message, signature) => verify(null, message, keyObject(publicKey), signature));
 }

@@ -1,8 +1,8 @@
-import { createPublicKey, hash, verify } from "node:crypto";
+import { createHash, createPublicKey, hash, verify } from "node:crypto";
 // The modules themselves, not protocol/index.ts: the verify worker loads this and nothing else.
 import { bytesToHex } from "../../protocol/bytes.ts";
 import { useFastVerify } from "../../protocol/ed25519.ts";
-import { useSha256 } from "../../protocol/hash.ts";
+import { useSha256, useSha256Stream } from "../../protocol/hash.ts";
 
 const SPKI_ED25519_PREFIX = Buffer.from("302a300506032b6570032100", "hex");
 const keyObjects = new Map<string, ReturnType<typeof createPublicKey>>();
@@ -30,11 +30,23 @@ function sha256Node(data: Uint8Array): Uint8Array {
   return out;
 }
 
+function sha256NodeStream() {
+  const h = createHash("sha256");
+  return {
+    update: (data: Uint8Array) => {
+      h.update(data);
+    },
+    digest: () => new Uint8Array(h.digest()),
+  };
+}
+
 /**
- * Uses node:crypto for SHA-256 and as the fast path of Ed25519 verification. Decisions do not
- * change: see protocol/ed25519.ts for why an OpenSSL acceptance implies the strict one.
+ * Uses node:crypto for SHA-256 (one-shot and incremental) and as the fast path of Ed25519
+ * verification. Decisions do not change: see protocol/ed25519.ts for why an OpenSSL acceptance
+ * implies the strict one.
  */
 export function useNodeCrypto(): void {
   useSha256(sha256Node, sha256NodeInto);
+  useSha256Stream(sha256NodeStream);
   useFastVerify((publicKey, message, signature) => verify(null, message, keyObject(publicKey), signature));
 }

@@ -5,10 +5,9 @@ import { verifyBundle } from "../../protocol/index.ts";
 import { useNodeCrypto } from "../../collector/lib/node-crypto.ts";
 import { SERVER_PUBLIC } from "../support/sample-run.ts";
 
-const bundle = readFileSync(join(import.meta.dirname, "../vectors/bundle.json"));
-
-describe("bit-flip fuzz over the whole sample bundle", () => {
+describe.each(["bundle.jsonl", "bundle-v1.json"])("bit-flip fuzz over the whole sample bundle (%s)", (file) => {
   useNodeCrypto();
+  const bundle = readFileSync(join(import.meta.dirname, "../vectors", file));
 
   it("verifies untouched", () => {
     expect(verifyBundle(bundle, { serverKey: SERVER_PUBLIC }).exit).toBe(0);

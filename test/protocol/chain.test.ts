@@ -11,16 +11,21 @@ import {
   verifyChain,
   FRAME_KINDS,
   PAYLOADS,
+  addTally,
   bodyMentions,
   chainGaps,
   checkFrame,
-  checkFrameSlice,
-  completeSlices,
+  checkFrameLines,
+  checkFrames,
   coverageFacts,
+  emptyTally,
+  frameLine,
+  FrameProblems,
+  fromHex,
   hashFrames,
-  mergeSlices,
   tallyCoverage,
   tallyGaps,
+  utf8,
 } from "../../protocol/index.ts";
 import chainVectors from "../vectors/chain.json";
 import { sampleRun } from "../support/sample-run.ts";
@@ -146,7 +151,7 @@ describe("hashing long and non-ASCII payloads", () => {
   });
 });
 
-describe("checking frames in slices", () => {
+describe("checking frames in chunks, as objects and as bundle lines", () => {
   const run = sampleRun({ lockEvery: 10, extraToolCalls: 60 });
   const chain = run.manifest.run.id;
   const frames = run.manifest.frames.map((f) => ({ ...f }));
@@ -159,23 +164,49 @@ describe("checking frames in slices", () => {
   frames[60] = { ...frames[60]!, kind: "telemetry_gap", payload: JSON.stringify(gap) };
   const over = { role: "tool_output", sha256: "ab".repeat(32), size: 2_000_000, kept: false, why: "over_limit" };
   frames[70] = { ...frames[70]!, payload: frames[70]!.payload.replace(/\}$/, `,"bodies":[${JSON.stringify(over)}]}`) };
-  const whole = checkFrameSlice(chain, frames, 0, frames.length);
+  frames[80] = { ...frames[80]!, t: 5 };
+  const whole = checkFrames(chain, frames, 0, frames.length, true);
+  const text = frames.map((f) => `${frameLine(f)}\n`).join("");
+  const bytes = utf8(text);
+  const lineStart = (index: number) => utf8(text.split("\n").slice(0, index).join("\n")).length + (index > 0 ? 1 : 0);
+  const lines = (from: number, to: number) =>
+    checkFrameLines(bytes, lineStart(from), lineStart(to), {
+      chainId: chain,
+      from,
+      prev: from === 0 ? genesisHash(chain) : fromHex(frames[from - 1]!.hash, 32),
+      bodies: true,
+    });
 
   // An edited claimed hash breaks its own frame and the next, which it links.
   it("finds each problem at its frame, and the claimed hash links the next frame", () => {
     expect(whole.invalid.map(([i]) => i)).toEqual([5]);
-    expect(whole.mismatched.map(([i]) => i)).toEqual([5, 17, 18, 40, 60, 70]);
+    expect(whole.mismatched.map(([i]) => i)).toEqual([5, 17, 18, 40, 60, 70, 80]);
     expect(whole.mismatched.find(([i]) => i === 17)![1]).toBe(run.manifest.frames[17]!.hash);
     const hashes = hashFrames(chain, frames);
     for (const [i, hex] of whole.mismatched) expect(bytesToHex(hashes[i]!)).toBe(hex);
+    expect(new FrameProblems().add(whole).map((p) => `${p.code} ${p.seq}`)).toEqual(
+      verifyChain(chain, frames).problems.map((p) => `${p.code} ${p.seq}`),
+    );
   });
 
-  it("gives the same answer in any slices, merged in order", () => {
-    for (const cuts of [[1], [5, 6], [17, 18, 40], [3, 33, 63, 64], [frames.length - 1]]) {
+  it("checks frame lines of a bundle as it checks frames held as objects", () => {
+    expect(lines(0, frames.length)).toEqual(whole);
+  });
+
+  it("gives the same problems and tally in any chunks, taken in order", () => {
+    for (const cuts of [[1], [5, 6], [17, 18, 40], [3, 33, 63, 64], [80, 81], [frames.length - 1]]) {
       const bounds = [0, ...cuts, frames.length];
-      const slices = bounds.slice(1).map((to, k) => checkFrameSlice(chain, frames, bounds[k]!, to));
-      expect(mergeSlices(slices)).toEqual(whole);
+      for (const check of [(a: number, b: number) => checkFrames(chain, frames, a, b, true), lines]) {
+        const chunks = bounds.slice(1).map((to, k) => check(bounds[k]!, to));
+        const problems = new FrameProblems();
+        const tally = emptyTally();
+        expect(chunks.flatMap((c) => problems.add(c))).toEqual(new FrameProblems().add(whole));
+        for (const c of chunks) addTally(tally, c.tally);
+        expect(tally).toEqual(whole.tally);
+        expect(chunks.flatMap((c) => c.kept)).toEqual(whole.kept);
+      }
     }
+    expect(() => new FrameProblems().add(checkFrames(chain, frames, 3, 9))).toThrow(/expected the chunk from frame 0/);
   });
 
   it("tallies what coverageFacts and chainGaps count", () => {
@@ -184,15 +215,13 @@ describe("checking frames in slices", () => {
     expect(tallyCoverage(whole.tally)).toEqual(coverageFacts(kinds, payloads));
     expect(tallyGaps(whole.tally)).toEqual(chainGaps(kinds, payloads));
     expect(tallyGaps(whole.tally).map((g) => g.kind)).toEqual(["daemon_down", "missing_bodies"]);
-    expect(whole.tally.mentions).toEqual(bodyMentions(payloads));
+    expect(whole.kept).toEqual(bodyMentions(payloads).filter((m) => m.kept));
   });
 
-  it("checks any range no slice covers, and trusts no overlapping slices", () => {
-    const check = (a: number, b: number) => checkFrameSlice(chain, frames, a, b);
-    expect(mergeSlices(completeSlices([check(10, 20), check(50, 60)], frames.length, check))).toEqual(whole);
-    expect(mergeSlices(completeSlices([], frames.length, check))).toEqual(whole);
-    const lie = { ...check(10, 20), invalid: [] };
-    expect(completeSlices([check(0, 30), lie], frames.length, check)).toEqual([whole]);
-    expect(completeSlices([{ ...check(0, 10), to: frames.length + 1 }], frames.length, check)).toEqual([whole]);
+  it("stops a chunk of lines at the first line not in the frame layout", () => {
+    const bad = utf8(text.replace('{"seq":30,', '{"seq": 30,'));
+    const chunk = checkFrameLines(bad, 0, bad.length, { chainId: chain, from: 0, prev: genesisHash(chain), bodies: false });
+    expect(chunk.malformed).toEqual({ index: 30, message: "seq is not a non-negative integer", unreadable: false });
+    expect(chunk.to).toBe(30);
   });
 });

@@ -12,12 +12,12 @@ import {
   payloadHash,
   publicKeyOf,
   runIdFor,
-  utf8,
   writeBundle,
   type Frame,
   type Manifest,
   type SignedLock,
 } from "../../protocol/index.ts";
+import { writeBundleV1 } from "./bundle-text.ts";
 
 /** RFC 8032 section 7.1, TEST 1: the host's key. */
 export const HOST_SECRET = fromHex("9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60", 32);
@@ -51,17 +51,38 @@ export interface SampleRun {
   locks: (SignedLock & { received_ms: number })[];
   bodies: Record<string, string>;
   manifest: Manifest;
+  /** The bundle as the server writes it (version 2, JSON lines). */
   bundle: string;
+  /** The same content as a version-1 bundle. */
+  bundleV1: string;
 }
 
-/** Builds the sample run; `frameCount` > 9 pads it with more tool calls (for benchmarks). */
-export function sampleRun(options: { lockEvery?: number; extraToolCalls?: number } = {}): SampleRun {
-  const chain = runIdFor(HOST_ID, AGENT, SESSION);
+/** What the sample run's writer does next: append a frame (none before the final lock), then perhaps lock. */
+export interface SampleStep {
+  frame: (Frame & { hash: string }) | null;
+  lock: (SignedLock & { received_ms: number }) | null;
+}
+
+/**
+ * Options of the sample run: a lock every `lockEvery` frames, `extraToolCalls` more tool calls
+ * (4 frames each), and the host it runs on (the RFC 8032 test host by default).
+ */
+export interface SampleOptions {
+  lockEvery?: number;
+  extraToolCalls?: number;
+  host?: { id: string; secret: Uint8Array };
+}
+
+/**
+ * The sample run's frames and locks one at a time, so a benchmark can write a bundle of a million
+ * frames without holding them; the bodies they name are added to `bodies`.
+ */
+export function* sampleSteps(options: SampleOptions = {}, bodies: Record<string, string> = {}): Generator<SampleStep> {
+  const host = options.host ?? { id: HOST_ID, secret: HOST_SECRET };
+  const chain = runIdFor(host.id, AGENT, SESSION);
   const w = new ChainWriter(chain);
-  const frames: SampleRun["frames"] = [];
-  const locks: SampleRun["locks"] = [];
-  const bodies: Record<string, string> = {};
   let t = T0;
+  let count = 0;
   const keep = (role: Parameters<typeof bodyRef>[0], text: string) => {
     const ref = bodyRef(role, text, true);
     bodies[ref.sha256] = text;
@@ -72,22 +93,23 @@ export function sampleRun(options: { lockEvery?: number; extraToolCalls?: number
     return { sha256: ref.sha256, size: ref.size };
   };
   const lockEvery = options.lockEvery ?? 5;
-  const push = <K extends Parameters<ChainWriter["append"]>[0]>(kind: K, payload: Parameters<ChainWriter["append"]>[1] & object) => {
+  const step = <K extends Parameters<ChainWriter["append"]>[0]>(
+    kind: K,
+    payload: Parameters<ChainWriter["append"]>[1] & object,
+  ): SampleStep => {
     t += 1000;
     const { frame, hash } = w.append(kind, payload as never, t);
-    frames.push({ ...frame, hash });
-    if (frames.length % lockEvery === 0) {
-      const lock = w.lock({ secretKey: HOST_SECRET, hostId: HOST_ID, t: t + 10 });
-      if (lock) locks.push({ ...lock, received_ms: t + 500 });
-    }
+    count++;
+    const lock = count % lockEvery === 0 ? w.lock({ secretKey: host.secret, hostId: host.id, t: t + 10 }) : null;
+    return { frame: { ...frame, hash }, lock: lock ? { ...lock, received_ms: t + 500 } : null };
   };
 
-  push("agent_start", { path: "hook", harness: AGENT, agent: AGENT, session_id: SESSION, cwd: "/work" });
+  yield step("agent_start", { path: "hook", harness: AGENT, agent: AGENT, session_id: SESSION, cwd: "/work" });
   const prompt = keep("prompt", BODIES.prompt);
-  push("turn_start", { path: "hook", prompt: { sha256: prompt.sha256, size: prompt.size }, bodies: [prompt] });
+  yield step("turn_start", { path: "hook", prompt: { sha256: prompt.sha256, size: prompt.size }, bodies: [prompt] });
   const req = keep("llm_request", BODIES.llmRequest);
   const res = keep("llm_response", BODIES.llmResponse);
-  push("llm_call", {
+  yield step("llm_call", {
     path: "gateway",
     vendor: "anthropic",
     model: "claude-sonnet-4-5",
@@ -105,7 +127,7 @@ export function sampleRun(options: { lockEvery?: number; extraToolCalls?: number
   for (let i = 0; i <= extra; i++) {
     const id = `call-${i + 1}`;
     // No clause of a new workspace's policy decides run_shell: no decision, the harness's own flow ran.
-    push("policy_decision", {
+    yield step("policy_decision", {
       path: "hook",
       subject: "tool",
       decision: "none",
@@ -115,7 +137,7 @@ export function sampleRun(options: { lockEvery?: number; extraToolCalls?: number
       tool_use_id: id,
     });
     const input = keep("tool_input", BODIES.toolInput);
-    push("tool_requested", {
+    yield step("tool_requested", {
       path: "hook",
       tool_name: "run_shell",
       tool_use_id: id,
@@ -123,7 +145,7 @@ export function sampleRun(options: { lockEvery?: number; extraToolCalls?: number
       bodies: [input],
     });
     const output = keep("tool_output", BODIES.toolOutput);
-    push("tool_call", {
+    yield step("tool_call", {
       path: "hook",
       tool_name: "run_shell",
       tool_use_id: id,
@@ -134,29 +156,47 @@ export function sampleRun(options: { lockEvery?: number; extraToolCalls?: number
       output: { sha256: output.sha256, size: output.size },
       bodies: [input, output],
     });
-    push("command", { path: "hook", tool_use_id: id, program: "pytest", command: hs("pytest -x") });
+    yield step("command", { path: "hook", tool_use_id: id, program: "pytest", command: hs("pytest -x") });
   }
   const message = keep("message", BODIES.message);
-  push("turn_end", { path: "hook", message: { sha256: message.sha256, size: message.size }, bodies: [message] });
-  push("agent_stop", { path: "hook", reason: "session_end", outcome: "completed" });
-  const final = w.lock({ secretKey: HOST_SECRET, hostId: HOST_ID, t: t + 20, final: true });
-  if (final) locks.push({ ...final, received_ms: t + 600 });
+  yield step("turn_end", { path: "hook", message: { sha256: message.sha256, size: message.size }, bodies: [message] });
+  yield step("agent_stop", { path: "hook", reason: "session_end", outcome: "completed" });
+  const final = w.lock({ secretKey: host.secret, hostId: host.id, t: t + 20, final: true });
+  yield { frame: null, lock: final ? { ...final, received_ms: t + 600 } : null };
+}
+
+/** The sample run's metadata, as its bundle names it. */
+export function sampleRunMeta(first: number, last: number): SampleRun["manifest"]["run"] {
+  return {
+    id: runIdFor(HOST_ID, AGENT, SESSION),
+    workspace: "ws_demo",
+    host: HOST_ID,
+    harness: AGENT,
+    agent: AGENT,
+    session_id: SESSION,
+    status: "ended",
+    outcome: "completed",
+    environment: "customer_computer",
+    mode: "enforce",
+    first_frame_ms: first,
+    last_frame_ms: last,
+  };
+}
+
+/** Builds the sample run; `extraToolCalls` pads it with more tool calls (for benchmarks). */
+export function sampleRun(options: SampleOptions = {}): SampleRun {
+  const chain = runIdFor(HOST_ID, AGENT, SESSION);
+  const frames: SampleRun["frames"] = [];
+  const locks: SampleRun["locks"] = [];
+  const bodies: Record<string, string> = {};
+  for (const { frame, lock } of sampleSteps(options, bodies)) {
+    if (frame) frames.push(frame);
+    if (lock) locks.push(lock);
+  }
+  const t = frames.at(-1)!.t;
 
   const manifest = assembleManifest({
-    run: {
-      id: chain,
-      workspace: "ws_demo",
-      host: HOST_ID,
-      harness: AGENT,
-      agent: AGENT,
-      session_id: SESSION,
-      status: "ended",
-      outcome: "completed",
-      environment: "customer_computer",
-      mode: "enforce",
-      first_frame_ms: frames[0]!.t,
-      last_frame_ms: frames.at(-1)!.t,
-    },
+    run: sampleRunMeta(frames[0]!.t, t),
     exportedMs: t + 60_000,
     serverKeyId: SERVER_KEY_ID,
     hostKey: HOST_PUBLIC,
@@ -165,7 +205,15 @@ export function sampleRun(options: { lockEvery?: number; extraToolCalls?: number
     equivocations: [],
     serverGaps: [],
   });
-  return { chain, frames, locks, bodies, manifest, bundle: writeBundle(manifest, SERVER_SECRET, SERVER_KEY_ID) };
+  return {
+    chain,
+    frames,
+    locks,
+    bodies,
+    manifest,
+    bundle: writeBundle(manifest, SERVER_SECRET, SERVER_KEY_ID),
+    bundleV1: writeBundleV1(manifest, SERVER_SECRET, SERVER_KEY_ID),
+  };
 }
 
 /** Every vector file, by path under test/vectors/, with its exact content. */
@@ -184,9 +232,9 @@ export function sampleVectors(): Record<string, string> {
     frames: run.frames.map((f) => ({ ...f, payload_hash: bytesToHex(payloadHash(f.payload)) })),
     locks: run.locks.map((l) => ({ payload: l.payload, sig: l.sig, lock_hash: lockHash(l) })),
   });
-  out["bundle.json"] = run.bundle;
+  out["bundle.jsonl"] = run.bundle;
+  out["bundle-v1.json"] = run.bundleV1;
   out["server-key.pub"] = `${bytesToHex(SERVER_PUBLIC)}\n`;
   for (const [sha, text] of Object.entries(run.bodies)) out[`bodies/${sha}`] = text;
-  void utf8;
   return out;
 }

@@ -1,5 +1,6 @@
 // The tamper corpus: each case of shared/reference/record-integrity.md section 4 that applies
-// to our format, as a mutation of the sample bundle with the exit code and finding it must give.
+// to our format, as a mutation of the sample bundle with the exit code and finding it must give,
+// in each bundle layout it applies to (version 2, which the server writes, and version 1).
 import {
   assembleManifest,
   bytesToHex,
@@ -12,16 +13,20 @@ import {
   signLock,
   utf8,
   writeBundle,
-  writeBundleText,
   type Manifest,
 } from "../../protocol/index.ts";
-import { HOST_ID, HOST_PUBLIC, HOST_SECRET, SERVER_KEY_ID, SERVER_SECRET, sampleRun } from "./sample-run.ts";
+import { bundleLines, signBundleLines, writeBundleV1, writeBundleV1Text } from "./bundle-text.ts";
+import { HOST_PUBLIC, HOST_SECRET, SERVER_KEY_ID, SERVER_SECRET, sampleRun } from "./sample-run.ts";
+
+/** A bundle layout. */
+export type Layout = 1 | 2;
 
 export interface TamperCase {
   name: string;
   /** The numbered case in record-integrity.md section 4, where there is one. */
   ref?: number;
-  bundle: () => string;
+  /** The bundle in a layout, or null when the case does not apply to it. */
+  bundle: (layout: Layout) => string | null;
   exit: 0 | 1 | 2 | 3;
   code: string;
   expectHead?: string;
@@ -29,15 +34,16 @@ export interface TamperCase {
 
 const base = sampleRun({ lockEvery: 3 });
 const clone = (): Manifest => JSON.parse(JSON.stringify(base.manifest)) as Manifest;
-const resign = (m: Manifest) => writeBundle(m, SERVER_SECRET, SERVER_KEY_ID);
-const edit = (fn: (m: Manifest) => void) => () => {
+const write = (m: Manifest, layout: Layout, key = SERVER_SECRET, keyId = SERVER_KEY_ID) =>
+  layout === 1 ? writeBundleV1(m, key, keyId) : writeBundle(m, key, keyId);
+const edit = (fn: (m: Manifest) => void) => (layout: Layout) => {
   const m = clone();
   fn(m);
-  return resign(m);
+  return write(m, layout);
 };
 /** Rebuilds the manifest the way an honest server would (derived gaps, coverage, tier, grade). */
-const rebuild = (frames: Manifest["frames"], locks: Manifest["locks"]) => () =>
-  resign(
+const rebuild = (frames: Manifest["frames"], locks: Manifest["locks"]) => (layout: Layout) =>
+  write(
     assembleManifest({
       run: base.manifest.run,
       exportedMs: base.manifest.exported_ms,
@@ -48,18 +54,137 @@ const rebuild = (frames: Manifest["frames"], locks: Manifest["locks"]) => () =>
       equivocations: [],
       serverGaps: [],
     }),
+    layout,
   );
+/** A version-2 bundle whose lines are edited as text, then signed again. */
+const lines = (fn: (lines: string[]) => void) => (layout: Layout) => {
+  if (layout !== 2) return null;
+  const l = bundleLines(base.bundle);
+  fn(l);
+  return signBundleLines(l, SERVER_SECRET, SERVER_KEY_ID);
+};
+const only = (layout: Layout, fn: () => string) => (l: Layout) => (l === layout ? fn() : null);
+const both = (fn: (bundle: string) => string) => (layout: Layout) => fn(layout === 1 ? base.bundleV1 : base.bundle);
 const hostLock = (fields: Partial<Parameters<typeof signLock>[0]>, at = 0) => {
   const p = JSON.parse(base.locks[at]!.payload);
   const { v: _v, key_id: _k, ...rest } = p;
   return { ...signLock({ ...rest, ...fields }, HOST_SECRET), received_ms: base.locks[at]!.received_ms };
 };
 const flipHex = (hex: string, at: number) => hex.slice(0, at) + (parseInt(hex[at]!, 16) ^ 1).toString(16) + hex.slice(at + 1);
+/** The line of frame `seq` in the sample's version-2 lines, and the hash it carries. */
+const frameAt = (l: string[], seq: number) => l.findIndex((x) => x.startsWith(`{"seq":${seq},`));
+const SAMPLE_HASH = (l: string[], seq: number) => (JSON.parse(l[frameAt(l, seq)]!) as { hash: string }).hash;
 
 export const SAMPLE = base;
 
+/** Cases of the version-2 layout only: its lines, their order and their exact form. */
+const V2_CASES: TamperCase[] = [
+  {
+    name: "white space in a frame line, re-signed",
+    exit: 2,
+    code: "MANIFEST_INVALID",
+    bundle: lines((l) => {
+      l[frameAt(l, 3)] = l[frameAt(l, 3)]!.replace('{"seq":3,', '{"seq": 3,');
+    }),
+  },
+  {
+    name: "a frame's kind written with an escape, re-signed",
+    exit: 2,
+    code: "MANIFEST_INVALID",
+    bundle: lines((l) => {
+      l[frameAt(l, 0)] = l[frameAt(l, 0)]!.replace('"kind":"agent_start"', '"kind":"agent\\u005fstart"');
+    }),
+  },
+  {
+    name: "uppercase hex in a frame's hash, re-signed",
+    exit: 2,
+    code: "MANIFEST_INVALID",
+    bundle: lines((l) => {
+      const hash = SAMPLE_HASH(l, 5);
+      l[frameAt(l, 5)] = l[frameAt(l, 5)]!.replace(hash, hash.toUpperCase());
+    }),
+  },
+  {
+    name: "payload rewritten with white space, re-signed",
+    exit: 1,
+    code: "FRAME_INVALID",
+    bundle: lines((l) => {
+      l[frameAt(l, 4)] = l[frameAt(l, 4)]!.replace('"payload":{"path":"hook"', '"payload":{"path": "hook"');
+    }),
+  },
+  {
+    name: "payload that is not JSON, re-signed",
+    exit: 1,
+    code: "FRAME_INVALID",
+    bundle: lines((l) => {
+      l[frameAt(l, 2)] = l[frameAt(l, 2)]!.replace(/"payload":.*$/, '"payload":{"path":}');
+    }),
+  },
+  {
+    name: "a lock line moved after the frames, re-signed",
+    exit: 2,
+    code: "MANIFEST_INVALID",
+    bundle: lines((l) => {
+      const [lock] = l.splice(1, 1);
+      l.splice(-1, 0, lock!);
+    }),
+  },
+  {
+    name: "end line removed, re-signed",
+    exit: 2,
+    code: "MANIFEST_INVALID",
+    bundle: lines((l) => {
+      l.pop();
+    }),
+  },
+  {
+    name: "end line twice, re-signed",
+    exit: 2,
+    code: "MANIFEST_INVALID",
+    bundle: lines((l) => {
+      l.push(l.at(-1)!);
+    }),
+  },
+  {
+    name: "lines ending with CR LF, re-signed",
+    exit: 2,
+    code: "MANIFEST_INVALID",
+    bundle: lines((l) => {
+      for (let i = 0; i < l.length; i++) l[i] = `${l[i]}\r`;
+    }),
+  },
+  {
+    name: "gap_bodies after a gap that names no bodies, re-signed",
+    exit: 2,
+    code: "MANIFEST_INVALID",
+    bundle: lines((l) => {
+      l.splice(
+        -1,
+        0,
+        JSON.stringify({ gap: { kind: "daemon_down", source: "server", detail: "x" } }),
+        JSON.stringify({ gap_bodies: ["a".repeat(64)] }),
+      );
+    }),
+  },
+  { name: "no LF after the signature line", exit: 0, code: "", bundle: only(2, () => base.bundle.replace(/\n$/, "")) },
+  {
+    name: "cut off before the signature line (a truncated download)",
+    exit: 2,
+    code: "BUNDLE_LAYOUT",
+    bundle: only(2, () => base.bundle.slice(0, base.bundle.lastIndexOf('{"seq":'))),
+  },
+  {
+    name: "a line longer than 1 MiB, re-signed",
+    exit: 2,
+    code: "BUNDLE_LAYOUT",
+    bundle: lines((l) => {
+      l[frameAt(l, 8)] = l[frameAt(l, 8)]!.replace('"path":"hook"', `"path":"hook","pad":"${"x".repeat(1 << 20)}"`);
+    }),
+  },
+];
+
 export const TAMPER_CASES: TamperCase[] = [
-  { name: "untouched sample", bundle: () => base.bundle, exit: 0, code: "" },
+  { name: "untouched sample", bundle: both((b) => b), exit: 0, code: "" },
   {
     name: "one payload byte changed, bundle re-signed",
     ref: 1,
@@ -74,7 +199,8 @@ export const TAMPER_CASES: TamperCase[] = [
     ref: 32,
     exit: 1,
     code: "SERVER_SIG_INVALID",
-    bundle: () => base.bundle.replace('\\"run_shell\\"', '\\"run_shelL\\"'),
+    bundle: (layout) =>
+      layout === 1 ? base.bundleV1.replace('\\"run_shell\\"', '\\"run_shelL\\"') : base.bundle.replace('"run_shell"', '"run_shelL"'),
   },
   {
     name: "payload replaced by other valid JSON of the same length",
@@ -158,7 +284,7 @@ export const TAMPER_CASES: TamperCase[] = [
     ref: 10,
     exit: 1,
     code: "LOCK_HEAD_MISMATCH",
-    bundle: () => {
+    bundle: (layout) => {
       const w = new ChainWriter(base.chain);
       const frames: Manifest["frames"] = [];
       base.frames.forEach((f, i) => {
@@ -169,7 +295,7 @@ export const TAMPER_CASES: TamperCase[] = [
           frames.push({ ...b.frame, hash: b.hash });
         }
       });
-      return rebuild(frames, base.locks)();
+      return rebuild(frames, base.locks)(layout);
     },
   },
   {
@@ -201,7 +327,7 @@ export const TAMPER_CASES: TamperCase[] = [
     ref: 14,
     exit: 1,
     code: "FRAMES_AFTER_FINAL",
-    bundle: () => {
+    bundle: (layout) => {
       const w = new ChainWriter({
         chain: base.chain,
         count: base.frames.length,
@@ -212,7 +338,7 @@ export const TAMPER_CASES: TamperCase[] = [
         final: false,
       });
       const a = w.append("turn_start", { path: "hook", prompt: { sha256: "0".repeat(64), size: 0 } }, base.frames.at(-1)!.t + 1);
-      return rebuild([...base.frames, { ...a.frame, hash: a.hash }], base.locks)();
+      return rebuild([...base.frames, { ...a.frame, hash: a.hash }], base.locks)(layout);
     },
   },
   {
@@ -220,7 +346,7 @@ export const TAMPER_CASES: TamperCase[] = [
     ref: 15,
     exit: 1,
     code: "LOCK_HEAD_MISMATCH",
-    bundle: () => {
+    bundle: (layout) => {
       const w = new ChainWriter(base.chain);
       const frames = base.frames.map((f) => {
         const p = JSON.parse(f.payload);
@@ -228,7 +354,7 @@ export const TAMPER_CASES: TamperCase[] = [
         const a = w.append(f.kind as never, p as never, f.t);
         return { ...a.frame, hash: a.hash };
       });
-      return rebuild(frames, base.locks)();
+      return rebuild(frames, base.locks)(layout);
     },
   },
   {
@@ -390,51 +516,61 @@ export const TAMPER_CASES: TamperCase[] = [
     }),
   },
   {
+    // No pinned key has the signature's key id: it cannot be checked (exit 2, not 1).
     name: "signed by a key that is not pinned",
     ref: 33,
-    exit: 1,
-    code: "SERVER_KEY_MISMATCH",
-    bundle: () => writeBundle(base.manifest, HOST_SECRET, "0011223344556677"),
+    exit: 2,
+    code: "SERVER_KEY_UNKNOWN",
+    bundle: (layout) => {
+      const m = clone();
+      m.server_key_id = "0011223344556677";
+      return write(m, layout, HOST_SECRET, "0011223344556677");
+    },
   },
   {
     name: "signature from another key under the pinned key id",
     ref: 33,
     exit: 1,
     code: "SERVER_SIG_INVALID",
-    bundle: () => writeBundle(base.manifest, HOST_SECRET, SERVER_KEY_ID),
+    bundle: (layout) => write(base.manifest, layout, HOST_SECRET),
   },
   {
     name: "payload type swapped",
     ref: 34,
     exit: 2,
     code: "UNSUPPORTED_VERSION",
-    bundle: () => base.bundle.replace("application/vnd.oxagen.bundle.v1+json", "application/vnd.oxagen.lock.v1+json"),
+    bundle: both((b) => b.replace(/application\/vnd\.oxagen\.bundle\.v[12]\+jsonl?/, "application/vnd.oxagen.lock.v1+json")),
   },
   {
     name: "unknown bundle version",
     ref: 35,
     exit: 2,
     code: "UNSUPPORTED_VERSION",
-    bundle: () => base.bundle.replace('{"oxagen_bundle":1', '{"oxagen_bundle":2'),
+    bundle: both((b) => b.replace(/^\{"oxagen_bundle":[12]/, '{"oxagen_bundle":3')),
   },
   {
     name: "unknown manifest version, re-signed",
     ref: 35,
     exit: 2,
     code: "UNSUPPORTED_VERSION",
-    bundle: edit((m) => {
-      (m as { v: number }).v = 2;
-    }),
+    bundle: (layout) =>
+      layout === 1
+        ? edit((m) => {
+            (m as { v: number }).v = 2;
+          })(1)
+        : null,
   },
   {
     name: "duplicate member in the manifest, re-signed",
     ref: 36,
     exit: 2,
     code: "MANIFEST_INVALID",
-    bundle: () => {
-      const text = JSON.stringify(base.manifest).replace('"v":1,', '"v":1,"v":1,');
-      return writeBundleText(text, SERVER_SECRET, SERVER_KEY_ID);
-    },
+    bundle: (layout) =>
+      layout === 1
+        ? writeBundleV1Text(JSON.stringify(base.manifest).replace('"v":1,', '"v":1,"v":1,'), SERVER_SECRET, SERVER_KEY_ID)
+        : lines((l) => {
+            l[0] = l[0]!.replace('"exported_ms":', '"exported_ms":1,"exported_ms":');
+          })(layout),
   },
   {
     name: "duplicate member in a lock payload",
@@ -450,9 +586,14 @@ export const TAMPER_CASES: TamperCase[] = [
     ref: 37,
     exit: 2,
     code: "MANIFEST_INVALID",
-    bundle: edit((m) => {
-      (m as Record<string, unknown>).extra = 1;
-    }),
+    bundle: (layout) =>
+      layout === 1
+        ? edit((m) => {
+            (m as Record<string, unknown>).extra = 1;
+          })(1)
+        : lines((l) => {
+            l[0] = l[0]!.replace(/\}$/, ',"extra":1}');
+          })(layout),
   },
   {
     name: "unknown field in a lock payload",
@@ -472,8 +613,8 @@ export const TAMPER_CASES: TamperCase[] = [
       m.locks[0]!.sig = m.locks[0]!.sig.toUpperCase();
     }),
   },
-  { name: "trailing bytes after the document", ref: 39, exit: 2, code: "BUNDLE_LAYOUT", bundle: () => `${base.bundle}{}` },
-  { name: "leading byte-order mark", ref: 40, exit: 2, code: "BUNDLE_LAYOUT", bundle: () => `\ufeff${base.bundle}` },
+  { name: "trailing bytes after the document", ref: 39, exit: 2, code: "BUNDLE_LAYOUT", bundle: both((b) => `${b}{}`) },
+  { name: "leading byte-order mark", ref: 40, exit: 2, code: "BUNDLE_LAYOUT", bundle: both((b) => `\ufeff${b}`) },
   {
     name: "lone surrogate in a payload",
     ref: 40,
@@ -521,7 +662,7 @@ export const TAMPER_CASES: TamperCase[] = [
     name: "gap removed from the list",
     exit: 1,
     code: "GAP_LIST_MISMATCH",
-    bundle: () => {
+    bundle: (layout) => {
       const w = new ChainWriter(base.chain);
       const frames = base.frames.slice(0, -1).map((f) => {
         const a = w.append(f.kind as never, JSON.parse(f.payload) as never, f.t);
@@ -539,7 +680,7 @@ export const TAMPER_CASES: TamperCase[] = [
         serverGaps: [],
       });
       m.gaps = [];
-      return resign(m);
+      return write(m, layout);
     },
   },
   {
@@ -574,14 +715,18 @@ export const TAMPER_CASES: TamperCase[] = [
       m.coverage.llm_calls_gateway = 5;
     }),
   },
-  { name: "not JSON at all", ref: 46, exit: 2, code: "BUNDLE_LAYOUT", bundle: () => "\u0000\u0001garbage" },
+  { name: "not JSON at all", ref: 46, exit: 2, code: "BUNDLE_LAYOUT", bundle: only(1, () => "\u0000\u0001garbage") },
   {
     name: "deeply nested manifest",
     ref: 46,
     exit: 2,
     code: "MANIFEST_INVALID",
-    bundle: () => writeBundleText(`${"[".repeat(100_000)}${"]".repeat(100_000)}`, SERVER_SECRET, SERVER_KEY_ID),
+    bundle: (layout) =>
+      layout === 1
+        ? writeBundleV1Text(`${"[".repeat(100_000)}${"]".repeat(100_000)}`, SERVER_SECRET, SERVER_KEY_ID)
+        : lines((l) => {
+            l.splice(-1, 0, `{"gap":${"[".repeat(100_000)}${"]".repeat(100_000)}}`);
+          })(layout),
   },
+  ...V2_CASES,
 ];
-
-void HOST_ID;

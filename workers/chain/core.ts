@@ -17,10 +17,11 @@ import {
 } from "../../protocol/index.ts";
 import { heldRange, storeLock, takeLocks } from "./locks.ts";
 import { type ChainState, loadState, newState, saveState } from "./state.ts";
-import type { ChainExport, ChainIngest, ChainIngestResult, ChainSummary, FramePage } from "./types.ts";
+import type { ChainIngest, ChainIngestResult, ChainSummary, FramePage } from "./types.ts";
 
 const FLAG_GAPS = 1;
-const FLAG_KEPT_BODIES = 2;
+/** Frame flag: the payload names a kept body (see `missingBodies`, and the export's missing bodies). */
+export const FLAG_KEPT_BODIES = 2;
 const MAX_EVIDENCE = 70_000;
 const MAX_MISSING_RANGES = 100;
 
@@ -318,34 +319,6 @@ export class ChainCore {
         .slice(0, limit)
         .map((r) => ({ seq: r.seq, t: r.t, kind: r.kind, payload: r.payload, hash: r.hash, received_ms: r.received_ms })),
       next,
-    };
-  }
-
-  exportData(st: ChainState): ChainExport {
-    const frames = this.#sql
-      .exec<FrameRow & { hash: string }>("SELECT seq, t, kind, payload, hash FROM frames ORDER BY seq")
-      .toArray()
-      .map((r) => ({ seq: r.seq, t: r.t, kind: r.kind, payload: r.payload, hash: r.hash }));
-    const locks = this.#sql
-      .exec<{ payload: string; sig: string; received_ms: number }>("SELECT payload, sig, received_ms FROM locks ORDER BY lock_seq")
-      .toArray()
-      .map((r) => ({ payload: r.payload, sig: r.sig, received_ms: r.received_ms }));
-    const equivocations = this.#sql
-      .exec<{ what: string; seq: number; evidence: string; received_ms: number }>(
-        "SELECT what, seq, evidence, received_ms FROM equivocations ORDER BY id",
-      )
-      .toArray()
-      .map((r) => ({ what: r.what as "frame" | "lock", seq: r.seq, evidence: r.evidence, received_ms: r.received_ms }));
-    const serverGaps = this.serverGaps();
-    const bodies = serverGaps.some((g) => g.kind === "missing_bodies") ? null : this.missingBodiesGap();
-    return {
-      summary: this.summary(st),
-      mode: st.mode,
-      hostKey: st.hostKey,
-      frames,
-      locks,
-      equivocations,
-      serverGaps: bodies ? [...serverGaps, bodies] : serverGaps,
     };
   }
 

@@ -4,7 +4,7 @@
  */
 
 /** Bump when a step is added below. */
-export const SCHEMA_VERSION = 3;
+export const SCHEMA_VERSION = 4;
 
 const STEPS: Record<number, string[]> = {
   1: [
@@ -35,6 +35,10 @@ const STEPS: Record<number, string[]> = {
     // 1 once the chain's first lock fixed the host key its locks are checked with (a chain with a lock already has).
     `ALTER TABLE state ADD COLUMN key_pinned INTEGER NOT NULL DEFAULT 0`,
     `UPDATE state SET key_pinned = 1 WHERE lock_next > 0`,
+  ],
+  4: [
+    // The ingest bench's floor table; the floor now runs in its own Worker (scripts/bench/worker/).
+    `DROP TABLE IF EXISTS bench`,
   ],
 };
 

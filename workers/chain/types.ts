@@ -1,4 +1,4 @@
-import type { ChainAck, Frame, Gap, SignedLock } from "../../protocol/index.ts";
+import type { ChainAck, Frame, SignedLock } from "../../protocol/index.ts";
 
 /** Run status, as the D1 row and the manifest name it. */
 export type RunStatus = "live" | "ended" | "crashed" | "closed" | "sealed";
@@ -63,17 +63,6 @@ export interface ChainSummary {
 export interface ChainIngestResult {
   ack: ChainAck;
   summary: ChainSummary;
-}
-
-/** Everything the Worker needs to assemble and sign an export bundle. */
-export interface ChainExport {
-  summary: ChainSummary;
-  mode: "enforce" | "observe";
-  hostKey: string;
-  frames: (Frame & { hash: string })[];
-  locks: (SignedLock & { received_ms: number })[];
-  equivocations: { what: "frame" | "lock"; seq: number; evidence: string; received_ms: number }[];
-  serverGaps: Gap[];
 }
 
 /** A page of stored frames. */

@@ -1,13 +1,14 @@
 import { and, desc, eq, gte, lte, or, lt, sql, type SQL } from "drizzle-orm";
 import { Hono } from "hono";
 import { z } from "zod";
-import { assembleManifest, fromHex, GRADES, RunId, TIERS, writeBundle } from "../../protocol/index.ts";
+import { BUNDLE_V2_PAYLOAD_TYPE, GRADES, RunId, TIERS } from "../../protocol/index.ts";
 import { operatorAuth, type OperatorEnv } from "../auth/operator.ts";
 import { db, schema } from "../db/client.ts";
 import { AppError, notFound } from "../errors.ts";
 import { signingKey } from "../keys.ts";
+import { bundleStream } from "../lib/export-stream.ts";
 import { setPaused } from "../lib/policy-store.ts";
-import { manifestRun, type RunRow, runRow, runView, syncRun } from "../lib/run-rows.ts";
+import { type RunRow, runView, syncRun } from "../lib/run-rows.ts";
 import { valid } from "../validate.ts";
 
 const STATUSES = ["live", "ended", "crashed", "closed", "sealed"] as const;
@@ -111,28 +112,17 @@ export const runs = new Hono<OperatorEnv>()
   })
   .get("/v1/runs/:id/export", valid("param", IdParam), async (c) => {
     const row = await ownRun(c.env, c.var.workspaceId, c.req.valid("param").id);
-    const data = await chain(c.env, row.id).exportData();
-    if (!data) throw notFound("run");
-    const s = data.summary;
-    if (s.status === "live") throw new AppError(409, "not_exportable", "The run is live: it can be exported once it ends or is sealed.");
-    if (s.status === "closed")
+    const stub = chain(c.env, row.id);
+    const head = await stub.exportHead();
+    if (!head) throw notFound("run");
+    const status = head.summary.status;
+    if (status === "live") throw new AppError(409, "not_exportable", "The run is live: it can be exported once it ends or is sealed.");
+    if (status === "closed")
       throw new AppError(
         409,
         "not_exportable",
         "The run went quiet and was closed with outcome unknown; it can be exported once the computer ends it or an operator seals it.",
       );
-    const key = await signingKey(c.env);
-    const now = Date.now();
-    const manifest = assembleManifest({
-      run: manifestRun(runRow(s, now), data.mode),
-      exportedMs: now,
-      serverKeyId: key.keyId,
-      hostKey: fromHex(data.hostKey, 32),
-      frames: data.frames,
-      locks: data.locks,
-      equivocations: data.equivocations,
-      serverGaps: data.serverGaps,
-    });
-    c.header("Content-Disposition", `attachment; filename="${row.id}.oxagen.json"`);
-    return c.body(writeBundle(manifest, key.secret, key.keyId), 200, { "Content-Type": "application/json" });
+    c.header("Content-Disposition", `attachment; filename="${row.id}.oxagen.jsonl"`);
+    return c.body(bundleStream(stub, head, await signingKey(c.env), Date.now()), 200, { "Content-Type": BUNDLE_V2_PAYLOAD_TYPE });
   });

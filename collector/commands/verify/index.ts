@@ -1,46 +1,71 @@
 import { closeSync, fstatSync, openSync, readFileSync, readSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { fromHex, isHex, MAX_BUNDLE_BYTES, STATEMENT, verifyBundle, type Finding, type VerifyResult } from "../../../protocol/index.ts";
+import {
+  type BundleSource,
+  type Finding,
+  fromHex,
+  isHex,
+  localChecker,
+  type PinnedKey,
+  pinKey,
+  pinKeyList,
+  STATEMENT,
+  type VerifyResult,
+  verifySource,
+} from "../../../protocol/index.ts";
 import { parse } from "../../lib/args.ts";
 import { ExitError, UsageError } from "../../lib/errors.ts";
 import { useNodeCrypto } from "../../lib/node-crypto.ts";
-import { startParallelVerify } from "./parallel.ts";
+import { parallelChecker } from "./parallel.ts";
 import { progressBar } from "./progress.ts";
 
-export const USAGE = "usage: oxagen verify BUNDLE --server-key KEY [--bodies DIR] [--expect-head HEX] [--json]";
+export const USAGE = "usage: oxagen verify BUNDLE (--server-key KEY ... | --server-keys FILE) [--bodies DIR] [--expect-head HEX] [--json]";
 const RESULT_WORD = { 0: "VALID", 1: "TAMPERED", 2: "CANNOT VERIFY", 3: "VALID BUT INCOMPLETE" } as const;
+
+/** Below this size one thread is faster than starting a second. */
+const PARALLEL_MIN_BYTES = 2 * 1024 * 1024;
 
 export async function verify(args: string[]): Promise<number> {
   const { values, positionals } = parse("oxagen verify", args, {
-    "server-key": { type: "string" },
+    "server-key": { type: "string", multiple: true },
+    "server-keys": { type: "string" },
     bodies: { type: "string" },
     "expect-head": { type: "string" },
     json: { type: "boolean", default: false },
   });
   if (positionals.length !== 1) throw new UsageError(`oxagen verify: name exactly one bundle\n${USAGE}`);
-  if (!values["server-key"]) throw new UsageError(`oxagen verify: --server-key is required (the server's pinned public key)\n${USAGE}`);
+  const keyArgs = values["server-key"] ?? [];
+  const keyList = values["server-keys"];
+  if (keyArgs.length === 0 && keyList === undefined) {
+    throw new UsageError(`oxagen verify: --server-key or --server-keys is required (the server's pinned public keys)\n${USAGE}`);
+  }
   const expectHead = values["expect-head"];
   if (expectHead !== undefined && !isHex(expectHead, 32))
     throw new UsageError("oxagen verify: --expect-head takes 64 lowercase hex characters");
-  const serverKey = readKey(values["server-key"]);
-  const bundle = readBundle(positionals[0]!);
+  const serverKey: PinnedKey[] = [...keyArgs.map((k) => pinKey(readKey(k))), ...(keyList !== undefined ? readKeyList(keyList) : [])];
   const bodiesDir = values.bodies;
   if (bodiesDir !== undefined && !isDirectory(bodiesDir)) throw new ExitError(2, `oxagen verify: --bodies ${bodiesDir} is not a folder`);
 
   useNodeCrypto();
   const bar = values.json ? null : progressBar(process.stderr);
-  const parallel = startParallelVerify(bundle, serverKey);
+  const { source, close } = openBundle(positionals[0]!);
+  const checker =
+    source.size >= PARALLEL_MIN_BYTES ? parallelChecker() : { ...localChecker(source.size, (n) => Buffer.alloc(n)), close: () => {} };
   let result: VerifyResult;
   try {
-    result = verifyBundle(bundle, {
-      serverKey,
-      ...parallel.options,
-      ...(expectHead !== undefined ? { expectHead } : {}),
-      ...(bodiesDir !== undefined ? { body: (sha: string) => readBody(bodiesDir, sha) } : {}),
-      ...(bar ? { onProgress: bar.update } : {}),
-    });
+    result = verifySource(
+      source,
+      {
+        serverKey,
+        ...(expectHead !== undefined ? { expectHead } : {}),
+        ...(bodiesDir !== undefined ? { body: (sha: string) => readBody(bodiesDir, sha) } : {}),
+        ...(bar ? { onProgress: bar.update } : {}),
+      },
+      checker,
+    );
   } finally {
-    parallel.stop();
+    checker.close();
+    close();
     bar?.done();
   }
   process.stdout.write(values.json ? `${JSON.stringify(toJson(result), null, 2)}\n` : render(result));
@@ -60,30 +85,38 @@ function readKey(arg: string): Uint8Array {
   return fromHex(text, 32);
 }
 
-function readBundle(path: string): Uint8Array {
+function readKeyList(path: string): PinnedKey[] {
+  let value: unknown;
+  try {
+    value = JSON.parse(readFileSync(path, "utf8"));
+  } catch (err) {
+    const why = (err as NodeJS.ErrnoException).code ?? "not JSON";
+    throw new ExitError(2, `oxagen verify: cannot read the server keys ${path} (${why})`);
+  }
+  try {
+    return pinKeyList(value);
+  } catch (err) {
+    throw new ExitError(2, `oxagen verify: ${path} is ${(err as Error).message} (the answer of GET /v1/keys)`);
+  }
+}
+
+// The bundle, read by position: a version-2 bundle is read once from start to end, a block at a time.
+function openBundle(path: string): { source: BundleSource; close: () => void } {
   let fd: number;
   try {
     fd = openSync(path, "r");
   } catch (err) {
     throw new ExitError(2, `oxagen verify: cannot open ${path}: ${(err as NodeJS.ErrnoException).code ?? "error"}`);
   }
-  try {
-    const st = fstatSync(fd);
-    if (!st.isFile()) throw new ExitError(2, `oxagen verify: ${path} is not a file`);
-    if (st.size > MAX_BUNDLE_BYTES)
-      throw new ExitError(2, `oxagen verify: ${path} is ${st.size} bytes, over the ${MAX_BUNDLE_BYTES}-byte limit`);
-    // Shared memory, so a second thread can read it without a copy (see parallel.ts).
-    const buf = Buffer.from(new SharedArrayBuffer(st.size));
-    let off = 0;
-    while (off < st.size) {
-      const n = readSync(fd, buf, off, st.size - off, off);
-      if (n === 0) break;
-      off += n;
-    }
-    return buf.subarray(0, off);
-  } finally {
+  const st = fstatSync(fd);
+  if (!st.isFile()) {
     closeSync(fd);
+    throw new ExitError(2, `oxagen verify: ${path} is not a file`);
   }
+  return {
+    source: { size: st.size, read: (into, at, length, position) => readSync(fd, into, at, length, position) },
+    close: () => closeSync(fd),
+  };
 }
 
 function isDirectory(path: string): boolean {

@@ -1,99 +1,102 @@
-// The second thread of `oxagen verify` (see parallel.ts): checks the server signature, waits for
-// the frames, checks the lock signatures unless the main thread has, then takes chunks of frames
-// until none is left.
+// The second thread of `oxagen verify` (see parallel.ts): checks the lock signatures when asked,
+// then blocks of frame lines as they wait, oldest first, until told to stop.
 import { receiveMessageOnPort, workerData } from "node:worker_threads";
 // Only the modules it needs (no schemas), to start fast.
-import { fromHex } from "../../../protocol/bytes.ts";
-import { bundleSignatureValid, splitBundle } from "../../../protocol/bundle-layout.ts";
-import { checkFrameSlice } from "../../../protocol/frame-check.ts";
-import type { HashedFrame } from "../../../protocol/frame-hash.ts";
+import { checkFrameLines } from "../../../protocol/frame-lines.ts";
 import { lockSignatureValid } from "../../../protocol/lock-signature.ts";
+import type { LockSignatureJob } from "../../../protocol/verify-check.ts";
 import { useNodeCrypto } from "../../lib/node-crypto.ts";
-import { ANSWERED, BUSY, CHUNK, type CheckJob, FAILED, HANDOVER, type Handover, JOBS, NEXT_CHUNK, OPEN, TAKEN } from "./parallel.ts";
+import {
+  type CheckerSetup,
+  DONE,
+  END,
+  FROM,
+  type FromWorker,
+  LOCKS,
+  ORDER,
+  PENDING,
+  READY,
+  START,
+  STATE,
+  STOP,
+  slotWord,
+  TAKEN,
+  type ToWorker,
+  WAKE,
+} from "./parallel.ts";
 
-const job = workerData as CheckJob;
-const control = new Int32Array(job.control);
-
-function take(at: number, work: () => number): void {
-  if (Atomics.compareExchange(control, at, OPEN, TAKEN) !== OPEN) return;
-  try {
-    control[at + 1] = work();
-    Atomics.store(control, at, ANSWERED);
-  } catch {
-    Atomics.store(control, at, FAILED);
-  }
-  Atomics.notify(control, at);
-}
+const setup = workerData as CheckerSetup;
+const control = new Int32Array(setup.control);
+const slots = setup.slots.map((b) => Buffer.from(b));
+const prevs = new Uint8Array(setup.prevs);
+let config: { chainId: string; bodies: boolean } | null = null;
+let locks: LockSignatureJob[] = [];
 
 useNodeCrypto();
-take(JOBS.bundleSignature, () => {
-  const bytes = new Uint8Array(job.file);
-  // The layout around the manifest is ASCII, so the manifest's bytes are found from the file's
-  // two ends alone (a character cut in two there decodes to U+FFFD, outside the layout).
-  const decoder = new TextDecoder();
-  const split = splitBundle(decoder.decode(bytes.subarray(0, 200)) + decoder.decode(bytes.subarray(Math.max(200, bytes.length - 300))));
-  if (!split.ok) throw new Error("not a bundle");
-  return bundleSignatureValid(bytes.subarray(split.start, bytes.length - split.suffixLength), split.sig, job.serverKey) ? 1 : 0;
-});
+Atomics.store(control, READY, 1);
+Atomics.notify(control, READY);
+run();
 
-Atomics.wait(control, HANDOVER, 0);
-const h = Atomics.load(control, HANDOVER) === 1 ? (receiveMessageOnPort(job.port)?.message as Handover | undefined) : undefined;
-
-if (h) {
-  // Each lock under the key of the signer its payload names, as verifyLocks chooses it.
-  take(JOBS.lockSignatures, () => {
-    const hostKey = fromHex(h.hostKey, 32);
-    h.locks.forEach((lock, i) => {
-      const signer = signerOf(lock.payload);
-      const key = signer === "host" ? hostKey : signer === "server" ? job.serverKey : null;
-      h.signatures[i] = key && lockSignatureValid(lock, key) ? 1 : 0;
-    });
-    return h.locks.length;
-  });
-
-  takeChunks(h);
+function receive(): void {
+  for (let m = receiveMessageOnPort(setup.port); m; m = receiveMessageOnPort(setup.port)) {
+    const message = m.message as ToWorker;
+    if ("locks" in message) locks = message.locks;
+    else config = message;
+  }
 }
-Atomics.store(control, BUSY, 0);
-Atomics.notify(control, BUSY);
 
-// BUSY is raised before each claim, so once every chunk is claimed the main thread knows whether
-// a chunk of this thread's is still on its way. (A function, not module code: V8 optimizes it.)
-function takeChunks(h: Handover): void {
-  try {
-    const decoder = new TextDecoder();
-    const chunks = Math.ceil(h.count / CHUNK);
-    for (;;) {
-      Atomics.store(control, BUSY, 1);
-      const n = Atomics.add(control, NEXT_CHUNK, 1);
-      if (n >= chunks) break;
-      const from = n * CHUNK;
-      const to = Math.min(h.count, from + CHUNK);
-      // checkFrameSlice reads frames by position: only this chunk's (and the one before) are filled in.
-      const frames: HashedFrame[] = new Array(to);
-      for (let i = from - (from > 0 ? 1 : 0); i < to; i++) frames[i] = frameAt(h, i, decoder);
-      job.port.postMessage(checkFrameSlice(h.chainId, frames, from, to));
-      Atomics.store(control, BUSY, 0);
-      Atomics.notify(control, BUSY);
+function post(message: FromWorker): void {
+  setup.port.postMessage(message);
+}
+
+// Jobs are taken by compare-and-swap; their messages (posted before the job was offered) are read
+// after. A job this thread fails at is offered back, and this thread stops: the main thread checks
+// it, and everything after, itself. (A function, not module code: V8 optimizes it.)
+function run(): void {
+  while (Atomics.load(control, STOP) === 0) {
+    const wake = Atomics.load(control, WAKE);
+    if (Atomics.compareExchange(control, LOCKS, PENDING, TAKEN) === PENDING) {
+      receive();
+      if (!attempt(LOCKS, () => post({ locks: locks.map((j) => j.key !== null && lockSignatureValid(j, j.key)) }))) return;
+      locks = [];
+      continue;
     }
-  } catch {
-    // A chunk this thread claimed and did not deliver is checked by the main thread.
+    const slot = oldestPending();
+    if (slot < 0) {
+      Atomics.wait(control, WAKE, wake, 1000);
+      continue;
+    }
+    const state = slotWord(slot, STATE);
+    if (Atomics.compareExchange(control, state, PENDING, TAKEN) !== PENDING) continue;
+    receive();
+    const ok = attempt(state, () => {
+      if (!config) throw new Error("no chain to check");
+      const job = { ...config, from: control[slotWord(slot, FROM)]!, prev: prevs.slice(32 * slot, 32 * slot + 32) };
+      const chunk = checkFrameLines(slots[slot]!, control[slotWord(slot, START)]!, control[slotWord(slot, END)]!, job);
+      post({ order: control[slotWord(slot, ORDER)]!, chunk });
+    });
+    if (!ok) return;
   }
 }
 
-function frameAt(h: Handover, i: number, decoder: TextDecoder): HashedFrame {
-  return {
-    seq: h.seqs[i]!,
-    t: h.times[i]!,
-    kind: h.kinds[h.kindOf[i]!]!,
-    payload: decoder.decode(h.payloads.subarray(h.offsets[i]!, h.offsets[i + 1]!)),
-    hash: decoder.decode(h.hashes.subarray(64 * i, 64 * i + 64)),
-  };
-}
-
-function signerOf(payload: string): unknown {
+function attempt(state: number, work: () => void): boolean {
   try {
-    return (JSON.parse(payload) as { signer?: unknown } | null)?.signer;
+    work();
+    Atomics.store(control, state, DONE);
+    return true;
   } catch {
-    return null;
+    Atomics.store(control, state, PENDING);
+    return false;
+  } finally {
+    Atomics.notify(control, state);
   }
+}
+
+function oldestPending(): number {
+  let best = -1;
+  for (let slot = 0; slot < slots.length; slot++) {
+    if (Atomics.load(control, slotWord(slot, STATE)) !== PENDING) continue;
+    if (best < 0 || control[slotWord(slot, ORDER)]! < control[slotWord(best, ORDER)]!) best = slot;
+  }
+  return best;
 }

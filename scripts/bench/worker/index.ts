@@ -1,0 +1,60 @@
+// The Worker bench:ingest runs (wrangler.toml here; never deployed): the production Worker, plus
+// the floor route POST /v1/bench/floor. Production has no such route: it lives only here.
+import { Hono } from "hono";
+import { z } from "zod";
+import { ChainId, FrameWire, type Frame, MAX_INGEST_BYTES, SignedLock } from "../../../protocol/index.ts";
+import { readLimited } from "../../../workers/body.ts";
+import { ChainObject } from "../../../workers/chain-object.ts";
+import worker from "../../../workers/index.ts";
+import { check, parseJson } from "../../../workers/validate.ts";
+
+/** The chain object with one more method: the floor. */
+export class BenchChainObject extends ChainObject {
+  /**
+   * The same rows ingest writes for a batch (its frames, then its locks) into the same tables,
+   * with no checks, no hashing and no state: the least the storage of a batch costs.
+   */
+  floorAppend(frames: Frame[], locks: SignedLock[], now: number): number {
+    return this.ctx.storage.transactionSync(() => {
+      const sql = this.ctx.storage.sql;
+      let seq = sql.exec<{ n: number | null }>("SELECT max(seq) AS n FROM frames").one().n ?? -1;
+      for (const f of frames) {
+        sql.exec(
+          "INSERT INTO frames (seq, t, kind, payload, hash, received_ms, flags) VALUES (?, ?, ?, ?, '', ?, 0)",
+          ++seq,
+          f.t,
+          f.kind,
+          f.payload,
+          now,
+        );
+      }
+      let lockSeq = sql.exec<{ n: number | null }>("SELECT max(lock_seq) AS n FROM locks").one().n ?? -1;
+      for (const l of locks) {
+        sql.exec(
+          "INSERT INTO locks (lock_seq, payload, sig, count, final, received_ms) VALUES (?, ?, ?, 0, 0, ?)",
+          ++lockSeq,
+          l.payload,
+          l.sig,
+          now,
+        );
+      }
+      return seq + 1;
+    });
+  }
+}
+
+const FloorBatch = z.strictObject({ chain: ChainId, frames: z.array(FrameWire).max(5000), locks: z.array(SignedLock).max(1000) });
+
+const floor = new Hono<{ Bindings: Env }>().post("/v1/bench/floor", async (c) => {
+  const body = await readLimited(c.req.raw, MAX_INGEST_BYTES);
+  const req = check(FloorBatch, parseJson(new TextDecoder().decode(body), "request body"), "floor batch");
+  const chains = c.env.CHAINS as unknown as DurableObjectNamespace<BenchChainObject>;
+  const stored = await chains.get(chains.idFromName(req.chain)).floorAppend(req.frames, req.locks, Date.now());
+  return c.json({ stored });
+});
+
+export default {
+  fetch: (request, env, ctx) =>
+    new URL(request.url).pathname === "/v1/bench/floor" ? floor.fetch(request, env, ctx) : worker.fetch(request, env, ctx),
+  scheduled: worker.scheduled,
+} satisfies ExportedHandler<Env>;
