@@ -13,7 +13,7 @@
  *
  * A verifier pins keys (bare, or the whole `GET /v1/keys` answer). A signature names its key by
  * id; the pinned key with that id checks it only if the key may be used for that purpose at the
- * time the signed thing states, with {@link KEY_GRACE_MS} of grace after the period's end.
+ * time the signed thing states, both ends included.
  * @module
  */
 import { z } from "zod";
@@ -107,12 +107,6 @@ export const ServerKeyList = z.object({
   ),
 });
 
-/**
- * How long after a key's `not_after_ms` its signature is still taken: while a deployment rolls
- * out, an instance still running with the earlier key may sign for up to about a minute.
- */
-export const KEY_GRACE_MS = 60_000;
-
 /** What a signature by a server key is for. */
 export type KeyUse = "bundle" | "seal";
 
@@ -180,9 +174,7 @@ export function pickKey(
   if (usable.length === 0) {
     return { key: named[0]!.pub, refusal: { code: "SERVER_KEY_NOT_VALID", message: `Pinned key ${keyId} may not sign a ${use}.` } };
   }
-  const valid = usable.find(
-    (k) => (k.notBeforeMs === null || atMs >= k.notBeforeMs) && (k.notAfterMs === null || atMs <= k.notAfterMs + KEY_GRACE_MS),
-  );
+  const valid = usable.find((k) => (k.notBeforeMs === null || atMs >= k.notBeforeMs) && (k.notAfterMs === null || atMs <= k.notAfterMs));
   if (valid) return { key: valid.pub, refusal: null };
   const k = usable[0]!;
   const message = `Pinned key ${keyId} may sign from ${when(k.notBeforeMs)} to ${when(k.notAfterMs)}, not at ${when(atMs)}, when this ${use} was signed.`;

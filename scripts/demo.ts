@@ -152,7 +152,7 @@ async function main(): Promise<number> {
     await sleep(200);
   }
   const bundle = await (await api(`/v1/runs/${runId}/export`)).text();
-  writeFileSync(join(out, "bundle.json"), bundle);
+  writeFileSync(join(out, "bundle.jsonl"), bundle);
 
   const frames = (
     (await (await api(`/v1/runs/${runId}/frames?limit=1000`)).json()) as { frames: { seq: number; kind: string; payload: string }[] }
@@ -167,11 +167,11 @@ async function main(): Promise<number> {
   say(`Tier:  ${view.tier.value} — ${view.tier.reason}`);
   say(`Grade: ${view.grade.value} — ${view.grade.reason}`);
 
-  say(`\n5. Exported ${join(out, "bundle.json")}; checking it offline with the server's published key:`);
+  say(`\n5. Exported ${join(out, "bundle.jsonl")}; checking it offline with the server's published key:`);
   const keys = (await (await fetch(`${url}/v1/keys`)).json()) as { keys: { pub: string }[] };
   writeFileSync(join(out, "server-key.pub"), `${keys.keys[0]!.pub}\n`);
-  say(`$ oxagen verify ${join(out, "bundle.json")} --server-key ${join(out, "server-key.pub")}`);
-  const verified = spawnSync(NODE, [OXAGEN, "verify", join(out, "bundle.json"), "--server-key", join(out, "server-key.pub")], {
+  say(`$ oxagen verify ${join(out, "bundle.jsonl")} --server-key ${join(out, "server-key.pub")}`);
+  const verified = spawnSync(NODE, [OXAGEN, "verify", join(out, "bundle.jsonl"), "--server-key", join(out, "server-key.pub")], {
     encoding: "utf8",
   });
   process.stdout.write(verified.stdout);

@@ -31,15 +31,32 @@ const main = (): Reply[] => [
   { text: "Done: ok.txt written; the clean-up was refused." },
 ];
 
+// A session run without --allowedTools: an explicit allow clause, then a call no clause decides.
+const own = (): Reply[] => [
+  { tool: { name: "Bash", input: { command: "echo yes > allowed.txt", description: "write allowed.txt" } } },
+  { tool: { name: "Bash", input: { command: "touch undecided.txt", description: "write undecided.txt" } } },
+  { text: "Done with both." },
+];
+
 function script(req: Seen): Reply {
   const first = lastUserText({ ...req, body: { ...req.body, messages: (req.body.messages ?? []).slice(0, 1) } });
   if (first.includes("[sub]")) return { text: "There are 2 files." };
+  if (first.includes("[own]")) return own()[toolResults(req)] ?? { text: "Done." };
   if (!first.includes("[main]")) return { text: "ok" };
   return main()[toolResults(req)] ?? { text: "Done." };
 }
 
 let c: Computer;
 let vendor: Vendor;
+const claudeEnv = () => ({
+  HOME: c.home,
+  PATH: HARNESS_PATH,
+  ANTHROPIC_BASE_URL: vendor.url,
+  ANTHROPIC_API_KEY: "sk-test",
+  DISABLE_TELEMETRY: "1",
+  CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+  DISABLE_AUTOUPDATER: "1",
+});
 beforeAll(async () => {
   vendor = await startVendor(script);
   c = await enrolledComputer("claude-code");
@@ -63,15 +80,7 @@ describe("Claude Code, for real", () => {
     ws = c.workspace();
     const r = await runHarness("claude", ["-p", "[main] tidy up this workspace", "--output-format", "json", "--allowedTools", "Bash"], {
       cwd: ws,
-      env: {
-        HOME: c.home,
-        PATH: HARNESS_PATH,
-        ANTHROPIC_BASE_URL: vendor.url,
-        ANTHROPIC_API_KEY: "sk-test",
-        DISABLE_TELEMETRY: "1",
-        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
-        DISABLE_AUTOUPDATER: "1",
-      },
+      env: claudeEnv(),
     });
     expect(r.code, r.stderr).toBe(0);
     const result = JSON.parse(r.stdout) as { session_id: string; result: string };
@@ -97,5 +106,24 @@ describe("Claude Code, for real", () => {
     const verified = await exportAndVerify(c, id);
     expect(verified.result, JSON.stringify(verified.result)).toMatchObject({ exit: 0, result: "valid" });
     expect(verified.status).toBe(0);
+  });
+
+  it("keeps Claude Code's own permission flow when no clause decides: an allow clause skips its prompt, an undecided call gets its usual one", async () => {
+    const dir = c.workspace();
+    // No --allowedTools: in -p nobody can answer Claude Code's own prompt, so a call it would ask about does not run.
+    const r = await runHarness("claude", ["-p", "[own] write two files", "--output-format", "json"], { cwd: dir, env: claudeEnv() });
+    expect(r.code, r.stderr).toBe(0);
+    const result = JSON.parse(r.stdout) as { session_id: string; permission_denials?: { tool_name: string }[] };
+    expect(readFileSync(join(dir, "allowed.txt"), "utf8")).toBe("yes\n");
+    // Had the hook answered "allow" for the undecided call (as it did before), the file would exist.
+    expect(existsSync(join(dir, "undecided.txt"))).toBe(false);
+    expect(result.permission_denials).toEqual([expect.objectContaining({ tool_name: "Bash" })]);
+
+    const { frames } = await endedRun(c, "claude-code", result.session_id);
+    const decisions = payloadsOf(frames, "policy_decision");
+    expect(decisions).toContainEqual(expect.objectContaining({ decision: "allow", rule: "allow-echo", tool_name: "Bash" }));
+    expect(decisions).toContainEqual(expect.objectContaining({ decision: "none", rule: "default", tool_name: "Bash" }));
+    // The recorder did not refuse it: no token_denied; the harness's own flow did.
+    expect(payloadsOf(frames, "token_denied")).toEqual([]);
   });
 });

@@ -138,15 +138,28 @@ export async function endedRun(c: Computer, harness: string, sessionId: string):
   return { id, frames };
 }
 
-/** Exports the run and checks the bundle with the installed `oxagen verify`; returns its JSON result. */
+/**
+ * Exports the run and checks the bundle with the installed `oxagen verify`; returns its JSON result.
+ * The run ends on the server before the recorder has sent every body it kept (bodies follow their
+ * frames), so an export that finds bodies missing is taken again until they are in.
+ */
 export async function exportAndVerify(c: Computer, id: string): Promise<{ status: number | null; result: Record<string, unknown> }> {
-  const exported = await c.worker.api(`/v1/runs/${id}/export`);
-  if (exported.status !== 200) throw new Error(`export: ${exported.status} ${await exported.text()}`);
-  const bundle = join(c.home, `${id}.json`);
-  writeFileSync(bundle, await exported.text());
   const keys = (await (await fetch(`${c.worker.url}/v1/keys`)).json()) as { keys: { pub: string }[] };
-  const r = c.oxagen(["verify", bundle, "--server-key", keys.keys[0]!.pub, "--json"]);
-  return { status: r.status, result: JSON.parse(r.stdout) as Record<string, unknown> };
+  const bundle = join(c.home, `${id}.oxagen.jsonl`);
+  const once = async () => {
+    const exported = await c.worker.api(`/v1/runs/${id}/export`);
+    if (exported.status !== 200) throw new Error(`export: ${exported.status} ${await exported.text()}`);
+    writeFileSync(bundle, await exported.text());
+    const r = c.oxagen(["verify", bundle, "--server-key", keys.keys[0]!.pub, "--json"]);
+    return { status: r.status, result: JSON.parse(r.stdout) as Record<string, unknown> };
+  };
+  let last = await once();
+  await eventually(async () => {
+    if (!JSON.stringify(last.result.findings).includes("missing_bodies")) return true;
+    last = await once();
+    return false;
+  }, `every body of ${id} on the server`);
+  return last;
 }
 
 /**

@@ -47,7 +47,7 @@ describe("the collector package", () => {
     expect(help.stdout).toMatch(/^usage: tacho/);
     const v = spawnSync(
       pkg.oxagen,
-      ["verify", "test/vectors/bundle.json", "--server-key", "test/vectors/server-key.pub", "--bodies", "test/vectors/bodies", "--json"],
+      ["verify", "test/vectors/bundle.jsonl", "--server-key", "test/vectors/server-key.pub", "--bodies", "test/vectors/bodies", "--json"],
       { cwd: ROOT, env, encoding: "utf8" },
     );
     expect(v.status, v.stderr).toBe(0);

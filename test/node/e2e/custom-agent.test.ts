@@ -136,7 +136,7 @@ describe("a custom agent wrapped with tacho hook, end to end", () => {
 
     const exported = await worker.api(`/v1/runs/${id}/export`);
     expect(exported.status).toBe(200);
-    const bundle = join(computer.home, "bundle.json");
+    const bundle = join(computer.home, "bundle.jsonl");
     writeFileSync(bundle, await exported.text());
     const keys = (await (await fetch(`${worker.url}/v1/keys`)).json()) as { keys: { pub: string }[] };
     const verified = oxagen(computer, ["verify", bundle, "--server-key", keys.keys[0]!.pub, "--json"]);

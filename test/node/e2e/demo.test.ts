@@ -41,7 +41,7 @@ describe("npm run demo", () => {
     expect(stdout).toContain("token_denied     stripe_refund · refunds over $100 need a person");
     // Only the bundle and the server's public key remain: no host key, journal, body or spool.
     const left = files(temp).filter((f) => f.startsWith("oxagen-"));
-    expect(left.map((f) => f.split("/").pop()).sort()).toEqual(["bundle.json", "server-key.pub"]);
+    expect(left.map((f) => f.split("/").pop()).sort()).toEqual(["bundle.jsonl", "server-key.pub"]);
     expect(left.some((f) => f.includes("host.json"))).toBe(false);
     // The clause the demo added is gone again.
     const after = await (await worker.api(`/v1/workspaces/${worker.workspace}/policy`)).json();
