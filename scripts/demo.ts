@@ -2,12 +2,12 @@
 // enrolls a throwaway computer, runs a scripted custom agent session through `tacho hook`, prints
 // the run's frames, gaps, tier and grade, exports the bundle once the recorder has delivered all of
 // it (frames, locks and bodies) and checks it with `oxagen verify`. It then stops its recorder,
-// deletes the throwaway computer's state (its secret key among it) and puts the policy back; only
+// unenrolls the throwaway computer, deletes its state (its secret key among it) and puts the policy back; only
 // the bundle and the server's public key stay, in a folder of their own.
 //
 // OXAGEN_URL (default http://127.0.0.1:8787) and OXAGEN_DEV_STATE (default .wrangler/oxagen-dev.json,
 // written by `npm start`) say which server and which operator token.
-import { spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -72,7 +72,19 @@ async function main(): Promise<number> {
     OXAGEN_SHIP_DELAY_MS: "100",
     OXAGEN_STATUS_INTERVAL_MS: "200",
   };
-  const run = (bin: string, args: string[], input?: string) => spawnSync(NODE, [bin, ...args], { env, input, encoding: "utf8" });
+  // Not spawnSync: while the event loop is blocked, a kept-alive connection the server closes goes
+  // unnoticed, and the next request on it fails with "other side closed".
+  const run = (bin: string, args: string[], input?: string) =>
+    new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve, reject) => {
+      const child = spawn(NODE, [bin, ...args], { env });
+      let stdout = "";
+      let stderr = "";
+      child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d));
+      child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
+      child.on("error", reject);
+      child.on("close", (status) => resolve({ status, stdout, stderr }));
+      child.stdin.end(input ?? "");
+    });
 
   // Before enrolling, so the policy the computer caches at enrollment already holds the clause.
   say("1. Adding a policy clause: refunds over $100 need a person …");
@@ -104,31 +116,31 @@ async function main(): Promise<number> {
     "--gateway-port",
     String(port + 1),
   ];
-  const enrolled = run(OXAGEN, [...enrollArgs, "--json"]);
+  const enrolled = await run(OXAGEN, [...enrollArgs, "--json"]);
   if (enrolled.status !== 0) throw new DemoError(`oxagen agent enroll failed: ${enrolled.stderr}`);
   const hostId = (JSON.parse(enrolled.stdout) as { host_id: string }).host_id;
 
   say("3. Starting the recorder and running a custom agent's session through `tacho hook --agent stripe-refunds` …");
-  const started = run(TACHO, ["daemon", "start"]);
+  const started = await run(TACHO, ["daemon", "start"]);
   if (started.status !== 0) throw new DemoError(`tacho daemon start failed: ${started.stderr}`);
-  cleanups.push(() => void run(TACHO, ["daemon", "stop"]));
+  cleanups.push(async () => void (await run(TACHO, ["daemon", "stop"])));
   const session = `demo-${Date.now()}`;
-  const hook = (payload: Record<string, unknown>) => {
-    const r = run(TACHO, ["hook", "--agent", "stripe-refunds"], JSON.stringify({ session_id: session, ...payload }));
+  const hook = async (payload: Record<string, unknown>) => {
+    const r = await run(TACHO, ["hook", "--agent", "stripe-refunds"], JSON.stringify({ session_id: session, ...payload }));
     const answer = JSON.parse(r.stdout) as { hookSpecificOutput?: { permissionDecision?: string } };
     say(`   ${String(payload.hook_event_name).padEnd(16)} → ${JSON.stringify(answer)}`);
     return answer;
   };
-  hook({ hook_event_name: "SessionStart", cwd: ROOT });
-  hook({ hook_event_name: "UserPromptSubmit", prompt: "refund the two duplicate charges on cus_123" });
+  await hook({ hook_event_name: "SessionStart", cwd: ROOT });
+  await hook({ hook_event_name: "UserPromptSubmit", prompt: "refund the two duplicate charges on cus_123" });
   for (const [id, amount] of [
     ["call-1", 1200],
     ["call-2", 5000],
   ] as const) {
     const input = { command: `refund charge=ch_${id} amount=${amount}` };
-    const answer = hook({ hook_event_name: "PreToolUse", tool_name: "stripe_refund", tool_input: input, tool_use_id: id });
+    const answer = await hook({ hook_event_name: "PreToolUse", tool_name: "stripe_refund", tool_input: input, tool_use_id: id });
     if (answer.hookSpecificOutput?.permissionDecision === "deny") continue;
-    hook({
+    await hook({
       hook_event_name: "PostToolUse",
       tool_name: "stripe_refund",
       tool_input: input,
@@ -136,8 +148,8 @@ async function main(): Promise<number> {
       tool_response: { exit_code: 0, refund: `re_${id}` },
     });
   }
-  hook({ hook_event_name: "Stop", last_assistant_message: "Refunded one charge; the other needs approval." });
-  hook({ hook_event_name: "SessionEnd", reason: "done" });
+  await hook({ hook_event_name: "Stop", last_assistant_message: "Refunded one charge; the other needs approval." });
+  await hook({ hook_event_name: "SessionEnd", reason: "done" });
   // The recorder journals an event before it answers: a status written from now on counts the whole run.
   const ended = Date.now();
 
@@ -171,12 +183,13 @@ async function main(): Promise<number> {
   const keys = (await (await fetch(`${url}/v1/keys`)).json()) as { keys: { pub: string }[] };
   writeFileSync(join(out, "server-key.pub"), `${keys.keys[0]!.pub}\n`);
   say(`$ oxagen verify ${join(out, "bundle.jsonl")} --server-key ${join(out, "server-key.pub")}`);
-  const verified = spawnSync(NODE, [OXAGEN, "verify", join(out, "bundle.jsonl"), "--server-key", join(out, "server-key.pub")], {
-    encoding: "utf8",
-  });
+  const verified = await run(OXAGEN, ["verify", join(out, "bundle.jsonl"), "--server-key", join(out, "server-key.pub")]);
   process.stdout.write(verified.stdout);
-  // The server has no way yet to remove an enrolled computer; the demo's stays listed (with no key anywhere).
-  say(`\nThe throwaway computer ${hostId} stays listed in the fleet: the server cannot remove a computer yet.`);
+  // Everything is delivered: the throwaway computer leaves the fleet (its runs stay on record).
+  await run(TACHO, ["daemon", "stop"]);
+  const gone = await run(TACHO, ["unenroll", "--json"]);
+  if (gone.status !== 0) throw new DemoError(`tacho unenroll failed: ${gone.stderr}${gone.stdout}`);
+  say(`\n6. Unenrolled the throwaway computer ${hostId}: its runs stay on record, it can no longer send anything.`);
   return verified.status ?? 1;
 }
 
@@ -208,7 +221,8 @@ function freePort(): Promise<number> {
 try {
   process.exitCode = await main();
 } catch (err) {
-  process.stderr.write(`demo: ${err instanceof DemoError ? err.message : ((err as Error).stack ?? String(err))}\n`);
+  const cause = (err as Error).cause ? ` (${String((err as Error).cause)})` : "";
+  process.stderr.write(`demo: ${err instanceof DemoError ? err.message : ((err as Error).stack ?? String(err))}${cause}\n`);
   process.exitCode = 1;
 } finally {
   for (const undo of cleanups.reverse()) {

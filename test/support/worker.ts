@@ -1,7 +1,7 @@
 // The real Worker under `wrangler dev` on a loopback port, with its own temporary D1/R2/DO state,
 // a seeded workspace and operator token, and the RFC 8032 TEST 2 key as its signing key.
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync } from "node:fs";
+import { closeSync, mkdtempSync, openSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { bytesToHex } from "../../protocol/index.ts";
@@ -29,6 +29,8 @@ export async function startWorker(): Promise<LocalWorker> {
   const url = `http://127.0.0.1:${port}`;
   let child: ChildProcess | null = null;
   const launch = async () => {
+    // Its output goes to a file beside its state, for reading after a failure.
+    const log = openSync(join(persist, "wrangler.log"), "a");
     child = spawn(
       process.execPath,
       [
@@ -44,8 +46,9 @@ export async function startWorker(): Promise<LocalWorker> {
         `OXAGEN_SIGNING_KEY:${bytesToHex(SERVER_SECRET)}`,
         "--show-interactive-dev-session=false",
       ],
-      { cwd: ROOT, stdio: ["ignore", "ignore", "ignore"], env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "1" } },
+      { cwd: ROOT, stdio: ["ignore", log, log], env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "1" } },
     );
+    closeSync(log);
     await waitHealthy(url, 180_000);
   };
   await launch();

@@ -25,7 +25,7 @@ function files(dir: string, under = ""): string[] {
 }
 
 describe("npm run demo", () => {
-  it("verifies its bundle as VALID (exit 0), then deletes the throwaway computer's state and restores the policy", async () => {
+  it("verifies its bundle as VALID (exit 0), then unenrolls the throwaway computer, deletes its state and restores the policy", async () => {
     const before = await (await worker.api(`/v1/workspaces/${worker.workspace}/policy`)).json();
     const temp = mkdtempSync(join(tmpdir(), "demo-test-"));
     const demo = spawn(NODE, [join(ROOT, "scripts/demo.ts")], {
@@ -43,6 +43,9 @@ describe("npm run demo", () => {
     const left = files(temp).filter((f) => f.startsWith("oxagen-"));
     expect(left.map((f) => f.split("/").pop()).sort()).toEqual(["bundle.jsonl", "server-key.pub"]);
     expect(left.some((f) => f.includes("host.json"))).toBe(false);
+    // The throwaway computer left the fleet.
+    const { hosts } = (await (await worker.api("/v1/hosts")).json()) as { hosts: { status: string }[] };
+    expect(hosts.map((h) => h.status)).toEqual(["unenrolled"]);
     // The clause the demo added is gone again.
     const after = await (await worker.api(`/v1/workspaces/${worker.workspace}/policy`)).json();
     expect(after.policy.tools).toEqual(before.policy.tools);
