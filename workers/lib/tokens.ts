@@ -55,6 +55,8 @@ export async function mintEnrollmentToken(env: Env, workspaceId: string, created
   const t = newToken("oxe");
   const now = Date.now();
   const expiresMs = now + ttlMinutes * 60_000;
-  await db(env).insert(schema.enrollmentTokens).values({ id: t.id, workspaceId, secretHash: t.secretHash, createdMs: now, expiresMs, createdBy });
+  await db(env)
+    .insert(schema.enrollmentTokens)
+    .values({ id: t.id, workspaceId, secretHash: t.secretHash, createdMs: now, expiresMs, createdBy });
   return { id: t.id, token: t.token, expires_ms: expiresMs };
 }

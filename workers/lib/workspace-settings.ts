@@ -1,5 +1,5 @@
 import { eq } from "drizzle-orm";
-import { z } from "zod";
+import type { z } from "zod";
 import { Policy } from "../../protocol/index.ts";
 import { db, schema } from "../db/client.ts";
 import { notFound } from "../errors.ts";
