@@ -234,7 +234,8 @@ async function headers(c: Context, next: () => Promise<void>) {
   await next();
   c.header("Content-Security-Policy", CSP);
   c.header("X-Content-Type-Options", "nosniff");
-  c.header("Referrer-Policy", "no-referrer");
+  // same-origin, not no-referrer: under no-referrer a browser sends `Origin: null` with a form POST.
+  c.header("Referrer-Policy", "same-origin");
   c.header("X-Frame-Options", "DENY");
   if (!c.res.headers.has("Cache-Control")) c.header("Cache-Control", "no-store");
 }

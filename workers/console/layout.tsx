@@ -24,7 +24,7 @@ export function Layout(props: { title: string; here: string; ctx?: PageContext; 
       <head>
         <meta charset="utf-8" />
         <meta name="viewport" content="width=device-width, initial-scale=1" />
-        <meta name="referrer" content="no-referrer" />
+        <meta name="referrer" content="same-origin" />
         <title>{`${props.title} · Oxagen`}</title>
         <link rel="stylesheet" href="/console/style.css" />
       </head>
@@ -85,14 +85,22 @@ export function usd(micro: number): string {
 }
 
 /** A POST button carrying the session's CSRF token. */
-export function Action(props: { action: string; csrf: string; label: string; danger?: boolean; hidden?: Record<string, string> }) {
+export function Action(props: {
+  action: string;
+  csrf: string;
+  label: string;
+  /** The button's accessible name when its visible label is not unique on the page. */
+  name?: string;
+  danger?: boolean;
+  hidden?: Record<string, string>;
+}) {
   return (
     <form class="inline" method="post" action={props.action}>
       <input type="hidden" name="csrf" value={props.csrf} />
       {Object.entries(props.hidden ?? {}).map(([k, v]) => (
         <input type="hidden" name={k} value={v} />
       ))}
-      <button type="submit" class={props.danger ? "danger" : undefined}>
+      <button type="submit" class={props.danger ? "danger" : undefined} aria-label={props.name}>
         {props.label}
       </button>
     </form>

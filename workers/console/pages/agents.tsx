@@ -46,9 +46,22 @@ export function AgentsPage(props: { ctx: PageContext; hosts: { host: HostView; a
           <p class="muted">
             last seen <When ms={host.last_seen_ms} />{" "}
             {host.status === "active" ? (
-              <Action action={`/console/computers/${host.id}/suspend`} csrf={props.ctx.csrf} label="Suspend this computer" danger />
+              <Action
+                action={`/console/computers/${host.id}/suspend`}
+                csrf={props.ctx.csrf}
+                label="Suspend this computer"
+                name={`Suspend ${host.hostname} (${host.id})`}
+                hidden={{ back: "agents" }}
+                danger
+              />
             ) : host.status === "suspended" ? (
-              <Action action={`/console/computers/${host.id}/resume`} csrf={props.ctx.csrf} label="Resume this computer" />
+              <Action
+                action={`/console/computers/${host.id}/resume`}
+                csrf={props.ctx.csrf}
+                label="Resume this computer"
+                name={`Resume ${host.hostname} (${host.id})`}
+                hidden={{ back: "agents" }}
+              />
             ) : null}
           </p>
           <table>

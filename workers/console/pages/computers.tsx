@@ -44,9 +44,20 @@ export function ComputersPage(props: {
               </td>
               <td>
                 {h.status === "active" ? (
-                  <Action action={`/console/computers/${h.id}/suspend`} csrf={props.ctx.csrf} label={`Suspend ${h.hostname}`} danger />
+                  <Action
+                    action={`/console/computers/${h.id}/suspend`}
+                    csrf={props.ctx.csrf}
+                    label="Suspend"
+                    name={`Suspend ${h.hostname} (${h.id})`}
+                    danger
+                  />
                 ) : h.status === "suspended" ? (
-                  <Action action={`/console/computers/${h.id}/resume`} csrf={props.ctx.csrf} label={`Resume ${h.hostname}`} />
+                  <Action
+                    action={`/console/computers/${h.id}/resume`}
+                    csrf={props.ctx.csrf}
+                    label="Resume"
+                    name={`Resume ${h.hostname} (${h.id})`}
+                  />
                 ) : null}
               </td>
             </tr>
