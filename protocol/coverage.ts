@@ -114,7 +114,7 @@ const BY_HARNESS: Record<CoverageStatement["harness_kind"], { models: string; ho
     ],
   },
   stella: {
-    models: "the gateway",
+    models: "the gateway and Stella's own journal",
     hooks:
       "Stella fires a hook for every step except the approval prompt, its own refusal, a failed tool's own hook and the session's end, which the recorder takes from the process exiting; a policy that asks a person is held for a person's approval.",
     blind: ["Stella's own refusals of a tool, and a failed tool's own hook."],

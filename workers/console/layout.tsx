@@ -67,6 +67,19 @@ export function Layout(props: { title: string; here: string; ctx?: PageContext; 
   );
 }
 
+/** A table's header row: one column header a name. */
+export function Head(props: { cols: string[] }) {
+  return (
+    <thead>
+      <tr>
+        {props.cols.map((c) => (
+          <th scope="col">{c}</th>
+        ))}
+      </tr>
+    </thead>
+  );
+}
+
 /** A state word with its colour; the word itself carries the meaning. */
 export function State(props: { value: string }) {
   return <span class={`state state-${props.value.replace(/[^a-z_]/g, "")}`}>{props.value.replaceAll("_", " ")}</span>;

@@ -1,5 +1,5 @@
 /** @jsxImportSource hono/jsx */
-import { Action, Layout, type PageContext, State, When } from "../layout.tsx";
+import { Action, Layout, type PageContext, State, When, Head } from "../layout.tsx";
 
 type AgentView = {
   host_id: string;
@@ -66,18 +66,7 @@ export function AgentsPage(props: { ctx: PageContext; hosts: { host: HostView; a
           </p>
           <table>
             <caption class="muted">Agents on {host.hostname}</caption>
-            <thead>
-              <tr>
-                <th scope="col">Agent</th>
-                <th scope="col">Kind</th>
-                <th scope="col">Health</th>
-                <th scope="col">Why</th>
-                <th scope="col">Last seen</th>
-                <th scope="col">Last delivered</th>
-                <th scope="col">Pending since</th>
-                <th scope="col">Runs</th>
-              </tr>
-            </thead>
+            <Head cols={["Agent", "Kind", "Health", "Why", "Last seen", "Last delivered", "Pending since", "Runs"]} />
             <tbody>
               {agents.map((a) => (
                 <tr>
@@ -97,7 +86,12 @@ export function AgentsPage(props: { ctx: PageContext; hosts: { host: HostView; a
                     <When ms={a.pending_since_ms} />
                   </td>
                   <td>
-                    <a href={`/console/runs?${new URLSearchParams({ host: host.id, agent: a.name })}`}>runs</a>
+                    <a
+                      href={`/console/runs?${new URLSearchParams({ host: host.id, agent: a.name })}`}
+                      aria-label={`Runs of ${a.name} on ${host.hostname}`}
+                    >
+                      runs
+                    </a>
                   </td>
                 </tr>
               ))}

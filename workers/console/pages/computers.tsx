@@ -1,5 +1,5 @@
 /** @jsxImportSource hono/jsx */
-import { Action, Layout, type PageContext, State, When } from "../layout.tsx";
+import { Action, Layout, type PageContext, State, When, Head } from "../layout.tsx";
 
 type HostView = { id: string; hostname: string; key_id: string; status: string; enrolled_ms: number; last_seen_ms: number | null };
 
@@ -16,17 +16,7 @@ export function ComputersPage(props: {
     <Layout title="Computers" here="/console/computers" ctx={props.ctx}>
       <h1>Computers</h1>
       <table>
-        <thead>
-          <tr>
-            <th scope="col">Computer</th>
-            <th scope="col">Host id</th>
-            <th scope="col">Key id</th>
-            <th scope="col">Status</th>
-            <th scope="col">Enrolled</th>
-            <th scope="col">Last seen</th>
-            <th scope="col">Action</th>
-          </tr>
-        </thead>
+        <Head cols={["Computer", "Host id", "Key id", "Status", "Enrolled", "Last seen", "Action"]} />
         <tbody>
           {props.hosts.map((h) => (
             <tr>

@@ -1,6 +1,6 @@
 /** @jsxImportSource hono/jsx */
 import type { CoverageStatement } from "../../../protocol/index.ts";
-import { Layout, type PageContext } from "../layout.tsx";
+import { Layout, type PageContext, Head } from "../layout.tsx";
 
 /** A run's coverage statement (protocol `coverageStatement`, the same one the API and `oxagen verify` give). */
 export function CoveragePage(props: { ctx: PageContext; run: string; statement: CoverageStatement }) {
@@ -17,13 +17,7 @@ export function CoveragePage(props: { ctx: PageContext; run: string; statement: 
         <p>No path: the record holds no frame.</p>
       ) : (
         <table>
-          <thead>
-            <tr>
-              <th scope="col">Path</th>
-              <th scope="col">Frames</th>
-              <th scope="col">What it is</th>
-            </tr>
-          </thead>
+          <Head cols={["Path", "Frames", "What it is"]} />
           <tbody>
             {s.paths.map((p) => (
               <tr>
@@ -37,13 +31,7 @@ export function CoveragePage(props: { ctx: PageContext; run: string; statement: 
       )}
       <h2>What the record holds</h2>
       <table>
-        <thead>
-          <tr>
-            <th scope="col">Action</th>
-            <th scope="col">Frame</th>
-            <th scope="col">Count</th>
-          </tr>
-        </thead>
+        <Head cols={["Action", "Frame", "Count"]} />
         <tbody>
           {s.holds.map((h) => (
             <tr>

@@ -1,6 +1,6 @@
 /** @jsxImportSource hono/jsx */
 import { BodyRole, type Policy } from "../../../protocol/index.ts";
-import { Layout, type PageContext, usd } from "../layout.tsx";
+import { Layout, type PageContext, usd, Head } from "../layout.tsx";
 
 /** The policy form's fields, as text (what the operator typed, kept when it is refused). */
 export interface PolicyForm {
@@ -73,15 +73,7 @@ export function PolicyPage(props: {
         <p>No clause: every tool call gets the default ({p.default_tool_decision}).</p>
       ) : (
         <table>
-          <thead>
-            <tr>
-              <th scope="col">Id</th>
-              <th scope="col">Tool</th>
-              <th scope="col">Command</th>
-              <th scope="col">Decision</th>
-              <th scope="col">Reason</th>
-            </tr>
-          </thead>
+          <Head cols={["Id", "Tool", "Command", "Decision", "Reason"]} />
           <tbody>
             {p.tools.map((t) => (
               <tr>
@@ -102,14 +94,7 @@ export function PolicyPage(props: {
         <p>No budget clause.</p>
       ) : (
         <table>
-          <thead>
-            <tr>
-              <th scope="col">Id</th>
-              <th scope="col">Scope</th>
-              <th scope="col">Window</th>
-              <th scope="col">Limit</th>
-            </tr>
-          </thead>
+          <Head cols={["Id", "Scope", "Window", "Limit"]} />
           <tbody>
             {p.budgets.map((b) => (
               <tr>

@@ -1,7 +1,7 @@
 /** @jsxImportSource hono/jsx */
 import type { Gap } from "../../../protocol/index.ts";
 import type { RunRow } from "../../lib/run-rows.ts";
-import { Action, Layout, type PageContext, State, usd, When } from "../layout.tsx";
+import { Action, Layout, type PageContext, State, usd, When, Head } from "../layout.tsx";
 
 /** A stored frame as the chain pages it. */
 export interface FrameRowView {
@@ -191,14 +191,7 @@ export function RunPage(props: {
         <p>The record lists no gap.</p>
       ) : (
         <table>
-          <thead>
-            <tr>
-              <th scope="col">Kind</th>
-              <th scope="col">Seen by</th>
-              <th scope="col">Where</th>
-              <th scope="col">Cause</th>
-            </tr>
-          </thead>
+          <Head cols={["Kind", "Seen by", "Where", "Cause"]} />
           <tbody>
             {props.gaps.map((g) => (
               <tr>
@@ -221,17 +214,7 @@ export function RunPage(props: {
       )}
       <h2 id="timeline">Timeline</h2>
       <table>
-        <thead>
-          <tr>
-            <th scope="col">Seq</th>
-            <th scope="col">Time (computer)</th>
-            <th scope="col">Kind</th>
-            <th scope="col">Path</th>
-            <th scope="col">What</th>
-            <th scope="col">Took</th>
-            <th scope="col">Bodies</th>
-          </tr>
-        </thead>
+        <Head cols={["Seq", "Time (computer)", "Kind", "Path", "What", "Took", "Bodies"]} />
         <tbody>
           {props.frames.map((fr) => {
             const f = fields(fr.payload);

@@ -2,7 +2,7 @@
 import { GRADES, TIERS } from "../../../protocol/index.ts";
 import type { RunRow } from "../../lib/run-rows.ts";
 import { RUN_STATUSES } from "../../lib/runs.ts";
-import { Layout, type PageContext, State, usd, When } from "../layout.tsx";
+import { Layout, type PageContext, State, usd, When, Head } from "../layout.tsx";
 
 /** The filters as the form holds them (strings, empty when unset). */
 export interface RunFilters {
@@ -84,20 +84,7 @@ export function RunsPage(props: {
         </p>
       ) : null}
       <table>
-        <thead>
-          <tr>
-            <th scope="col">Run</th>
-            <th scope="col">Harness / agent</th>
-            <th scope="col">Computer</th>
-            <th scope="col">Status</th>
-            <th scope="col">Tier</th>
-            <th scope="col">Grade</th>
-            <th scope="col">Spend</th>
-            <th scope="col">Frames</th>
-            <th scope="col">Gaps</th>
-            <th scope="col">Last frame</th>
-          </tr>
-        </thead>
+        <Head cols={["Run", "Harness / agent", "Computer", "Status", "Tier", "Grade", "Spend", "Frames", "Gaps", "Last frame"]} />
         <tbody>
           {props.runs.map((r) => (
             <tr>
