@@ -255,6 +255,15 @@ describe("the operator console in a browser", () => {
     expect(verified.stdout).toContain(`custom agent ${AGENT}`);
   });
 
+  it("Spend: the runs' spend by day, agent and computer, and the budget clauses", async () => {
+    await page.goto(`${worker.url}/console/spend`);
+    const text = await page.locator("main").innerText();
+    expect(text).toContain("By harness or agent");
+    expect(text).toContain(AGENT);
+    expect(await unlabelled()).toEqual([]);
+    await shot("spend");
+  });
+
   it("Computers: suspends one, and shows a new enrollment token's tacho enroll line once", async () => {
     await page.goto(`${worker.url}/console/computers`);
     expect(await page.locator("main table").innerText()).toContain(cHost);

@@ -4,7 +4,7 @@ import { eq } from "drizzle-orm";
 import { BODY_HEADERS, bodyRef } from "../../protocol/index.ts";
 import { db, schema } from "../../workers/db/client.ts";
 import { CSP } from "../../workers/console/index.tsx";
-import { BASE, enrollHost, hostCall, ingest, op, seedWorkspace, TestRun, type TestHost } from "./support.ts";
+import { BASE, enrollHost, hostCall, ingest, op, seedRuns, seedWorkspace, TestRun, type TestHost } from "./support.ts";
 
 const HOSTILE = `<script>alert("x")</script><img src=x onerror=alert(1)>`;
 const LOCAL = "http://127.0.0.1:8787";
@@ -167,7 +167,7 @@ describe("signing in and out", () => {
 
   it("serves every page with a strict CSP and no caching", async () => {
     const b = await signedIn();
-    for (const path of ["/console/sign-in", "/console", "/console/runs", "/console/computers", "/console/policy"]) {
+    for (const path of ["/console/sign-in", "/console", "/console/runs", "/console/spend", "/console/computers", "/console/policy"]) {
       const res = await b.fetch(path);
       expect(res.status, path).toBe(200);
       expect(res.headers.get("content-security-policy"), path).toBe(CSP);
@@ -383,5 +383,28 @@ describe("a run's pages", () => {
     const mine = await signedIn();
     expect((await mine.fetch(`/console/runs/${run.chain}/frames/0/bodies/0`)).status).toBe(404);
     expect((await mine.fetch("/console/nowhere")).status).toBe(404);
+  });
+});
+
+describe("the spend page", () => {
+  it("sums the runs' own spend by day, by agent and by computer over the last 30 days", async () => {
+    const day = 24 * 60 * 60_000;
+    const now = Date.now();
+    const spends = [1_500_000, 250_000, 0, 9_000_000];
+    const at = [now - day, now - day, now - 2 * day, now - 40 * day];
+    await seedRuns(host, [0x5e0, 0x5e1, 0x5e2, 0x5e3], (i) => ({
+      agent: "spend-bot",
+      spendMicrousd: spends[i - 0x5e0]!,
+      lastFrameMs: at[i - 0x5e0]!,
+    }));
+    const b = await signedIn();
+    const { res, html } = await b.page("/console/spend");
+    expect(res.status).toBe(200);
+    const row = (key: string) => new RegExp(`<th scope="row" class="mono">${key}</th><td>(\\d+)</td><td>([^<]+)</td>`).exec(html)?.slice(1);
+    expect(row("spend-bot")).toEqual(["3", "$1.75"]);
+    expect(row(new Date(now - day).toISOString().slice(0, 10))).toEqual(["2", "$1.75"]);
+    expect(row(new Date(now - 2 * day).toISOString().slice(0, 10))).toEqual(["1", "$0.00"]);
+    expect(row(host.id)).toEqual(["3", "$1.75"]);
+    expect(html).not.toContain("$10.75");
   });
 });

@@ -8,6 +8,8 @@ import { db, schema } from "../db/client.ts";
 import { AppError } from "../errors.ts";
 import { signingKey } from "../keys.ts";
 import { runCoverage } from "../lib/coverage.ts";
+import { signedPolicy } from "../lib/policy-store.ts";
+import { spendSince } from "../lib/spend.ts";
 import { exportFileName, exportRun, ownRun, pauseRun, resumeRun, runDetail, sealRun } from "../lib/runs.ts";
 import { EnrollmentTtlMinutes, mintEnrollmentToken } from "../lib/tokens.ts";
 import { agentsOf, hostView, ownHost, setSuspended } from "../routes/hosts.ts";
@@ -18,6 +20,7 @@ import { ComputersPage } from "./pages/computers.tsx";
 import { CoveragePage } from "./pages/coverage.tsx";
 import { BodyPage, RunPage } from "./pages/run.tsx";
 import { ErrorPage, SignInPage } from "./pages/signin.tsx";
+import { SpendPage } from "./pages/spend.tsx";
 import { runsPage } from "./runs-page.tsx";
 import {
   type ConsoleEnv,
@@ -203,6 +206,14 @@ export const consoleApp = new Hono<ConsoleEnv>()
     const host = await ownHost(c.env, c.var.workspaceId, c.req.param("id"));
     await setSuspended(c.env, host, c.req.param("action") === "suspend");
     return c.redirect(form.get("back") === "agents" ? "/console" : "/console/computers", 303);
+  })
+  .get("/console/spend", async (c) => {
+    const days = 30;
+    const [spend, { policy }] = await Promise.all([
+      spendSince(c.env, c.var.workspaceId, Date.now() - days * 24 * 60 * 60_000),
+      signedPolicy(c.env, c.var.workspaceId),
+    ]);
+    return c.html(<SpendPage ctx={pageCtx(c)} days={days} spend={spend} budgets={policy.budgets} />);
   })
   .get("/console/policy", async (c) => c.html(await policyPage(c.env, pageCtx(c))))
   .post("/console/policy", async (c) => {

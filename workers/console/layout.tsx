@@ -5,6 +5,7 @@ import { SIGN_OUT } from "./session.ts";
 const NAV = [
   ["/console", "Wrapped agents"],
   ["/console/runs", "Runs"],
+  ["/console/spend", "Spend"],
   ["/console/computers", "Computers"],
   ["/console/policy", "Policy"],
 ] as const;
