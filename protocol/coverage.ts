@@ -173,9 +173,11 @@ export function coverageStatement(input: CoverageInput): CoverageStatement {
   const counts = new Map(Object.entries(input.gapCounts).filter(([, n]) => n > 0));
   const gaps = [...counts].map(([k, count]) => ({ kind: k, count }));
   const notSeen = [...BY_HARNESS[kind].blind];
-  if (f.llm_calls_gateway === 0 && kind !== "cursor")
+  if (f.llm_calls_gateway === 0 && kind !== "cursor" && (f.by_kind.llm_call ?? 0) > 0)
     notSeen.push("Model calls that did not pass the gateway are known only from what the harness's own log reported.");
   if (f.bodies_not_kept > 0) notSeen.push(`The content of ${f.bodies_not_kept} bodies the record names but did not keep.`);
+  if (counts.has("missing_bodies")) notSeen.push("The content of bodies the computer kept that never reached the server.");
+  if (counts.has("body_refused")) notSeen.push("The content of bodies refused because they still held a credential.");
   if (counts.has("digest_only")) notSeen.push("Any content: the workspace keeps digests only.");
   if (counts.has("daemon_down")) notSeen.push("Steps while the recorder was down, beyond what the spool kept (see the daemon_down gaps).");
   if (counts.has("unobserved_tail")) notSeen.push("What happened after the record's last frame: the chain has no clean end.");

@@ -41,7 +41,7 @@ describe("a run's coverage statement", () => {
     const c = coverageStatement({
       harness: "stripe-refunds",
       facts: facts({ frames: 2, bodies_not_kept: 2 }),
-      gapCounts: { daemon_down: 2, digest_only: 1, unobserved_tail: 1 },
+      gapCounts: { daemon_down: 2, digest_only: 1, unobserved_tail: 1, missing_bodies: 1 },
     });
     expect(c.harness_kind).toBe("custom");
     expect(c.summary).toContain("custom agent stripe-refunds");
@@ -49,7 +49,10 @@ describe("a run's coverage statement", () => {
       { kind: "daemon_down", count: 2 },
       { kind: "digest_only", count: 1 },
       { kind: "unobserved_tail", count: 1 },
+      { kind: "missing_bodies", count: 1 },
     ]);
+    expect(c.not_seen).toContain("The content of bodies the computer kept that never reached the server.");
+    expect(c.not_seen.join("\n")).not.toContain("harness's own log");
     expect(c.not_seen.join("\n")).toMatch(/2 bodies[\s\S]*digests only[\s\S]*recorder was down[\s\S]*no clean end/);
     const text = coverageText(c);
     expect(text).toContain("  daemon_down x2\n");
