@@ -4,6 +4,7 @@ import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { createMiddleware } from "hono/factory";
 import { bytesToHex, equalBytes, fromUtf8, utf8 } from "../../protocol/index.ts";
 import { checkOperatorToken, liveToken, type OperatorEnv, requireScope, touchToken } from "../auth/operator.ts";
+import { mediaType } from "../body.ts";
 import { db, schema } from "../db/client.ts";
 import { AppError } from "../errors.ts";
 import { newToken, parseToken, secretMatches } from "../lib/tokens.ts";
@@ -110,8 +111,7 @@ function sameOrigin(c: Context): boolean {
 
 /** The form fields of a POST (application/x-www-form-urlencoded, read under the body limit). */
 export function formOf(c: Context<ConsoleEnv>): URLSearchParams {
-  const type = (c.req.header("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
-  if (type !== "application/x-www-form-urlencoded")
+  if (mediaType(c.req.header("content-type")) !== "application/x-www-form-urlencoded")
     throw new AppError(415, "unsupported_media_type", "A console form is sent as application/x-www-form-urlencoded.");
   try {
     return new URLSearchParams(fromUtf8(c.var.body));
