@@ -28,6 +28,25 @@ export function policyForm(p: Policy): PolicyForm {
   };
 }
 
+/** The budget clauses with their limits (the Policy and Spend pages). */
+export function BudgetTable(props: { budgets: Policy["budgets"] }) {
+  return (
+    <table>
+      <Head cols={["Id", "Scope", "Window", "Limit"]} />
+      <tbody>
+        {props.budgets.map((b) => (
+          <tr>
+            <th scope="row">{b.id}</th>
+            <td>{b.scope}</td>
+            <td>{b.window}</td>
+            <td>{usd(b.limit_microusd)}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
 function FieldError(props: { id: string; errors: Record<string, string> }) {
   const e = props.errors[props.id];
   return e ? (
@@ -90,23 +109,7 @@ export function PolicyPage(props: {
       <h2>Models</h2>
       <p>{p.models === null ? "Every model may be called." : p.models.length === 0 ? "No model may be called." : p.models.join(", ")}</p>
       <h2>Budgets</h2>
-      {p.budgets.length === 0 ? (
-        <p>No budget clause.</p>
-      ) : (
-        <table>
-          <Head cols={["Id", "Scope", "Window", "Limit"]} />
-          <tbody>
-            {p.budgets.map((b) => (
-              <tr>
-                <th scope="row">{b.id}</th>
-                <td>{b.scope}</td>
-                <td>{b.window}</td>
-                <td>{usd(b.limit_microusd)}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
+      {p.budgets.length === 0 ? <p>No budget clause.</p> : <BudgetTable budgets={p.budgets} />}
       <h2>Mode and retention</h2>
       <p>
         Mode <strong>{p.mode}</strong>; retention <strong>{p.retention.mode}</strong>

@@ -2,6 +2,7 @@
 import type { Policy } from "../../../protocol/index.ts";
 import type { SpendRow } from "../../lib/spend.ts";
 import { Head, Layout, type PageContext, usd } from "../layout.tsx";
+import { BudgetTable } from "./policy.tsx";
 
 function Breakdown(props: { title: string; label: string; rows: SpendRow[] }) {
   return (
@@ -54,19 +55,7 @@ export function SpendPage(props: {
           No budget clause. Add one on the <a href="/console/policy">Policy</a> page.
         </p>
       ) : (
-        <table>
-          <Head cols={["Id", "Scope", "Window", "Limit"]} />
-          <tbody>
-            {props.budgets.map((b) => (
-              <tr>
-                <th scope="row">{b.id}</th>
-                <td>{b.scope}</td>
-                <td>{b.window}</td>
-                <td>{usd(b.limit_microusd)}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+        <BudgetTable budgets={props.budgets} />
       )}
     </Layout>
   );
