@@ -43,6 +43,10 @@ const COMMANDS: Record<string, Record<string, { summary: string; load: () => Pro
       summary: "give this computer a new host key (the recorder must be stopped)",
       load: () => command(import("./commands/rotate-key/index.ts"), (m) => m.rotateKey),
     },
+    open: {
+      summary: "open this computer's workspace, or a run, in the Oxagen console",
+      load: () => command(import("./commands/open/index.ts"), (m) => m.open),
+    },
     unenroll: {
       summary: "remove this computer from its workspace and delete its enrollment",
       load: () => command(import("./commands/unenroll/index.ts"), (m) => m.unenroll),

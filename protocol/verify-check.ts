@@ -6,6 +6,7 @@
  * @module
  */
 import { bytesToHex, fromHex } from "./bytes.ts";
+import { type CoverageFacts, tallyCoverage } from "./assess.ts";
 import { assessBundle, type Manifest } from "./bundle.ts";
 import { publicKeyProblem } from "./ed25519.ts";
 import { addTally, type BodyMention, emptyTally, type FrameChunk, FrameProblems } from "./frame-check.ts";
@@ -65,6 +66,12 @@ export interface VerifyResult {
     grade: string | null;
     /** Body files read and hashed (a body named by several frames is read once, as far as memory allows). */
     bodiesChecked: number;
+    /** The run's harness label, as the manifest names it. */
+    harness: string | null;
+    /** The coverage facts counted from the bundle's own frames (not the bundle's claim). */
+    coverage: CoverageFacts | null;
+    /** How many gaps of each kind the bundle lists. */
+    gapCounts: Record<string, number>;
   };
 }
 
@@ -96,6 +103,9 @@ const emptySummary = (): VerifyResult["summary"] => ({
   tier: null,
   grade: null,
   bodiesChecked: 0,
+  harness: null,
+  coverage: null,
+  gapCounts: {},
 });
 
 const finding = (code: string, severity: Severity, where: string, message: string): Finding => ({ code, severity, where, message });
@@ -167,6 +177,7 @@ export class BundleCheck {
   #listing: Set<string> | null = null;
   readonly #extraGaps: Finding[] = [];
   readonly #gapKinds: { kind: string }[] = [];
+  readonly #gapCounts = new Map<string, number>();
   #gapCount = 0;
   #end: Pick<Manifest, "tier" | "grade" | "coverage"> | null = null;
   readonly #bodies = new FindingList();
@@ -293,6 +304,7 @@ export class BundleCheck {
   /** The next gap the bundle lists (its `bodies` may continue in {@link gapBodies}). */
   gap(gap: Gap): void {
     this.#gapCount++;
+    this.#gapCounts.set(gap.kind, (this.#gapCounts.get(gap.kind) ?? 0) + 1);
     if (!this.#gapKinds.some((g) => g.kind === gap.kind)) this.#gapKinds.push({ kind: gap.kind });
     const key = gapKey(gap);
     this.#listing = null;
@@ -353,6 +365,9 @@ export class BundleCheck {
       );
     }
     summary.bodiesChecked = this.#bodiesChecked;
+    summary.harness = run.harness;
+    summary.coverage = tallyCoverage(this.#tally);
+    summary.gapCounts = Object.fromEntries(this.#gapCounts);
     const findings = [
       ...signed,
       ...this.#manifest,

@@ -1,6 +1,7 @@
 import { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { type AppEnv, readBodyFirst } from "./body.ts";
+import { consoleApp } from "./console/index.tsx";
 import { AppError } from "./errors.ts";
 import { QuotaError } from "./lib/quotas.ts";
 import { agents } from "./routes/agents.ts";
@@ -34,6 +35,7 @@ app.route("/", agents);
 app.route("/", runs);
 app.route("/", tokens);
 app.route("/", workspaces);
+app.route("/", consoleApp);
 
 app.notFound((c) => c.json({ error: "not_found", message: "No such route." }, 404));
 

@@ -1,5 +1,5 @@
 import { DurableObject } from "cloudflare:workers";
-import type { Gap } from "../protocol/index.ts";
+import type { CoverageFacts, Gap } from "../protocol/index.ts";
 import { ChainCore } from "./chain/core.ts";
 import { migrate } from "./chain/schema.ts";
 import { type ExportHead, type ExportPage, type ExportPageRequest, exportHead, exportPage } from "./chain/export.ts";
@@ -31,10 +31,10 @@ export class ChainObject extends DurableObject<Env> {
     return st ? this.#core.summary(st) : null;
   }
 
-  /** The summary with every gap of the record (chain-derived, then the server's gap book). */
-  detail(): { summary: ChainSummary; gaps: Gap[] } | null {
+  /** The summary with every gap of the record (chain-derived, then the server's gap book) and the coverage facts. */
+  detail(): { summary: ChainSummary; gaps: Gap[]; facts: CoverageFacts } | null {
     const st = this.#core.state();
-    return st ? { summary: this.#core.summary(st), gaps: this.#core.gaps(st) } : null;
+    return st ? { summary: this.#core.summary(st), gaps: this.#core.gaps(st), facts: st.facts } : null;
   }
 
   /** Closes the run if it is live and has had no frame for `quietMs` (server clock); the next frame reopens it. */

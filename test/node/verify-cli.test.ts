@@ -170,3 +170,20 @@ describe("oxagen verify on a bundle large enough to share the work with a second
     expect(cases.map(([name]) => oxagen("verify", join(tmp, name), "--server-key", serverKey).exit)).toEqual([0, 1, 0, 1]);
   }, 300_000); // a dozen verifies of a multi-MiB bundle, each a process: minutes on a loaded 2-core machine
 });
+
+describe("oxagen verify prints the run's coverage statement next to its result", () => {
+  it("from the bundle's own frames, in text and in --json, the same as protocol's one generator gives", async () => {
+    const { coverageStatement, coverageText } = await import("../../protocol/index.ts");
+    const text = oxagen("verify", bundle, "--server-key", key);
+    expect(text.exit).toBe(0);
+    expect(text.stdout).toMatch(/result: VALID \(exit 0\)[\s\S]*\nCoverage statement\n/);
+    const json = JSON.parse(oxagen("verify", bundle, "--server-key", key, "--json").stdout);
+    const lines = readFileSync(bundle, "utf8").trim().split("\n");
+    const end = JSON.parse(lines.at(-1)!).end ?? JSON.parse(lines.at(-2)!).end;
+    expect(json.summary.coverage).toEqual(end.coverage);
+    const expected = coverageStatement({ harness: json.summary.harness, facts: end.coverage, gapCounts: json.summary.gapCounts });
+    expect(json.coverage_statement).toEqual(expected);
+    expect(expected.holds.length).toBeGreaterThan(0);
+    expect(text.stdout.endsWith(coverageText(expected))).toBe(true);
+  });
+});

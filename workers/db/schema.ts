@@ -191,3 +191,25 @@ export const serverKeys = sqliteTable("server_keys", {
   /** Hex Ed25519 signature by `endorsedBy` over protocol `endorsementInput`. */
   endorsement: text("endorsement"),
 });
+
+/**
+ * Operator console sessions: a browser signs in by pasting an operator token once. The cookie
+ * holds `oxs_<id>_<secret>`; only the secret's hash is stored. A session dies with its operator
+ * token (revoked or expired), at `expiresMs`, or when signed out.
+ */
+export const consoleSessions = sqliteTable(
+  "console_sessions",
+  {
+    id: text("id").primaryKey(),
+    secretHash: text("secret_hash").notNull(),
+    workspaceId: text("workspace_id").notNull(),
+    /** The operator token pasted to sign in; the session checks it on every request. */
+    tokenId: text("token_id").notNull(),
+    /** The session's CSRF token, carried by every state-changing form. */
+    csrf: text("csrf").notNull(),
+    createdMs: integer("created_ms").notNull(),
+    expiresMs: integer("expires_ms").notNull(),
+    revokedMs: integer("revoked_ms"),
+  },
+  (t) => [index("console_sessions_token").on(t.tokenId)],
+);

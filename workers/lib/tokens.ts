@@ -1,4 +1,6 @@
+import { z } from "zod";
 import { bytesToHex, equalBytes, fromHex, isHex, sha256, utf8 } from "../../protocol/index.ts";
+import { db, schema } from "../db/client.ts";
 
 /** A bearer token `<prefix>_<id>_<secret>`: the id finds the row, the secret is compared by hash. */
 export interface NewToken {
@@ -12,7 +14,7 @@ function randomHex(bytes: number): string {
 }
 
 /** A fresh token; only its secret's hash is stored. */
-export function newToken(prefix: "oxo" | "oxe"): NewToken {
+export function newToken(prefix: "oxo" | "oxe" | "oxs"): NewToken {
   const id = randomHex(8);
   const secret = randomHex(24);
   return { id, token: `${prefix}_${id}_${secret}`, secretHash: hashSecret(secret) };
@@ -24,7 +26,7 @@ export function hashSecret(secret: string): string {
 }
 
 /** Splits a token into id and secret, or null when it is not one of ours. */
-export function parseToken(token: string, prefix: "oxo" | "oxe"): { id: string; secret: string } | null {
+export function parseToken(token: string, prefix: "oxo" | "oxe" | "oxs"): { id: string; secret: string } | null {
   const m = /^([a-z]{3})_([0-9a-f]{16})_([0-9a-f]{48})$/.exec(token);
   if (!m || m[1] !== prefix) return null;
   return { id: m[2]!, secret: m[3]! };
@@ -39,4 +41,22 @@ export function secretMatches(secret: string, storedHash: string): boolean {
 /** A fresh random id with a prefix (workspaces, hosts). */
 export function newId(prefix: string): string {
   return `${prefix}${randomHex(8)}`;
+}
+
+/** How long an enrollment token may live, in minutes (at most a week). */
+export const EnrollmentTtlMinutes = z
+  .number()
+  .int()
+  .min(1)
+  .max(7 * 24 * 60);
+
+/** Mints a one-time enrollment token for the workspace; the token itself is answered once and never stored. */
+export async function mintEnrollmentToken(env: Env, workspaceId: string, createdBy: string, ttlMinutes: number) {
+  const t = newToken("oxe");
+  const now = Date.now();
+  const expiresMs = now + ttlMinutes * 60_000;
+  await db(env)
+    .insert(schema.enrollmentTokens)
+    .values({ id: t.id, workspaceId, secretHash: t.secretHash, createdMs: now, expiresMs, createdBy });
+  return { id: t.id, token: t.token, expires_ms: expiresMs };
 }

@@ -15,7 +15,8 @@ import type { AppEnv } from "../body.ts";
 
 const IdParam = z.object({ id: z.string().min(1).max(64) });
 
-function hostView(h: HostRow) {
+/** A host as the operator API shows it. */
+export function hostView(h: HostRow) {
   return {
     id: h.id,
     hostname: h.hostname,
@@ -52,6 +53,7 @@ export async function agentsOf(env: Env, host: HostRow, now: number) {
   });
 }
 
+/** A host of the workspace, or 404. */
 export async function ownHost(env: Env, workspaceId: string, id: string): Promise<HostRow> {
   const h = await db(env)
     .select()
@@ -62,7 +64,8 @@ export async function ownHost(env: Env, workspaceId: string, id: string): Promis
   return h;
 }
 
-async function setSuspended(env: Env, host: HostRow, suspended: boolean) {
+/** Suspends or resumes a host: its next policy says so, and the server refuses its data while suspended. */
+export async function setSuspended(env: Env, host: HostRow, suspended: boolean) {
   if (host.status === "unenrolled") throw new AppError(409, "unenrolled", "The host is unenrolled; it would have to enroll again.");
   const d = db(env);
   const status = suspended ? "suspended" : "active";

@@ -4,18 +4,11 @@ import { z } from "zod";
 import { operatorAuth, type OperatorEnv } from "../auth/operator.ts";
 import { db, schema } from "../db/client.ts";
 import { AppError, notFound } from "../errors.ts";
-import { newToken } from "../lib/tokens.ts";
+import { EnrollmentTtlMinutes, mintEnrollmentToken, newToken } from "../lib/tokens.ts";
 import { valid } from "../validate.ts";
 
 const DAY_MS = 24 * 60 * 60_000;
-const EnrollmentTokenRequest = z.strictObject({
-  ttl_minutes: z
-    .number()
-    .int()
-    .min(1)
-    .max(7 * 24 * 60)
-    .default(60),
-});
+const EnrollmentTokenRequest = z.strictObject({ ttl_minutes: EnrollmentTtlMinutes.default(60) });
 const TokenRequest = z.strictObject({
   name: z.string().min(1).max(128),
   scope: z.enum(["admin", "read"]).default("read"),
@@ -33,13 +26,7 @@ export const tokens = new Hono<OperatorEnv>()
   .use("/v1/enrollment-tokens/*", operatorAuth)
   .post("/v1/enrollment-tokens", valid("json", EnrollmentTokenRequest), async (c) => {
     const { ttl_minutes } = c.req.valid("json");
-    const t = newToken("oxe");
-    const now = Date.now();
-    const expiresMs = now + ttl_minutes * 60_000;
-    await db(c.env)
-      .insert(et)
-      .values({ id: t.id, workspaceId: c.var.workspaceId, secretHash: t.secretHash, createdMs: now, expiresMs, createdBy: c.var.tokenId });
-    return c.json({ id: t.id, token: t.token, expires_ms: expiresMs }, 201);
+    return c.json(await mintEnrollmentToken(c.env, c.var.workspaceId, c.var.tokenId, ttl_minutes), 201);
   })
   .get("/v1/enrollment-tokens", async (c) => {
     const rows = await db(c.env)

@@ -4,8 +4,8 @@ import { z } from "zod";
 import { Policy } from "../../protocol/index.ts";
 import { operatorAuth, type OperatorEnv } from "../auth/operator.ts";
 import { db, schema } from "../db/client.ts";
-import { notFound } from "../errors.ts";
-import { parseRoles, signedPolicy, updatePolicy } from "../lib/policy-store.ts";
+import { signedPolicy, updatePolicy } from "../lib/policy-store.ts";
+import { ownWorkspace, PolicyInput, replacePolicy, workspaceView } from "../lib/workspace-settings.ts";
 import { valid } from "../validate.ts";
 
 const Settings = z.strictObject({
@@ -13,31 +13,12 @@ const Settings = z.strictObject({
   mode: z.enum(["enforce", "observe"]).optional(),
   retention: Policy.shape.retention.optional(),
 });
-/** What an operator may set; the server owns the rest (workspace, host, issue time, paused runs, suspended hosts). */
-const PolicyInput = Policy.omit({ v: true, workspace: true, host: true, issued_ms: true, paused_runs: true, suspended_hosts: true });
 const IdParam = z.object({ id: z.string().min(1).max(128) });
-
-async function ownWorkspace(env: Env, workspaceId: string, id: string) {
-  if (id !== workspaceId) throw notFound("workspace");
-  const ws = await db(env).select().from(schema.workspaces).where(eq(schema.workspaces.id, id)).get();
-  if (!ws) throw notFound("workspace");
-  return ws;
-}
-
-function view(ws: typeof schema.workspaces.$inferSelect) {
-  return {
-    id: ws.id,
-    name: ws.name,
-    mode: ws.mode,
-    retention: { mode: ws.retentionMode, keep: parseRoles(ws.retentionKeep) },
-    created_ms: ws.createdMs,
-  };
-}
 
 export const workspaces = new Hono<OperatorEnv>()
   .use("/v1/workspaces/*", operatorAuth)
   .get("/v1/workspaces/:id", valid("param", IdParam), async (c) =>
-    c.json(view(await ownWorkspace(c.env, c.var.workspaceId, c.req.valid("param").id))),
+    c.json(workspaceView(await ownWorkspace(c.env, c.var.workspaceId, c.req.valid("param").id))),
   )
   .patch("/v1/workspaces/:id", valid("param", IdParam), valid("json", Settings), async (c) => {
     const ws = await ownWorkspace(c.env, c.var.workspaceId, c.req.valid("param").id);
@@ -53,7 +34,7 @@ export const workspaces = new Hono<OperatorEnv>()
       ...(s.retention !== undefined ? { retentionMode: s.retention.mode, retentionKeep: JSON.stringify(s.retention.keep) } : {}),
     };
     if (Object.keys(set).length > 0) await db(c.env).update(schema.workspaces).set(set).where(eq(schema.workspaces.id, ws.id));
-    return c.json(view((await db(c.env).select().from(schema.workspaces).where(eq(schema.workspaces.id, ws.id)).get())!));
+    return c.json(workspaceView((await db(c.env).select().from(schema.workspaces).where(eq(schema.workspaces.id, ws.id)).get())!));
   })
   .get("/v1/workspaces/:id/policy", valid("param", IdParam), async (c) => {
     const ws = await ownWorkspace(c.env, c.var.workspaceId, c.req.valid("param").id);
@@ -62,12 +43,6 @@ export const workspaces = new Hono<OperatorEnv>()
   })
   .put("/v1/workspaces/:id/policy", valid("param", IdParam), valid("json", PolicyInput), async (c) => {
     const ws = await ownWorkspace(c.env, c.var.workspaceId, c.req.valid("param").id);
-    const input = c.req.valid("json");
-    await updatePolicy(c.env, ws.id, (p) => ({ ...p, ...input }));
-    await db(c.env)
-      .update(schema.workspaces)
-      .set({ mode: input.mode, retentionMode: input.retention.mode, retentionKeep: JSON.stringify(input.retention.keep) })
-      .where(eq(schema.workspaces.id, ws.id));
-    const { policy, etag, signed } = await signedPolicy(c.env, ws.id);
+    const { policy, etag, signed } = await replacePolicy(c.env, ws.id, c.req.valid("json"));
     return c.json({ policy, etag, signed });
   });

@@ -2,6 +2,9 @@ import { closeSync, fstatSync, openSync, readFileSync, readSync, statSync } from
 import { join } from "node:path";
 import {
   type BundleSource,
+  type CoverageStatement,
+  coverageStatement,
+  coverageText,
   type Finding,
   fromHex,
   isHex,
@@ -145,7 +148,15 @@ function toJson(r: VerifyResult) {
     findings: r.findings,
     proves: STATEMENT.proves,
     does_not_prove: STATEMENT.doesNotProve,
+    coverage_statement: statementOf(r),
   };
+}
+
+// The run's coverage statement, from what the bundle's own frames show (not what it claims).
+function statementOf(r: VerifyResult): CoverageStatement | null {
+  const s = r.summary;
+  if (s.harness === null || s.coverage === null) return null;
+  return coverageStatement({ harness: s.harness, facts: s.coverage, gapCounts: s.gapCounts });
 }
 
 function render(r: VerifyResult): string {
@@ -166,7 +177,8 @@ function render(r: VerifyResult): string {
     lines.push("", "A valid bundle proves:", ...STATEMENT.proves.map((p) => `  - ${p}`));
     lines.push("It does not prove:", ...STATEMENT.doesNotProve.map((p) => `  - ${p}`));
   }
-  return `${lines.join("\n")}\n`;
+  const coverage = statementOf(r);
+  return `${lines.join("\n")}\n${coverage ? `\n${coverageText(coverage)}` : ""}`;
 }
 
 function formatFinding(f: Finding): string {

@@ -1,0 +1,310 @@
+// The operator console in a real browser (Debian's chromium, driven by playwright-core) against the
+// real Worker under wrangler dev, with a fleet made by the real collector. Screenshots of each page
+// go to docs/console/.
+// biome-ignore-all lint/performance/useDomNodeTextContent: these are playwright locators, whose innerText is the rendered text a person reads, not a DOM property.
+import { spawnSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type BrowserContext, chromium, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runIdFor } from "../../protocol/index.ts";
+import { type Computer, daemonUp, drained, enroll, eventually, newComputer, oxagen, runDaemon } from "../support/e2e.ts";
+import { NODE, ROOT, TACHO } from "../support/recorder.ts";
+import { type LocalWorker, startWorker } from "../support/worker.ts";
+
+const CHROMIUM = process.env.OXAGEN_CHROMIUM ?? "/usr/bin/chromium";
+// Without the background-networking flags chromium's own connections fail on a closed network.
+const FLAGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
+const SHOTS = join(ROOT, "docs/console");
+const AGENT = "stripe-refunds";
+const SESSION = "refund-run-7";
+
+let worker: LocalWorker;
+let a: Computer; // a custom agent, recorded and delivered
+let b: Computer; // codex wrapped (idle), Claude Code's hooks removed (degraded), an agent whose data waits (pending)
+let c: Computer; // cursor wrapped, the collector silent (down)
+let aHost: string;
+let cHost: string;
+const daemons: ReturnType<typeof runDaemon>[] = [];
+let context: BrowserContext;
+let page: Page;
+let profile: string;
+
+function tachoIn(computer: Computer, cwd: string, args: string[]) {
+  const r = spawnSync(NODE, [TACHO, ...args], { cwd, env: { ...computer.env, DISPLAY: "", WAYLAND_DISPLAY: "" }, encoding: "utf8" });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+function hook(computer: Computer, session: string, event: Record<string, unknown>, agent = AGENT) {
+  return computer.hook(["--agent", agent], { session_id: session, ...event });
+}
+
+async function shot(name: string) {
+  await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+}
+
+/** Every visible form control has a label (or aria-label); answers those that do not. */
+async function unlabelled(): Promise<string[]> {
+  return page.evaluate(() =>
+    Array.from(document.querySelectorAll("input, select, textarea, button"))
+      .filter((el) => (el as HTMLInputElement).type !== "hidden")
+      .filter((el) => {
+        const control = el as HTMLInputElement;
+        if (el.tagName === "BUTTON") return (el.textContent ?? "").trim() === "";
+        return (control.labels?.length ?? 0) === 0 && !el.getAttribute("aria-label");
+      })
+      .map((el) => el.outerHTML.slice(0, 120)),
+  );
+}
+
+beforeAll(async () => {
+  mkdirSync(SHOTS, { recursive: true });
+  worker = await startWorker();
+  a = await newComputer();
+  aHost = (await enroll(worker, a)).hostId;
+  // B's recorder holds its batches back (a 10-minute ship delay), so what it records stays pending.
+  b = await newComputer({ OXAGEN_SHIP_DELAY_MS: "600000", OXAGEN_REPORT_INTERVAL_MS: "1000" });
+  await enroll(worker, b, ["claude-code", "codex"]);
+  rmSync(join(b.env.CLAUDE_CONFIG_DIR!, "settings.json"));
+  c = await newComputer();
+  cHost = (await enroll(worker, c, ["cursor"])).hostId;
+  for (const computer of [a, b]) {
+    const d = runDaemon(computer);
+    daemons.push(d);
+    await daemonUp(computer);
+  }
+  // C never runs a recorder. "down" takes 15 minutes of silence; rather than wait, the test ages C's
+  // last signed call in the Worker's D1 (the one thing here not made by the collector).
+  const aged = spawnSync(
+    NODE,
+    [
+      join(ROOT, "node_modules/wrangler/bin/wrangler.js"),
+      "d1",
+      "execute",
+      "DB",
+      "--local",
+      "--persist-to",
+      worker.persist,
+      "--command",
+      `UPDATE hosts SET last_seen_ms = ${Date.now() - 60 * 60_000} WHERE id = '${cHost}'`,
+    ],
+    { cwd: ROOT, encoding: "utf8", env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "1" } },
+  );
+  if (aged.status !== 0) throw new Error(`wrangler d1 execute: ${aged.stderr}`);
+
+  profile = mkdtempSync(join(tmpdir(), "oxagen-chromium-"));
+  context = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: FLAGS,
+    acceptDownloads: true,
+    viewport: { width: 1280, height: 900 },
+  });
+  page = context.pages()[0] ?? (await context.newPage());
+}, 300_000);
+
+afterAll(async () => {
+  await context?.close();
+  if (profile) rmSync(profile, { recursive: true, force: true });
+  for (const d of daemons) {
+    d.proc.kill("SIGTERM");
+    await d.exited;
+  }
+  await worker?.stop();
+}, 120_000);
+
+describe("the operator console in a browser", () => {
+  let runId: string;
+
+  it("Open Oxagen: tacho open gives the console address; a signed-out browser signs in by pasting a token, with the keyboard", async () => {
+    const opened = tachoIn(a, a.home, ["open"]);
+    expect(opened.status).toBe(0);
+    expect(opened.stdout.trim()).toBe(`${worker.url}/console`);
+    await page.goto(opened.stdout.trim());
+    expect(new URL(page.url()).pathname).toBe("/console/sign-in");
+    expect(await unlabelled()).toEqual([]);
+    await shot("sign-in");
+    await page.keyboard.press("Tab");
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe("Skip to content");
+    await page.getByLabel("Operator token").focus();
+    await page.keyboard.type(worker.token);
+    await page.keyboard.press("Enter");
+    await page.waitForURL(`${worker.url}/console`);
+    expect(page.url()).not.toContain(worker.token);
+    const cookies = await context.cookies(worker.url);
+    const session = cookies.find((k) => k.name === "oxagen_session")!;
+    expect(session).toMatchObject({ httpOnly: true, sameSite: "Strict" });
+    expect(session.value).not.toContain(worker.token);
+  });
+
+  it("the Wrapped agents panel shows each of the six health states with its reason", async () => {
+    // A: one custom-agent session, delivered.
+    expect(hook(a, SESSION, { hook_event_name: "SessionStart", cwd: a.home })).toEqual({});
+    hook(a, SESSION, { hook_event_name: "UserPromptSubmit", prompt: "refund the duplicate charge" });
+    const pre = {
+      hook_event_name: "PreToolUse",
+      tool_name: "stripe_refund",
+      tool_input: { command: "refund charge=ch_1" },
+      tool_use_id: "t1",
+    };
+    hook(a, SESSION, pre);
+    hook(a, SESSION, { ...pre, hook_event_name: "PostToolUse", tool_response: { refund: "re_1" } });
+    hook(a, SESSION, { hook_event_name: "Stop" });
+    // B: a nightly job recorded, held back by its recorder.
+    hook(b, "nightly-1", { hook_event_name: "SessionStart", cwd: b.home }, "nightly-job");
+    runId = runIdFor(aHost, AGENT, SESSION);
+    await drained(a);
+    const want = ["healthy", "pending", "degraded", "down", "idle", "not wrapped"];
+    let seen = "";
+    const states = await eventually(
+      async () => {
+        await page.goto(`${worker.url}/console`);
+        seen = await page.locator("main").innerText();
+        return want.every((s) => seen.includes(s)) && seen.includes("hooks are missing") ? seen : null;
+      },
+      "every health state on the panel",
+      90_000,
+    ).catch((err: Error) => {
+      throw new Error(`${err.message}; the panel said:\n${seen}`);
+    });
+    expect(states).toContain("runs recorded and delivered to Oxagen");
+    expect(states).toContain("recorded, waiting to send");
+    expect(states).toContain("the collector has not answered for over 15 minutes");
+    expect(states).toContain("wrapped, no runs yet");
+    expect(states).toContain("this name has never called the hook on this computer");
+    expect(await unlabelled()).toEqual([]);
+    await shot("wrapped-agents");
+  });
+
+  it("lists runs with filters, and tacho open --run opens the run of this directory's session", async () => {
+    await page.goto(`${worker.url}/console/runs`);
+    await page.getByLabel("Harness or agent").fill(AGENT);
+    await page.getByLabel("Status").selectOption("live");
+    await page.getByRole("button", { name: "Filter" }).click();
+    await page.waitForURL(/status=live/);
+    await expect.poll(() => page.locator(`a[href="/console/runs/${runId}"]`).count()).toBe(1);
+    expect(await unlabelled()).toEqual([]);
+    await shot("runs");
+    const opened = tachoIn(a, a.home, ["open", "--run"]);
+    expect(opened.stdout.trim()).toBe(`${worker.url}/console/runs/${runId}`);
+    await page.goto(opened.stdout.trim());
+    await expect.poll(() => page.locator("h1").innerText()).toContain(runId);
+    const timeline = await page.locator("#timeline + table").innerText();
+    for (const kind of ["agent_start", "turn_start", "tool_requested", "tool_call", "turn_end"]) expect(timeline).toContain(kind);
+    expect(timeline).toContain("tool stripe_refund");
+    expect(await unlabelled()).toEqual([]);
+    await shot("run");
+  });
+
+  it("pausing the run refuses its next hook", async () => {
+    const before = (await import("node:fs")).readFileSync(join(a.env.OXAGEN_HOME!, "recorder-status.json"), "utf8");
+    const etag = (JSON.parse(before) as { policy_etag: string }).policy_etag;
+    await page.getByRole("button", { name: "Pause run" }).press("Enter");
+    await page.waitForURL(/done=paused/);
+    expect(await page.getByRole("status").innerText()).toContain("Paused");
+    await eventually(async () => {
+      const status = (await import("node:fs")).readFileSync(join(a.env.OXAGEN_HOME!, "recorder-status.json"), "utf8");
+      return (JSON.parse(status) as { policy_etag: string }).policy_etag !== etag;
+    }, "the recorder to fetch the policy that pauses the run");
+    const answer = hook(a, SESSION, {
+      ...{ hook_event_name: "PreToolUse", tool_name: "stripe_refund", tool_input: { command: "refund charge=ch_2" }, tool_use_id: "t2" },
+    });
+    expect(answer.hookSpecificOutput).toMatchObject({ permissionDecision: "deny" });
+  });
+
+  it("seals the run; its gaps and its coverage statement say what the record could not see", async () => {
+    await page.getByRole("button", { name: "Seal run" }).click();
+    await page.waitForURL(/done=sealed/);
+    const gaps = await page.locator("#gaps + table").innerText();
+    expect(gaps).toContain("unobserved_tail");
+    await shot("run-sealed");
+    await page.getByRole("link", { name: "Coverage statement" }).click();
+    const text = await page.locator("main").innerText();
+    expect(text).toContain(`custom agent ${AGENT}`);
+    expect(text).toContain("The record holds no model call, so it shows no spend.");
+    expect(text).toContain("Every step the agent did not call tacho hook around");
+    expect(text).toContain("unobserved_tail");
+    await shot("coverage");
+    const api = (await (await worker.api(`/v1/runs/${runId}/coverage`)).json()) as { statement: { summary: string } };
+    expect(text).toContain(api.statement.summary);
+  });
+
+  it("exports the run; the download verifies with the oxagen verify line the page shows", async () => {
+    await page.goto(`${worker.url}/console/runs/${runId}`);
+    const line = (await page.locator("#verify + p + pre").innerText()).trim();
+    const [, file, key] = /^oxagen verify (\S+) --server-key ([0-9a-f]{64})$/.exec(line)!;
+    const [download] = await Promise.all([page.waitForEvent("download"), page.getByRole("link", { name: "Export bundle" }).click()]);
+    expect(download.suggestedFilename()).toBe(file);
+    const saved = join(a.home, file!);
+    await download.saveAs(saved);
+    const verified = oxagen(a, ["verify", saved, "--server-key", key!]);
+    // Sealed with an unobserved tail: valid, and incomplete by its own gap.
+    expect(verified.status).toBe(3);
+    expect(verified.stdout).toContain("result: VALID BUT INCOMPLETE (exit 3)");
+    expect(verified.stdout).toContain("Coverage statement");
+    expect(verified.stdout).toContain(`custom agent ${AGENT}`);
+  });
+
+  it("Spend: the runs' spend by day, agent and computer, and the budget clauses", async () => {
+    await page.goto(`${worker.url}/console/spend`);
+    const text = await page.locator("main").innerText();
+    expect(text).toContain("By harness or agent");
+    expect(text).toContain(AGENT);
+    expect(await unlabelled()).toEqual([]);
+    await shot("spend");
+  });
+
+  it("Computers: suspends one, and shows a new enrollment token's tacho enroll line once", async () => {
+    await page.goto(`${worker.url}/console/computers`);
+    expect(await page.locator("main table").innerText()).toContain(cHost);
+    await page.getByRole("button", { name: new RegExp(`^Suspend .* \\(${cHost}\\)$`) }).click();
+    await page.waitForURL(`${worker.url}/console/computers`);
+    expect(await page.locator(`tr:has-text("${cHost}")`).innerText()).toContain("suspended");
+    expect((await (await worker.api(`/v1/hosts/${cHost}`)).json()) as object).toMatchObject({ status: "suspended" });
+    await page.getByLabel("Token valid for (minutes)").fill("15");
+    await page.getByRole("button", { name: "Make an enrollment token" }).click();
+    const enrollLine = await page.locator("[role=status] pre").innerText();
+    expect(enrollLine).toMatch(
+      new RegExp(`^tacho enroll --server ${worker.url} --token oxe_[0-9a-f]{16}_[0-9a-f]{48} --workspace ${worker.workspace} --harness`),
+    );
+    expect(await unlabelled()).toEqual([]);
+    await shot("computers");
+    await page.goto(`${worker.url}/console/computers`);
+    expect(await page.content()).not.toContain(enrollLine.split(" ")[4]!);
+  });
+
+  it("Policy: a wrong field is refused next to it; a change is saved and signed", async () => {
+    await page.goto(`${worker.url}/console/policy`);
+    await page.getByLabel("Tool clauses (JSON array)").fill('[{"id":"x","tool":"Bash","decision":"maybe","reason":""}]');
+    await page.getByRole("button", { name: "Save and sign the policy" }).click();
+    const error = page.locator("#tools-error");
+    expect(await error.innerText()).toContain("0.decision");
+    expect(await page.getByLabel("Tool clauses (JSON array)").getAttribute("aria-describedby")).toBe("tools-error");
+    await shot("policy-error");
+    await page
+      .getByLabel("Tool clauses (JSON array)")
+      .fill('[{"id":"no-force-push","tool":"Bash","command":"git push --force*","decision":"deny","reason":"no force pushes"}]');
+    await page.getByRole("button", { name: "Save and sign the policy" }).click();
+    expect(await page.getByRole("status").innerText()).toContain("Saved");
+    expect(await page.locator("main").innerText()).toContain("no-force-push");
+    expect(await unlabelled()).toEqual([]);
+    await shot("policy");
+  });
+
+  it("signing out ends the session: the console sends the browser back to sign-in", async () => {
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await page.waitForURL(/\/console\/sign-in\?why=signed_out/);
+    await page.goto(`${worker.url}/console/runs`);
+    expect(new URL(page.url()).pathname).toBe("/console/sign-in");
+  });
+});

@@ -1,0 +1,410 @@
+import { env, exports } from "cloudflare:workers";
+import { beforeAll, describe, expect, it } from "vitest";
+import { eq } from "drizzle-orm";
+import { BODY_HEADERS, bodyRef } from "../../protocol/index.ts";
+import { db, schema } from "../../workers/db/client.ts";
+import { CSP } from "../../workers/console/index.tsx";
+import { BASE, enrollHost, hostCall, ingest, op, seedRuns, seedWorkspace, TestRun, type TestHost } from "./support.ts";
+
+const HOSTILE = `<script>alert("x")</script><img src=x onerror=alert(1)>`;
+const LOCAL = "http://127.0.0.1:8787";
+
+let token: string;
+let workspaceId: string;
+let host: TestHost;
+
+beforeAll(async () => {
+  ({ token, workspaceId } = await seedWorkspace());
+  host = await enrollHost(token);
+});
+
+/** A browser: keeps the cookies the console sets, sends them back, never follows redirects. */
+class Browser {
+  readonly jar = new Map<string, string>();
+  setCookies: string[] = [];
+  readonly base: string;
+  constructor(base = BASE) {
+    this.base = base;
+  }
+
+  async fetch(path: string, init: { method?: string; form?: Record<string, string | string[]>; headers?: Record<string, string> } = {}) {
+    const headers: Record<string, string> = { ...(init.headers ?? {}) };
+    if (this.jar.size > 0) headers.cookie = [...this.jar].map(([k, v]) => `${k}=${v}`).join("; ");
+    let body: string | undefined;
+    if (init.form) {
+      const p = new URLSearchParams();
+      for (const [k, v] of Object.entries(init.form)) for (const one of Array.isArray(v) ? v : [v]) p.append(k, one);
+      body = p.toString();
+      headers["content-type"] = "application/x-www-form-urlencoded";
+    }
+    const res = await exports.default.fetch(`${this.base}${path}`, {
+      method: init.method ?? (init.form ? "POST" : "GET"),
+      headers,
+      body,
+      redirect: "manual",
+    });
+    this.setCookies = res.headers.getSetCookie();
+    for (const c of this.setCookies) {
+      const [pair] = c.split(";");
+      const [name, value] = pair!.split("=") as [string, string];
+      if (/Max-Age=0/i.test(c) || value === "") this.jar.delete(name);
+      else this.jar.set(name, value);
+    }
+    return res;
+  }
+
+  async page(path: string) {
+    const res = await this.fetch(path);
+    return { res, html: await res.text() };
+  }
+
+  /** The CSRF token of the first form on a page. */
+  static csrf(html: string): string {
+    return /name="csrf" value="([0-9a-f]+)"/.exec(html)?.[1] ?? "";
+  }
+
+  async signIn(operatorToken = token) {
+    const { html } = await this.page("/console/sign-in");
+    const res = await this.fetch("/console/sign-in", { form: { csrf: Browser.csrf(html), token: operatorToken } });
+    expect(res.status).toBe(303);
+    return res;
+  }
+}
+
+async function signedIn(operatorToken = token, base = BASE) {
+  const b = new Browser(base);
+  await b.signIn(operatorToken);
+  return b;
+}
+
+async function csrfOf(b: Browser, path = "/console") {
+  return Browser.csrf((await b.page(path)).html);
+}
+
+describe("signing in and out", () => {
+  it("sends a signed-out browser to sign-in, and / to the console", async () => {
+    const b = new Browser();
+    for (const path of [
+      "/console",
+      "/console/runs",
+      "/console/policy",
+      "/console/computers",
+      "/console/runs/run_00000000000000000000000000000000",
+    ]) {
+      const res = await b.fetch(path);
+      expect(res.status, path).toBe(303);
+      expect(res.headers.get("location"), path).toBe("/console/sign-in");
+    }
+    const root = await b.fetch("/");
+    expect(root.status).toBe(302);
+    expect(root.headers.get("location")).toBe("/console");
+  });
+
+  it("sets a Secure, __Host- session cookie (HttpOnly, SameSite=Strict, expiring) and puts no token in the URL", async () => {
+    const b = new Browser();
+    const res = await b.signIn();
+    expect(res.headers.get("location")).toBe("/console");
+    const cookie = b.setCookies.find((c) => c.startsWith("__Host-oxagen_session="))!;
+    expect(cookie).toMatch(/; HttpOnly/);
+    expect(cookie).toMatch(/; Secure/);
+    expect(cookie).toMatch(/; SameSite=Strict/);
+    expect(cookie).toMatch(/; Path=\//);
+    expect(Number(/Max-Age=(\d+)/.exec(cookie)?.[1])).toBe(12 * 60 * 60);
+    expect(cookie).not.toContain(token);
+    const rows = await db(env).select().from(schema.consoleSessions).all();
+    expect(JSON.stringify(rows)).not.toContain(token.split("_")[2]);
+    const { res: home, html } = await b.page("/console");
+    expect(home.status).toBe(200);
+    expect(html).toContain("Wrapped agents");
+  });
+
+  it("drops Secure only on a loopback address over plain HTTP (wrangler dev)", async () => {
+    const b = new Browser(LOCAL);
+    await b.signIn();
+    const cookie = b.setCookies.find((c) => c.startsWith("oxagen_session="))!;
+    expect(cookie).toMatch(/; HttpOnly/);
+    expect(cookie).toMatch(/; SameSite=Strict/);
+    expect(cookie).not.toMatch(/Secure/);
+  });
+
+  it("refuses a sign-in without its CSRF cookie and token, and a wrong token with a 401 page", async () => {
+    const b = new Browser();
+    const { html } = await b.page("/console/sign-in");
+    const stranger = new Browser();
+    expect((await stranger.fetch("/console/sign-in", { form: { csrf: Browser.csrf(html), token } })).status).toBe(403);
+    expect((await b.fetch("/console/sign-in", { form: { csrf: "0".repeat(32), token } })).status).toBe(403);
+    const wrong = await b.fetch("/console/sign-in", { form: { csrf: Browser.csrf(html), token: `${token.slice(0, -4)}0000` } });
+    expect(wrong.status).toBe(401);
+    expect(await wrong.text()).toContain("A valid operator API token is required");
+    expect(b.jar.has("__Host-oxagen_session")).toBe(false);
+  });
+
+  it("sign-out revokes the session: the same cookie sent again goes to sign-in", async () => {
+    const b = await signedIn();
+    const cookie = b.jar.get("__Host-oxagen_session")!;
+    const res = await b.fetch("/console/sign-out", { form: { csrf: await csrfOf(b) } });
+    expect(res.status).toBe(303);
+    expect(res.headers.get("location")).toBe("/console/sign-in?why=signed_out");
+    const replay = new Browser();
+    replay.jar.set("__Host-oxagen_session", cookie);
+    const again = await replay.fetch("/console");
+    expect(again.status).toBe(303);
+    expect(again.headers.get("location")).toBe("/console/sign-in?why=signed_out");
+  });
+
+  it("a session dies with its operator token", async () => {
+    const minted = (await (await op(token, "/v1/tokens", { json: { name: "short", scope: "admin" } })).json()) as {
+      id: string;
+      token: string;
+    };
+    const b = await signedIn(minted.token);
+    expect((await b.fetch("/console")).status).toBe(200);
+    expect((await op(token, `/v1/tokens/${minted.id}`, { method: "DELETE" })).status).toBe(200);
+    const res = await b.fetch("/console");
+    expect(res.status).toBe(303);
+    expect(res.headers.get("location")).toBe("/console/sign-in?why=token");
+  });
+
+  it("serves every page with a strict CSP and no caching", async () => {
+    const b = await signedIn();
+    for (const path of ["/console/sign-in", "/console", "/console/runs", "/console/spend", "/console/computers", "/console/policy"]) {
+      const res = await b.fetch(path);
+      expect(res.status, path).toBe(200);
+      expect(res.headers.get("content-security-policy"), path).toBe(CSP);
+      expect(res.headers.get("cache-control"), path).toBe("no-store");
+      expect(res.headers.get("x-frame-options"), path).toBe("DENY");
+    }
+    expect(CSP).toContain("default-src 'none'");
+    expect(CSP).not.toContain("unsafe");
+  });
+});
+
+describe("escaping what computers send", () => {
+  it("shows a hostile tool name, hostname, frame field and body as text, never as markup", async () => {
+    await db(env).update(schema.hosts).set({ hostname: HOSTILE }).where(eq(schema.hosts.id, host.id));
+    const run = new TestRun(host);
+    run.start();
+    const body = `ran ${HOSTILE} && echo done`;
+    const tool = run.add("tool_requested", {
+      path: "hook",
+      tool_name: HOSTILE,
+      input: { sha256: "0".repeat(64), size: 1 },
+      bodies: [bodyRef("tool_input", body, true)],
+    });
+    run.add("telemetry_gap", { path: "recorder", cause: "other", detail: HOSTILE });
+    expect((await ingest(host, [run.part()])).status).toBe(200);
+    const sha = (JSON.parse(tool.payload) as { bodies: { sha256: string }[] }).bodies[0]!.sha256;
+    const put = await hostCall(host, "PUT", `/v1/bodies/${sha}`, body, {
+      "content-type": "application/octet-stream",
+      [BODY_HEADERS.run]: run.chain,
+      [BODY_HEADERS.role]: "tool_input",
+    });
+    expect(put.status).toBe(201);
+
+    const b = await signedIn();
+    const pages = [
+      "/console",
+      "/console/computers",
+      `/console/runs/${run.chain}`,
+      `/console/runs/${run.chain}/frames/1/bodies/0`,
+      `/console/runs/${run.chain}/coverage`,
+    ];
+    for (const path of pages) {
+      const { res, html } = await b.page(path);
+      expect(res.status, path).toBe(200);
+      expect(html, path).not.toContain("<script>");
+      expect(html, path).not.toContain("<img src=x");
+    }
+    const { html } = await b.page(`/console/runs/${run.chain}`);
+    expect(html).toContain("&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;");
+    const shown = (await b.page(`/console/runs/${run.chain}/frames/1/bodies/0`)).html;
+    expect(shown).toContain("ran &lt;script&gt;");
+    expect((await b.page("/console/computers")).html).toContain("&lt;img src=x onerror=alert(1)&gt;");
+    await db(env).update(schema.hosts).set({ hostname: "box" }).where(eq(schema.hosts.id, host.id));
+  });
+});
+
+describe("state-changing forms", () => {
+  async function liveRun() {
+    const run = new TestRun(host);
+    run.start();
+    await ingest(host, [run.part()]);
+    return run;
+  }
+  const pausedRow = async (id: string) => (await db(env).select().from(schema.runs).where(eq(schema.runs.id, id)).get())!.pausedMs;
+
+  it("refuses a pause without the session's CSRF token, or from another origin, and changes nothing", async () => {
+    const run = await liveRun();
+    const b = await signedIn();
+    const csrf = await csrfOf(b, `/console/runs/${run.chain}`);
+    expect((await b.fetch(`/console/runs/${run.chain}/pause`, { form: {} })).status).toBe(403);
+    expect((await b.fetch(`/console/runs/${run.chain}/pause`, { form: { csrf: "f".repeat(48) } })).status).toBe(403);
+    const other = await signedIn();
+    expect((await b.fetch(`/console/runs/${run.chain}/pause`, { form: { csrf: await csrfOf(other) } })).status).toBe(403);
+    const cross = await b.fetch(`/console/runs/${run.chain}/pause`, { form: { csrf }, headers: { origin: "https://evil.example" } });
+    expect(cross.status).toBe(403);
+    const site = await b.fetch(`/console/runs/${run.chain}/pause`, { form: { csrf }, headers: { "sec-fetch-site": "cross-site" } });
+    expect(site.status).toBe(403);
+    expect(await pausedRow(run.chain)).toBeNull();
+
+    const ok = await b.fetch(`/console/runs/${run.chain}/pause`, { form: { csrf }, headers: { origin: BASE } });
+    expect(ok.status).toBe(303);
+    expect(ok.headers.get("location")).toBe(`/console/runs/${run.chain}?done=paused`);
+    expect(await pausedRow(run.chain)).not.toBeNull();
+    expect((await b.page(`/console/runs/${run.chain}?done=paused`)).html).toContain("Resume run");
+    expect((await b.fetch(`/console/runs/${run.chain}/resume`, { form: { csrf } })).status).toBe(303);
+    expect(await pausedRow(run.chain)).toBeNull();
+  });
+
+  it("a read-only operator may look and sign out, not change anything", async () => {
+    const minted = (await (await op(token, "/v1/tokens", { json: { name: "reader", scope: "read" } })).json()) as { token: string };
+    const run = await liveRun();
+    const b = await signedIn(minted.token);
+    const csrf = await csrfOf(b, `/console/runs/${run.chain}`);
+    expect((await b.fetch(`/console/runs/${run.chain}`)).status).toBe(200);
+    expect((await b.fetch(`/console/runs/${run.chain}/pause`, { form: { csrf } })).status).toBe(403);
+    expect(await pausedRow(run.chain)).toBeNull();
+    expect((await b.fetch("/console/sign-out", { form: { csrf } })).status).toBe(303);
+  });
+
+  it("suspends and resumes a computer", async () => {
+    const b = await signedIn();
+    const csrf = await csrfOf(b);
+    expect((await b.fetch(`/console/computers/${host.id}/suspend`, { form: { csrf } })).status).toBe(303);
+    expect((await (await op(token, `/v1/hosts/${host.id}`)).json()) as object).toMatchObject({ status: "suspended" });
+    expect((await b.fetch(`/console/computers/${host.id}/resume`, { form: { csrf, back: "agents" } })).headers.get("location")).toBe(
+      "/console",
+    );
+    expect((await (await op(token, `/v1/hosts/${host.id}`)).json()) as object).toMatchObject({ status: "active" });
+  });
+
+  it("shows a new enrollment token's tacho enroll line once", async () => {
+    const b = await signedIn();
+    const csrf = await csrfOf(b, "/console/computers");
+    const res = await b.fetch("/console/computers/enrollment-tokens", { form: { csrf, ttl_minutes: "30" } });
+    expect(res.status).toBe(201);
+    const line = /tacho enroll --server (\S+) --token (oxe_\S+) --workspace (\S+) --harness/.exec(await res.text());
+    expect(line?.[1]).toBe(BASE);
+    expect(line?.[3]).toBe(workspaceId);
+    expect((await b.page("/console/computers")).html).not.toContain(line![2]!);
+    const bad = await b.fetch("/console/computers/enrollment-tokens", { form: { csrf, ttl_minutes: "0" } });
+    expect(bad.status).toBe(400);
+    expect(await bad.text()).toContain("1 to 10,080 minutes");
+  });
+
+  it("shows a policy's validation error next to its field and saves nothing; a valid change is saved", async () => {
+    const b = await signedIn();
+    const before = (await (await op(token, `/v1/workspaces/${workspaceId}/policy`)).json()) as { etag: string };
+    const csrf = await csrfOf(b, "/console/policy");
+    const base = {
+      csrf,
+      mode: "enforce",
+      default_tool_decision: "none",
+      retention_mode: "keep",
+      retention_keep: ["prompt"],
+      all_models: "1",
+    };
+    const bad = await b.fetch("/console/policy", { form: { ...base, tools: "[{]", budgets: "[]" } });
+    expect(bad.status).toBe(400);
+    const html = await bad.text();
+    expect(html).toMatch(/<textarea id="tools"[^>]*aria-describedby="tools-error"/);
+    expect(html).toMatch(/id="tools-error"[^>]*>Not JSON/);
+    const wrongDecision = await b.fetch("/console/policy", {
+      form: { ...base, tools: JSON.stringify([{ id: "a", tool: "Bash", decision: "maybe", reason: "" }]), budgets: "[]" },
+    });
+    expect(wrongDecision.status).toBe(400);
+    expect(await wrongDecision.text()).toMatch(/id="tools-error"[^>]*>0\.decision: /);
+    expect(((await (await op(token, `/v1/workspaces/${workspaceId}/policy`)).json()) as { etag: string }).etag).toBe(before.etag);
+
+    const tools = [{ id: "no-rm", tool: "Bash", command: "rm -rf *", decision: "deny", reason: "no" }];
+    const ok = await b.fetch("/console/policy", {
+      form: { ...base, all_models: "", models: "claude-*\n", tools: JSON.stringify(tools), budgets: "[]" },
+    });
+    expect(ok.status).toBe(200);
+    const after = (await (await op(token, `/v1/workspaces/${workspaceId}/policy`)).json()) as {
+      policy: { tools: unknown; models: unknown };
+    };
+    expect(after.policy.tools).toEqual(tools);
+    expect(after.policy.models).toEqual(["claude-*"]);
+  });
+});
+
+describe("a run's pages", () => {
+  it("lists runs with filters and refuses a filter that is not valid", async () => {
+    const run = new TestRun(host);
+    run.start();
+    await ingest(host, [run.part()]);
+    const b = await signedIn();
+    expect((await b.page("/console/runs?status=live")).html).toContain(run.chain);
+    expect((await b.page("/console/runs?status=ended")).html).not.toContain(run.chain);
+    const bad = await b.fetch("/console/runs?status=bogus");
+    expect(bad.status).toBe(400);
+    expect(await bad.text()).toContain("These filters are not valid: status");
+  });
+
+  it("gives one coverage statement on the API and the page; exports only a run that ended", async () => {
+    const run = new TestRun(host, crypto.randomUUID(), "cursor");
+    run.start();
+    run.tool();
+    await ingest(host, [run.part()]);
+    const api = (await (await op(token, `/v1/runs/${run.chain}/coverage`)).json()) as {
+      statement: { harness_kind: string; model_calls: string };
+      text: string;
+    };
+    expect(api.statement.harness_kind).toBe("cursor");
+    expect(api.statement.model_calls).toContain("Spend is not metered");
+    expect(api.text).toContain("Cursor's model calls");
+    const b = await signedIn();
+    const page = (await b.page(`/console/runs/${run.chain}/coverage`)).html;
+    expect(page).toContain("Spend is not metered for this run.");
+    expect(page).toContain("unobserved_tail");
+
+    const live = await b.fetch(`/console/runs/${run.chain}/export`);
+    expect(live.status).toBe(409);
+    expect(await live.text()).toContain("The run is live: it can be exported once it ends or is sealed.");
+    run.stop();
+    run.lock(true);
+    await ingest(host, [run.part(run.frames.slice(2), run.locks)]);
+    const done = await b.fetch(`/console/runs/${run.chain}/export`);
+    expect(done.status).toBe(200);
+    expect(done.headers.get("content-disposition")).toBe(`attachment; filename="${run.chain}.oxagen.jsonl"`);
+    expect((await done.text()).length).toBeGreaterThan(100);
+    const runPage = (await b.page(`/console/runs/${run.chain}`)).html;
+    expect(runPage).toMatch(/oxagen verify run_[0-9a-f]{32}\.oxagen\.jsonl --server-key [0-9a-f]{64}/);
+  });
+
+  it("answers 404 for another workspace's run and for a body no frame names", async () => {
+    const { token: theirs } = await seedWorkspace();
+    const run = new TestRun(host);
+    run.start();
+    await ingest(host, [run.part()]);
+    const b = await signedIn(theirs);
+    expect((await b.fetch(`/console/runs/${run.chain}`)).status).toBe(404);
+    const mine = await signedIn();
+    expect((await mine.fetch(`/console/runs/${run.chain}/frames/0/bodies/0`)).status).toBe(404);
+    expect((await mine.fetch("/console/nowhere")).status).toBe(404);
+  });
+});
+
+describe("the spend page", () => {
+  it("sums the runs' own spend by day, by agent and by computer over the last 30 days", async () => {
+    const day = 24 * 60 * 60_000;
+    const now = Date.now();
+    const spends = [1_500_000, 250_000, 0, 9_000_000];
+    const at = [now - day, now - day, now - 2 * day, now - 40 * day];
+    await seedRuns(host, [0x5e0, 0x5e1, 0x5e2, 0x5e3], (i) => ({
+      agent: "spend-bot",
+      spendMicrousd: spends[i - 0x5e0]!,
+      lastFrameMs: at[i - 0x5e0]!,
+    }));
+    const b = await signedIn();
+    const { res, html } = await b.page("/console/spend");
+    expect(res.status).toBe(200);
+    const row = (key: string) => new RegExp(`<th scope="row" class="mono">${key}</th><td>(\\d+)</td><td>([^<]+)</td>`).exec(html)?.slice(1);
+    expect(row("spend-bot")).toEqual(["3", "$1.75"]);
+    expect(row(new Date(now - day).toISOString().slice(0, 10))).toEqual(["2", "$1.75"]);
+    expect(row(new Date(now - 2 * day).toISOString().slice(0, 10))).toEqual(["1", "$0.00"]);
+    expect(row(host.id)).toEqual(["3", "$1.75"]);
+    expect(html).not.toContain("$10.75");
+  });
+});

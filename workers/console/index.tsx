@@ -1,0 +1,276 @@
+/** @jsxImportSource hono/jsx */
+import { eq } from "drizzle-orm";
+import { type Context, Hono } from "hono";
+import { getCookie } from "hono/cookie";
+import { HTTPException } from "hono/http-exception";
+import { BUNDLE_V2_PAYLOAD_TYPE, bytesToHex } from "../../protocol/index.ts";
+import { db, schema } from "../db/client.ts";
+import { AppError } from "../errors.ts";
+import { signingKey } from "../keys.ts";
+import { runCoverage } from "../lib/coverage.ts";
+import { signedPolicy } from "../lib/policy-store.ts";
+import { spendSince } from "../lib/spend.ts";
+import { exportFileName, exportRun, ownRun, pauseRun, resumeRun, runDetail, sealRun } from "../lib/runs.ts";
+import { EnrollmentTtlMinutes, mintEnrollmentToken } from "../lib/tokens.ts";
+import { agentsOf, hostView, ownHost, setSuspended } from "../routes/hosts.ts";
+import { policyEdit, policyPage } from "./policy.tsx";
+import type { PageContext } from "./layout.tsx";
+import { AgentsPage } from "./pages/agents.tsx";
+import { ComputersPage } from "./pages/computers.tsx";
+import { CoveragePage } from "./pages/coverage.tsx";
+import { BodyPage, RunPage } from "./pages/run.tsx";
+import { ErrorPage, SignInPage } from "./pages/signin.tsx";
+import { SpendPage } from "./pages/spend.tsx";
+import { runsPage } from "./runs-page.tsx";
+import {
+  type ConsoleEnv,
+  consoleSession,
+  dropCookie,
+  formOf,
+  preCookie,
+  requireCsrf,
+  SIGN_IN,
+  SIGN_OUT,
+  SIGNED_OUT,
+  SignedOut,
+  sessionCookie,
+  signIn,
+  signInCsrf,
+  signInUrl,
+  signOut,
+} from "./session.ts";
+import { STYLE } from "./style.ts";
+
+/** No script, no inline style, no frames, forms only to this origin. */
+export const CSP = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+const RUN_ID = "run_[0-9a-f]{32}";
+const TIMELINE_PAGE = 200;
+const BODY_SHOWN_BYTES = 256 * 1024;
+
+const pageCtx = (c: Context<ConsoleEnv>): PageContext => ({
+  workspaceId: c.var.workspaceId,
+  tokenId: c.var.tokenId,
+  scope: c.var.scope,
+  csrf: c.var.csrf,
+});
+
+/** The form of a state-changing request, its CSRF token checked against the session's. */
+function checkedForm(c: Context<ConsoleEnv>): URLSearchParams {
+  const form = formOf(c);
+  requireCsrf(c, form, c.var.csrf);
+  return form;
+}
+
+/**
+ * The operator console: server-rendered pages under /console, signed in with a session cookie.
+ * Every page reads the same shared functions the API routes do (workers/lib, routes/hosts.ts).
+ */
+export const consoleApp = new Hono<ConsoleEnv>()
+  .use("/console", headers)
+  .use("/console/*", headers)
+  .get("/", (c) => c.redirect("/console", 302))
+  .get("/console/style.css", (c) => {
+    c.header("Cache-Control", "public, max-age=300");
+    return c.body(STYLE, 200, { "Content-Type": "text/css; charset=utf-8" });
+  })
+  .get(SIGN_IN, (c) => {
+    const why = c.req.query("why") ?? "none";
+    const notice = Object.hasOwn(SIGNED_OUT, why) ? SIGNED_OUT[why as keyof typeof SIGNED_OUT] : "";
+    return c.html(<SignInPage csrf={signInCsrf(c)} notice={notice} error={null} />);
+  })
+  .post(SIGN_IN, async (c) => {
+    const form = formOf(c);
+    requireCsrf(c, form, getCookie(c, preCookie(c)) ?? "");
+    try {
+      await signIn(c, (form.get("token") ?? "").trim());
+    } catch (err) {
+      if (!(err instanceof AppError) || err.status !== 401) throw err;
+      return c.html(<SignInPage csrf={signInCsrf(c)} notice="" error={err.message} />, 401);
+    }
+    return c.redirect("/console", 303);
+  })
+  .use("/console", consoleSession)
+  .use("/console/*", consoleSession)
+  .post(SIGN_OUT, async (c) => {
+    checkedForm(c);
+    await signOut(c);
+    return c.redirect(signInUrl("signed_out"), 303);
+  })
+  .get("/console", async (c) => {
+    const rows = await db(c.env).select().from(schema.hosts).where(eq(schema.hosts.workspaceId, c.var.workspaceId)).all();
+    const now = Date.now();
+    const hosts = await Promise.all(rows.map(async (h) => ({ host: hostView(h), agents: await agentsOf(c.env, h, now) })));
+    return c.html(<AgentsPage ctx={pageCtx(c)} hosts={hosts} />);
+  })
+  .get("/console/runs", async (c) => {
+    const { status, page } = await runsPage(c.env, c.var.workspaceId, pageCtx(c), c.req.query());
+    return c.html(page, status);
+  })
+  .get(`/console/runs/:id{${RUN_ID}}`, async (c) => {
+    const row = await ownRun(c.env, c.var.workspaceId, c.req.param("id"));
+    const from = Math.max(0, Number.parseInt(c.req.query("from") ?? "0", 10) || 0);
+    const [detail, frames, key] = await Promise.all([
+      runDetail(c.env, row),
+      c.env.CHAINS.get(c.env.CHAINS.idFromName(row.id)).frames(from, TIMELINE_PAGE),
+      signingKey(c.env),
+    ]);
+    const done = c.req.query("done");
+    const notice =
+      done === "paused"
+        ? "Paused: the run's next hook is refused."
+        : done === "resumed"
+          ? "Resumed."
+          : done === "sealed"
+            ? "Sealed: the record is locked with the server's key and the agent stopped."
+            : null;
+    return c.html(
+      <RunPage
+        ctx={pageCtx(c)}
+        run={row}
+        paused={detail.paused}
+        heldFrames={detail.heldFrames}
+        gaps={detail.gaps}
+        frames={frames.frames}
+        from={from}
+        next={frames.next}
+        serverKey={{ keyId: key.keyId, pub: bytesToHex(key.pub) }}
+        notice={notice}
+      />,
+    );
+  })
+  .get(`/console/runs/:id{${RUN_ID}}/coverage`, async (c) => {
+    const row = await ownRun(c.env, c.var.workspaceId, c.req.param("id"));
+    const { statement } = runCoverage(await runDetail(c.env, row));
+    return c.html(<CoveragePage ctx={pageCtx(c)} run={row.id} statement={statement} />);
+  })
+  .get(`/console/runs/:id{${RUN_ID}}/frames/:seq{[0-9]{1,15}}/bodies/:i{[0-9]{1,2}}`, async (c) => {
+    const row = await ownRun(c.env, c.var.workspaceId, c.req.param("id"));
+    const seq = Number(c.req.param("seq"));
+    const page = await c.env.CHAINS.get(c.env.CHAINS.idFromName(row.id)).frames(seq, 1);
+    const frame = page.frames[0];
+    const ref = frame?.seq === seq ? bodyRef(frame.payload, Number(c.req.param("i"))) : null;
+    if (!ref) throw new AppError(404, "not_found", "No such body: the frame names no body at that place.");
+    let text: string | null = null;
+    let why: string | null = null;
+    let truncated = false;
+    if (!ref.kept)
+      why = `Not kept: ${ref.why === "over_limit" ? "over the 1 MiB limit" : ref.why === "digest_only" ? "the workspace keeps digests only" : "the workspace's retention does not keep this role"}.`;
+    else {
+      const obj = await c.env.BODIES.get(`bodies/${c.var.workspaceId}/${ref.sha256}`, { range: { offset: 0, length: BODY_SHOWN_BYTES } });
+      if (!obj) why = "The computer kept this body, but the server has not received it (see the run's missing_bodies gap, if it ended).";
+      else {
+        text = new TextDecoder().decode(await obj.arrayBuffer());
+        truncated = obj.size > BODY_SHOWN_BYTES;
+      }
+    }
+    return c.html(
+      <BodyPage
+        ctx={pageCtx(c)}
+        run={row.id}
+        seq={seq}
+        role={ref.role}
+        sha256={ref.sha256}
+        size={ref.size}
+        text={text}
+        why={why}
+        truncated={truncated}
+      />,
+    );
+  })
+  .get(`/console/runs/:id{${RUN_ID}}/export`, async (c) => {
+    const row = await ownRun(c.env, c.var.workspaceId, c.req.param("id"));
+    const stream = await exportRun(c.env, row);
+    c.header("Content-Disposition", `attachment; filename="${exportFileName(row.id)}"`);
+    return c.body(stream, 200, { "Content-Type": BUNDLE_V2_PAYLOAD_TYPE });
+  })
+  .post(`/console/runs/:id{${RUN_ID}}/:action{pause|resume|seal}`, async (c) => {
+    checkedForm(c);
+    const row = await ownRun(c.env, c.var.workspaceId, c.req.param("id"));
+    const action = c.req.param("action");
+    if (action === "pause") await pauseRun(c.env, row);
+    else if (action === "resume") await resumeRun(c.env, row);
+    else await sealRun(c.env, row);
+    const done = action === "pause" ? "paused" : action === "resume" ? "resumed" : "sealed";
+    return c.redirect(`/console/runs/${row.id}?done=${done}`, 303);
+  })
+  .get("/console/computers", async (c) => c.html(await computersPage(c, null, null)))
+  .post("/console/computers/enrollment-tokens", async (c) => {
+    const form = checkedForm(c);
+    const ttl = EnrollmentTtlMinutes.safeParse(Number(form.get("ttl_minutes")));
+    if (!ttl.success) return c.html(await computersPage(c, null, "Give the token a life of 1 to 10,080 minutes (a week)."), 400);
+    const minted = await mintEnrollmentToken(c.env, c.var.workspaceId, c.var.tokenId, ttl.data);
+    return c.html(await computersPage(c, minted, null), 201);
+  })
+  .post("/console/computers/:id/:action{suspend|resume}", async (c) => {
+    const form = checkedForm(c);
+    const host = await ownHost(c.env, c.var.workspaceId, c.req.param("id"));
+    await setSuspended(c.env, host, c.req.param("action") === "suspend");
+    return c.redirect(form.get("back") === "agents" ? "/console" : "/console/computers", 303);
+  })
+  .get("/console/spend", async (c) => {
+    const days = 30;
+    const [spend, { policy }] = await Promise.all([
+      spendSince(c.env, c.var.workspaceId, Date.now() - days * 24 * 60 * 60_000),
+      signedPolicy(c.env, c.var.workspaceId),
+    ]);
+    return c.html(<SpendPage ctx={pageCtx(c)} days={days} spend={spend} budgets={policy.budgets} />);
+  })
+  .get("/console/policy", async (c) => c.html(await policyPage(c.env, pageCtx(c))))
+  .post("/console/policy", async (c) => {
+    const form = checkedForm(c);
+    const { status, page } = await policyEdit(c.env, pageCtx(c), form);
+    return c.html(page, status);
+  })
+  .all("/console/*", () => {
+    throw new AppError(404, "not_found", "No such page.");
+  });
+
+consoleApp.onError((err, c) => {
+  if (err instanceof SignedOut) {
+    dropCookie(c, sessionCookie(c));
+    return c.redirect(signInUrl(err.why), 303);
+  }
+  const signedIn = c.get("tokenId") !== undefined;
+  if (err instanceof AppError) {
+    if (err.status >= 500) console.error("console error", err.code, err.cause ?? err);
+    return c.html(<ErrorPage status={err.status} message={err.message} signedIn={signedIn} />, err.status);
+  }
+  if (err instanceof HTTPException)
+    return c.html(<ErrorPage status={err.status} message={err.message || "Request refused."} signedIn={signedIn} />, err.status);
+  console.error("console unhandled error", err);
+  return c.html(<ErrorPage status={500} message="Something went wrong on the server." signedIn={signedIn} />, 500);
+});
+
+async function headers(c: Context, next: () => Promise<void>) {
+  await next();
+  c.header("Content-Security-Policy", CSP);
+  c.header("X-Content-Type-Options", "nosniff");
+  // same-origin, not no-referrer: under no-referrer a browser sends `Origin: null` with a form POST.
+  c.header("Referrer-Policy", "same-origin");
+  c.header("X-Frame-Options", "DENY");
+  if (!c.res.headers.has("Cache-Control")) c.header("Cache-Control", "no-store");
+}
+
+function bodyRef(payload: string, i: number): { role: string; sha256: string; size: number; kept: boolean; why?: string } | null {
+  try {
+    const refs = (JSON.parse(payload) as { bodies?: unknown }).bodies;
+    const ref = Array.isArray(refs) ? (refs[i] as { role: string; sha256: string; size: number; kept: boolean; why?: string }) : undefined;
+    return ref && typeof ref.sha256 === "string" && /^[0-9a-f]{64}$/.test(ref.sha256) ? ref : null;
+  } catch {
+    return null;
+  }
+}
+
+async function computersPage(c: Context<ConsoleEnv>, minted: { token: string; expires_ms: number } | null, error: string | null) {
+  const rows = await db(c.env).select().from(schema.hosts).where(eq(schema.hosts.workspaceId, c.var.workspaceId)).all();
+  return (
+    <ComputersPage
+      ctx={pageCtx(c)}
+      hosts={rows.map(hostView)}
+      server={new URL(c.req.url).origin}
+      workspace={c.var.workspaceId}
+      minted={minted}
+      error={error}
+    />
+  );
+}

@@ -1,0 +1,104 @@
+/** @jsxImportSource hono/jsx */
+import { Action, Layout, type PageContext, State, When, Head } from "../layout.tsx";
+
+type AgentView = {
+  host_id: string;
+  name: string;
+  kind: string;
+  health: string;
+  reason: string;
+  last_seen_ms: number | null;
+  last_delivered_ms: number | null;
+  pending_since_ms: number | null;
+};
+type HostView = { id: string; hostname: string; status: string; last_seen_ms: number | null };
+
+/** The Wrapped agents panel: every harness and custom agent per computer, with its health and why. */
+export function AgentsPage(props: { ctx: PageContext; hosts: { host: HostView; agents: AgentView[] }[] }) {
+  const all = props.hosts.flatMap((h) => h.agents);
+  const counts = new Map<string, number>();
+  for (const a of all) counts.set(a.health, (counts.get(a.health) ?? 0) + 1);
+  return (
+    <Layout title="Wrapped agents" here="/console" ctx={props.ctx}>
+      <h1>Wrapped agents</h1>
+      <p class="muted">
+        Every harness and custom agent on every enrolled computer, with its health as the server sees it. Pausing an agent comes with live
+        policy push (not in this console yet); a run can be paused from its page, a computer suspended here.
+      </p>
+      {all.length === 0 ? (
+        <p class="notice">No computer is enrolled yet. Mint an enrollment token on the Computers page.</p>
+      ) : (
+        <p>
+          Across the workspace:{" "}
+          {[...counts].map(([state, n], i) => (
+            <>
+              {i > 0 ? ", " : ""}
+              {n} <State value={state} />
+            </>
+          ))}
+        </p>
+      )}
+      {props.hosts.map(({ host, agents }) => (
+        <section aria-labelledby={`host-${host.id}`}>
+          <h2 id={`host-${host.id}`}>
+            {host.hostname} <code class="muted">{host.id}</code> <State value={host.status} />
+          </h2>
+          <p class="muted">
+            last seen <When ms={host.last_seen_ms} />{" "}
+            {host.status === "active" ? (
+              <Action
+                action={`/console/computers/${host.id}/suspend`}
+                csrf={props.ctx.csrf}
+                label="Suspend this computer"
+                name={`Suspend ${host.hostname} (${host.id})`}
+                hidden={{ back: "agents" }}
+                danger
+              />
+            ) : host.status === "suspended" ? (
+              <Action
+                action={`/console/computers/${host.id}/resume`}
+                csrf={props.ctx.csrf}
+                label="Resume this computer"
+                name={`Resume ${host.hostname} (${host.id})`}
+                hidden={{ back: "agents" }}
+              />
+            ) : null}
+          </p>
+          <table>
+            <caption class="muted">Agents on {host.hostname}</caption>
+            <Head cols={["Agent", "Kind", "Health", "Why", "Last seen", "Last delivered", "Pending since", "Runs"]} />
+            <tbody>
+              {agents.map((a) => (
+                <tr>
+                  <th scope="row">{a.name}</th>
+                  <td>{a.kind}</td>
+                  <td>
+                    <State value={a.health} />
+                  </td>
+                  <td>{a.reason}</td>
+                  <td>
+                    <When ms={a.last_seen_ms} />
+                  </td>
+                  <td>
+                    <When ms={a.last_delivered_ms} />
+                  </td>
+                  <td>
+                    <When ms={a.pending_since_ms} />
+                  </td>
+                  <td>
+                    <a
+                      href={`/console/runs?${new URLSearchParams({ host: host.id, agent: a.name })}`}
+                      aria-label={`Runs of ${a.name} on ${host.hostname}`}
+                    >
+                      runs
+                    </a>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </section>
+      ))}
+    </Layout>
+  );
+}

@@ -1,0 +1,42 @@
+import { eq } from "drizzle-orm";
+import type { z } from "zod";
+import { Policy } from "../../protocol/index.ts";
+import { db, schema } from "../db/client.ts";
+import { notFound } from "../errors.ts";
+import { parseRoles, signedPolicy, updatePolicy } from "./policy-store.ts";
+
+/** What an operator may set of a policy; the server owns the rest (workspace, host, issue time, paused runs, suspended hosts). */
+export const PolicyInput = Policy.omit({ v: true, workspace: true, host: true, issued_ms: true, paused_runs: true, suspended_hosts: true });
+/** One of {@link PolicyInput}. */
+export type PolicyInput = z.output<typeof PolicyInput>;
+
+type WorkspaceRow = typeof schema.workspaces.$inferSelect;
+
+/** The caller's own workspace, or 404 for any other id. */
+export async function ownWorkspace(env: Env, workspaceId: string, id: string): Promise<WorkspaceRow> {
+  if (id !== workspaceId) throw notFound("workspace");
+  const ws = await db(env).select().from(schema.workspaces).where(eq(schema.workspaces.id, id)).get();
+  if (!ws) throw notFound("workspace");
+  return ws;
+}
+
+/** A workspace as the operator API shows it. */
+export function workspaceView(ws: WorkspaceRow) {
+  return {
+    id: ws.id,
+    name: ws.name,
+    mode: ws.mode,
+    retention: { mode: ws.retentionMode, keep: parseRoles(ws.retentionKeep) },
+    created_ms: ws.createdMs,
+  };
+}
+
+/** Replaces the workspace's clauses, mode and retention; its row follows the policy. Answers the signed policy. */
+export async function replacePolicy(env: Env, workspaceId: string, input: PolicyInput) {
+  await updatePolicy(env, workspaceId, (p) => ({ ...p, ...input }));
+  await db(env)
+    .update(schema.workspaces)
+    .set({ mode: input.mode, retentionMode: input.retention.mode, retentionKeep: JSON.stringify(input.retention.keep) })
+    .where(eq(schema.workspaces.id, workspaceId));
+  return signedPolicy(env, workspaceId);
+}
