@@ -1,6 +1,7 @@
 import Anthropic from "@anthropic-ai/sdk";
 import OpenAI from "openai";
-import { existsSync, readFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { request } from "node:http";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -561,6 +562,63 @@ describe("gateway: what it accepts and where it records", () => {
     const bodies = d.llm()[0]!.bodies as Json[];
     expect(bodies.map((b) => b.why)).toEqual(["digest_only", "digest_only"]);
     for (const b of bodies) expect(existsSync(join(d.r.dir, "journal", "bodies", b.sha256))).toBe(false);
+  });
+});
+
+const FIX = join(import.meta.dirname, "../fixtures/transcripts");
+
+describe("gateway: one record per model call beside the transcript and rollout readers", () => {
+  it("Claude Code: the transcript's response the gateway carried is not recorded again; the others are", async () => {
+    const g = await gateway(() => ({
+      headers: SSE_HEADERS,
+      chunks: anthropicStream({ id: "msg_A", model: MODEL, text: "x", start: START, deltas: [{ output_tokens: 5 }] }),
+    }));
+    const dir = mkdtempSync(join(tmpdir(), "cc-gw-"));
+    const transcript = join(dir, `${SESSION}.jsonl`);
+    copyFileSync(join(FIX, "claude-session.jsonl"), transcript);
+    const base = { session_id: SESSION, transcript_path: transcript, cwd: dir };
+    g.r.event("claude-code", { ...base, hook_event_name: "SessionStart", source: "startup" });
+    await anthropic(g)
+      .messages.stream({ model: MODEL, max_tokens: 8, messages: [{ role: "user", content: "hi" }] })
+      .finalMessage();
+    g.r.event("claude-code", { ...base, hook_event_name: "Stop", last_assistant_message: "done" });
+    g.r.event("claude-code", { ...base, hook_event_name: "SessionEnd", reason: "other" });
+    const calls = g.llm();
+    expect(calls.map((c) => [c.message_id, c.path]).sort()).toEqual([
+      ["msg_A", "gateway"],
+      ["msg_B", "transcript"],
+      ["msg_C", "transcript"],
+      ["msg_S1", "transcript"],
+      ["msg_S2", "transcript"],
+    ]);
+    expect(verifyChain(CLAUDE, g.r.frames(CLAUDE)).problems).toEqual([]);
+  });
+
+  it("Codex: the rollout's response id (token_usage_record) names the call the gateway carried; only the other is read from the rollout", async () => {
+    const sid = "01a22e25-cee7-78a2-a314-a909cfe9f130";
+    const g = await gateway(() => ({
+      headers: SSE_HEADERS,
+      chunks: responsesStream({ id: "resp_vendor_8", model: "gpt-5", text: "x", usage: { input_tokens: 3800, output_tokens: 96 } }),
+    }));
+    const dir = mkdtempSync(join(tmpdir(), "cx-gw-"));
+    const name = readdirSync(join(FIX, "codex-0.169-denied")).find((f) => f.startsWith("rollout-"))!;
+    const rollout = join(dir, name);
+    copyFileSync(join(FIX, "codex-0.169-denied", name), rollout);
+    const base = { session_id: sid, transcript_path: rollout, cwd: dir, model: "gpt-5" };
+    g.r.event("codex", { ...base, hook_event_name: "SessionStart", source: "startup" });
+    const headers = {
+      "session-id": sid,
+      "x-codex-turn-metadata": JSON.stringify({ session_id: sid, turn_id: "t1" }),
+      originator: "codex_exec",
+    };
+    for await (const _ of await openai(g, headers).responses.create({ model: "gpt-5", input: "x", stream: true })) {
+    }
+    g.r.event("codex", { ...base, hook_event_name: "SessionEnd", reason: "exit" });
+    const chain = runIdFor(HOST_ID, "codex", sid);
+    expect(g.llm(chain).map((c) => [c.message_id, c.path])).toEqual([
+      ["resp_vendor_8", "gateway"],
+      ["resp_vendor_9", "transcript"],
+    ]);
   });
 });
 
