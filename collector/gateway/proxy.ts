@@ -68,7 +68,7 @@ const HOP = new Set([
   "upgrade",
 ]);
 
-const agents = { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) };
+const agents = { http: new HttpAgent({ keepAlive: true, noDelay: true }), https: new HttpsAgent({ keepAlive: true, noDelay: true }) };
 
 function forwardHeaders(h: IncomingMessage["headers"], host: string, length: number | null): OutgoingHttpHeaders {
   const out: OutgoingHttpHeaders = {};

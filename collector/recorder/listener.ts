@@ -204,6 +204,8 @@ export function listenLoopback(port: number, handle: (req: IncomingMessage, res:
       return;
     }
     track(sockets, socket);
+    // Small writes (a stream's events) go out at once, not after the peer's delayed ACK.
+    socket.setNoDelay(true);
     http.emit("connection", socket);
   });
   return new Promise((resolve, reject) => {

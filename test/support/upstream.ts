@@ -28,7 +28,7 @@ export interface Scripted {
 export interface Upstream {
   url: string;
   seen: UpstreamRequest[];
-  /** Connections the client closed (the upstream never closes one itself). */
+  /** Connections the client closed (the upstream never closes one itself before `close`). */
   connectionsClosed: number;
   /** Every byte the upstream sent for each request, in order. */
   sent: Buffer[];
@@ -59,8 +59,6 @@ export async function startUpstream(script: (req: UpstreamRequest) => Scripted):
         up.sent[index] = Buffer.concat(sent);
         res.write(b);
       };
-      // A keep-alive connection closes only when its client closes it (the gateway, when its own client left).
-      req.socket.once("close", () => up.connectionsClosed++);
       res.writeHead(s.status ?? 200, s.headers ?? { "content-type": "application/json" });
       for (const c of s.chunks) write(c);
       if (s.later) {
@@ -75,7 +73,11 @@ export async function startUpstream(script: (req: UpstreamRequest) => Scripted):
   });
   server.on("connection", (s) => {
     sockets.add(s);
-    s.on("close", () => sockets.delete(s));
+    // A keep-alive connection closes only when its client closes it (the gateway, when its own client left).
+    s.on("close", () => {
+      sockets.delete(s);
+      up.connectionsClosed++;
+    });
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   up.url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
