@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders } from "node:http";
 import { AgentName, RESERVED_AGENT_NAMES } from "../../protocol/index.ts";
+import { HOOK_SECRET_HEADER } from "../recorder/listener.ts";
 import { obj, parseObject, str } from "../recorder/sources/lines.ts";
 import { AnthropicMeter, ChatMeter, type Meter, ResponsesMeter } from "./usage.ts";
 
@@ -88,13 +89,21 @@ export function sessionOfHeaders(h: IncomingHttpHeaders): { harness: string; age
   return null;
 }
 
-/** Headers that name the session to the gateway only: not forwarded. */
-export const GATEWAY_HEADERS = ["x-oxagen-agent", "x-oxagen-session-id"];
+/** Headers for the gateway only (the session, the enrollment's secret): never forwarded. */
+export const GATEWAY_HEADERS = ["x-oxagen-agent", "x-oxagen-session-id", HOOK_SECRET_HEADER];
 
 /** The error body and status a vendor answers with, so the harness shows the reason as it shows the vendor's own. */
-export function vendorError(vendor: Vendor, status: number, kind: "refused" | "not_found" | "upstream", message: string, code: string) {
+export function vendorError(
+  vendor: Vendor,
+  status: number,
+  kind: "refused" | "not_found" | "upstream" | "unauthorized",
+  message: string,
+  code: string,
+) {
   if (vendor === "anthropic") {
-    const type = kind === "refused" ? "permission_error" : kind === "not_found" ? "not_found_error" : "api_error";
+    const type = { refused: "permission_error", not_found: "not_found_error", upstream: "api_error", unauthorized: "authentication_error" }[
+      kind
+    ];
     return { status, body: { type: "error", error: { type, message } } };
   }
   const type = kind === "upstream" ? "server_error" : "invalid_request_error";

@@ -18,8 +18,9 @@ export function upstreamOf(recorder: Recorder, vendor: Vendor): URL {
 }
 
 /** The gateway's view of the recorder: its policy, its chains, its one append path. */
-export function recorderSink(recorder: Recorder, later?: LaterCheck): GatewaySink {
+export function recorderSink(recorder: Recorder, secret: () => string | null, later?: LaterCheck): GatewaySink {
   return {
+    secret,
     runId: (session) => recorder.gatewayRun(session),
     decide: (call) => decideModelCall(call, { hostId: recorder.host.host_id, policy: recorder.policy }, later),
     record: (session, steps, t, id) => {
@@ -38,7 +39,12 @@ export interface Gateway {
 }
 
 /** Starts the loopback model gateway on the enrollment's gateway port (docs/collector.md, "The gateway"). */
-export async function startGateway(host: HostConfig, recorder: Recorder, stats: GatewayStats = emptyStats()): Promise<Gateway> {
-  const listening = await listenLoopback(host.ports.gateway, gatewayHandler(host.ports.gateway, recorderSink(recorder), stats));
+export async function startGateway(
+  host: HostConfig,
+  recorder: Recorder,
+  secret: () => string | null,
+  stats: GatewayStats = emptyStats(),
+): Promise<Gateway> {
+  const listening = await listenLoopback(host.ports.gateway, gatewayHandler(host.ports.gateway, recorderSink(recorder, secret), stats));
   return { listening, stats };
 }

@@ -3,7 +3,7 @@ import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import { performance } from "node:perf_hooks";
 import type { Policy } from "../../protocol/index.ts";
 import type { ModelCall, ModelVerdict } from "../recorder/decide.ts";
-import { loopbackRequest } from "../recorder/listener.ts";
+import { HOOK_SECRET_HEADER, loopbackRequest, secretMatches } from "../recorder/listener.ts";
 import type { Step } from "../recorder/mapper.ts";
 import { parseObject } from "../recorder/sources/lines.ts";
 import {
@@ -33,6 +33,8 @@ export interface GatewaySink {
   record(session: GatewaySession | null, steps: Step[], t: number, id: string | null): void;
   retention(): Policy["retention"] | null;
   upstream(vendor: Vendor): URL;
+  /** The enrollment's secret every call must carry (header x-oxagen-hook-secret); null for an enrollment without one. */
+  secret(): string | null;
   log(msg: string): void;
 }
 
@@ -130,6 +132,15 @@ export function gatewayHandler(port: number, sink: GatewaySink, stats: GatewaySt
     }
     const url = new URL(req.url ?? "/", "http://gateway");
     const method = req.method ?? "GET";
+    const secret = sink.secret();
+    if (secret !== null && !secretMatches(req.headers[HOOK_SECRET_HEADER], secret)) {
+      // Loopback is shared by every user of the computer: only this enrollment's harnesses may use it.
+      req.resume();
+      const message = `the Oxagen gateway takes calls from this enrollment's harnesses only (header ${HOOK_SECRET_HEADER}; tacho enroll --gateway writes it)`;
+      const e = vendorError(vendorOfPath(url.pathname, req.headers), 401, "unauthorized", message, "oxagen_unauthorized");
+      sendJson(res, e.status, e.body);
+      return;
+    }
     const session = sessionOfHeaders(req.headers);
     const route = routeOf(method, url.pathname);
     if (route === "refused") {

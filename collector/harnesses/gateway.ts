@@ -3,6 +3,7 @@ import { homedir } from "node:os";
 import { join } from "node:path";
 import { parse } from "smol-toml";
 import { ExitError } from "../lib/errors.ts";
+import { HOOK_SECRET_HEADER } from "../recorder/listener.ts";
 import type { HostConfig } from "../lib/state.ts";
 import { insertChild, memberIndex, removeChild } from "./json-edit.ts";
 import { type ConfigFile, readConfig, writeConfig } from "./settings.ts";
@@ -12,8 +13,8 @@ import type { JsonObject } from "./types.ts";
 
 /**
  * Pointing a harness's model calls at the gateway (`tacho enroll --gateway`). Claude Code: its
- * settings' `env.ANTHROPIC_BASE_URL`. Codex: a model provider in config.toml, chosen by
- * `model_provider`. Cursor's model calls go to Cursor's own servers and Stella documents no base
+ * settings' `env.ANTHROPIC_BASE_URL`, with the enrollment's secret in `env.ANTHROPIC_CUSTOM_HEADERS`.
+ * Codex: a model provider in config.toml (the secret in its `http_headers`), chosen by `model_provider`. Cursor's model calls go to Cursor's own servers and Stella documents no base
  * URL setting, so neither can be pointed at it. A setting of the user's own (a company proxy
  * already in ANTHROPIC_BASE_URL, another model_provider) is refused and left as it is: the
  * workspace policy's `upstreams` is where a proxy goes. Removing ours gives the file's bytes back.
@@ -32,6 +33,9 @@ export function gatewayHarnesses(harnesses: string[], already: string[], add: bo
   return harnesses.filter((h) => can(h) && (add || already.includes(h)));
 }
 
+/** What the settings are made from: the gateway's port and the enrollment's secret. */
+export type GatewayHost = Pick<HostConfig, "ports" | "hook_secret">;
+
 export function gatewayUrl(host: Pick<HostConfig, "ports">): string {
   return `http://127.0.0.1:${host.ports.gateway}`;
 }
@@ -45,29 +49,44 @@ export interface GatewayResult {
 
 const isObject = (v: unknown): v is JsonObject => v !== null && typeof v === "object" && !Array.isArray(v);
 
-function claudeText(file: ConfigFile, url: string | null): string | null {
+/** The settings Claude Code gets: its base URL, and the enrollment's secret as a header on every call. */
+function claudeWant(host: GatewayHost): Record<string, string> {
+  const want: Record<string, string> = { ANTHROPIC_BASE_URL: gatewayUrl(host) };
+  if (host.hook_secret) want.ANTHROPIC_CUSTOM_HEADERS = `${HOOK_SECRET_HEADER}: ${host.hook_secret}`;
+  return want;
+}
+
+const OURS: Record<string, RegExp> = {
+  ANTHROPIC_BASE_URL: /^http:\/\/127\.0\.0\.1:\d+$/,
+  ANTHROPIC_CUSTOM_HEADERS: new RegExp(`^${HOOK_SECRET_HEADER}: [0-9a-f]{64}$`),
+};
+
+function claudeText(file: ConfigFile, host: GatewayHost, on: boolean): string | null {
   const env = isObject(file.json.env) ? file.json.env : null;
-  const current = env?.ANTHROPIC_BASE_URL;
-  const ours = typeof current === "string" && /^http:\/\/127\.0\.0\.1:\d+$/.test(current);
-  if (current !== undefined && !ours)
-    throw new ExitError(
-      1,
-      `${file.path}: env.ANTHROPIC_BASE_URL is ${JSON.stringify(current)} already; tacho leaves it as it is. To send Claude Code's calls through the gateway, remove it and set the workspace policy's upstreams.anthropic to it (nothing was written)`,
-    );
-  if (url === null) {
-    if (current === undefined) return null;
-    let text = removeChild(file.text!, ["env"], memberIndex(file.text!, ["env"], "ANTHROPIC_BASE_URL"));
-    // The env object tacho added holds nothing else: it goes too.
-    if (Object.keys(env!).length === 1) text = removeChild(text, [], memberIndex(text, [], "env"));
-    return text;
+  if (file.json.env !== undefined && !env)
+    throw new ExitError(1, `${file.path}: "env" is not an object; fix it and run the command again (the file was left untouched)`);
+  for (const [key, ours] of Object.entries(OURS)) {
+    const current = env?.[key];
+    if (current !== undefined && !(typeof current === "string" && ours.test(current)))
+      throw new ExitError(
+        1,
+        `${file.path}: env.${key} is ${JSON.stringify(current)} already; tacho leaves it as it is. To send Claude Code's calls through the gateway, remove it${key === "ANTHROPIC_BASE_URL" ? " and set the workspace policy's upstreams.anthropic to it" : ""} (nothing was written)`,
+      );
   }
-  if (current === url) return null;
-  if (file.text === null) return `${JSON.stringify({ env: { ANTHROPIC_BASE_URL: url } }, null, 2)}\n`;
+  const want = on ? claudeWant(host) : {};
+  const keys = Object.keys(OURS);
+  if (keys.every((k) => env?.[k] === want[k])) return null;
+  if (file.text === null) return `${JSON.stringify({ env: want }, null, 2)}\n`;
   let text = file.text;
-  if (current !== undefined) text = removeChild(text, ["env"], memberIndex(text, ["env"], "ANTHROPIC_BASE_URL"));
-  if (file.json.env === undefined) return insertChild(text, [], -1, { ANTHROPIC_BASE_URL: url }, "env");
-  if (!env) throw new ExitError(1, `${file.path}: "env" is not an object; fix it and run the command again (the file was left untouched)`);
-  return insertChild(text, ["env"], -1, url, "ANTHROPIC_BASE_URL");
+  for (const k of keys) if (env?.[k] !== undefined) text = removeChild(text, ["env"], memberIndex(text, ["env"], k));
+  const others = Object.keys(env ?? {}).filter((k) => !keys.includes(k));
+  if (!on) {
+    // The env object tacho added holds nothing else: it goes too.
+    return env && others.length === 0 ? removeChild(text, [], memberIndex(text, [], "env")) : text;
+  }
+  if (!env) return insertChild(text, [], -1, want, "env");
+  for (const [k, v] of Object.entries(want)) text = insertChild(text, ["env"], -1, v, k);
+  return text;
 }
 
 const PROVIDER = "oxagen-gateway";
@@ -96,7 +115,8 @@ function cutBlock(text: string, begin: string, end: string): string {
   return text.slice(0, from) + text.slice(to);
 }
 
-function codexText(path: string, text: string | null, url: string | null): string | null {
+function codexText(path: string, text: string | null, host: GatewayHost, on: boolean): string | null {
+  const url = on ? gatewayUrl(host) : null;
   const before = text ?? "";
   const bare = cutBlock(cutBlock(before, TOP_BEGIN, TOP_END), TABLE_BEGIN, TABLE_END);
   const theirs = parseToml(path, bare) as { model_provider?: unknown; model_providers?: Record<string, unknown> };
@@ -120,6 +140,7 @@ function codexText(path: string, text: string | null, url: string | null): strin
       `base_url = ${JSON.stringify(`${url}/v1`)}`,
       `env_key = "OPENAI_API_KEY"`,
       `wire_api = "responses"`,
+      ...(host.hook_secret ? [`http_headers = { ${JSON.stringify(HOOK_SECRET_HEADER)} = ${JSON.stringify(host.hook_secret)} }`] : []),
       TABLE_END,
     ].join("\n");
     next = `${top}${bare === "" ? "" : bare.endsWith("\n") ? `${bare}\n` : `${bare}\n\n`}${table}\n`;
@@ -129,11 +150,10 @@ function codexText(path: string, text: string | null, url: string | null): strin
 }
 
 /** Points (`on`) or un-points the harness's model calls at the gateway; a harness it cannot point is skipped (see NOT_ROUTED). */
-export function routeHarness(host: Pick<HostConfig, "ports">, harness: string, on: boolean, write = true): GatewayResult | null {
-  const url = on ? gatewayUrl(host) : null;
+export function routeHarness(host: GatewayHost, harness: string, on: boolean, write = true): GatewayResult | null {
   if (harness === "claude-code") {
     const file = readConfig(claudeCode);
-    const text = claudeText(file, url);
+    const text = claudeText(file, host, on);
     return { harness, config: file.path, changed: write ? writeConfig(file, text) : text !== null };
   }
   if (harness === "codex") {
@@ -144,7 +164,7 @@ export function routeHarness(host: Pick<HostConfig, "ports">, harness: string, o
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw new ExitError(1, `cannot read ${path}: ${(err as Error).message}`);
     }
-    const next = codexText(path, text, url);
+    const next = codexText(path, text, host, on);
     const file: ConfigFile = { path, text, json: {}, format: "toml" };
     return { harness, config: path, changed: write ? writeConfig(file, next) : next !== null };
   }
@@ -152,13 +172,13 @@ export function routeHarness(host: Pick<HostConfig, "ports">, harness: string, o
 }
 
 /** Checks every harness's gateway setting can be written (or removed) before anything is: a refusal names the file. */
-export function checkRoutes(host: Pick<HostConfig, "ports">, on: string[], off: string[]): void {
+export function checkRoutes(host: GatewayHost, on: string[], off: string[]): void {
   for (const h of on) routeHarness(host, h, true, false);
   for (const h of off) routeHarness(host, h, false, false);
 }
 
 /** Whether a harness's configuration points its model calls at this enrollment's gateway (tacho status). */
-export function routedNow(host: HostConfig, harness: string): boolean {
+export function routedNow(host: GatewayHost, harness: string): boolean {
   try {
     return routeHarness(host, harness, true, false)?.changed === false;
   } catch {

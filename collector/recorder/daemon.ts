@@ -118,7 +118,7 @@ export async function startDaemon(host: HostConfig, log: (msg: string) => void):
   const bindGateway = async () => {
     if (gateway) return;
     try {
-      gateway = await startGateway(host, recorder, gatewayStats);
+      gateway = await startGateway(host, recorder, secret, gatewayStats);
       gatewayError = null;
       log(`model gateway on 127.0.0.1:${host.ports.gateway}`);
     } catch (err) {

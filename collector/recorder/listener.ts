@@ -174,7 +174,8 @@ function loopbackAuthority(value: string, port: number): boolean {
   );
 }
 
-function secretMatches(given: string | string[] | undefined, secret: string): boolean {
+/** Whether a request header carries the enrollment's secret (compared in constant time). */
+export function secretMatches(given: string | string[] | undefined, secret: string): boolean {
   if (typeof given !== "string") return false;
   const a = Buffer.from(given);
   const b = Buffer.from(secret);

@@ -68,6 +68,7 @@ function call(base: string, agent: Agent): Promise<{ total: number; ttfb: number
           "x-api-key": "sk-ant-bench",
           "anthropic-version": "2023-06-01",
           "x-claude-code-session-id": "bench-session",
+          "x-oxagen-hook-secret": home.secret,
         },
       },
       (res) => {

@@ -52,7 +52,12 @@ describe("enroll --gateway", () => {
     expect(r.stdout).toContain(`claude-code: model calls through the gateway (127.0.0.1:${gatewayPort})`);
     expect(r.stdout).toContain("cursor: model calls not through the gateway: Cursor's model calls go to Cursor's servers");
     const settings = JSON.parse(readFileSync(claude, "utf8")) as Json;
-    expect(settings.env).toEqual({ A: "1", ANTHROPIC_BASE_URL: `http://127.0.0.1:${gatewayPort}` });
+    const secret = (JSON.parse(readFileSync(join(env.OXAGEN_HOME!, "host.json"), "utf8")) as Json).hook_secret as string;
+    expect(settings.env).toEqual({
+      A: "1",
+      ANTHROPIC_BASE_URL: `http://127.0.0.1:${gatewayPort}`,
+      ANTHROPIC_CUSTOM_HEADERS: `x-oxagen-hook-secret: ${secret}`,
+    });
     expect(settings.model).toBe("opus");
     const toml = parse(readFileSync(codex, "utf8")) as Json;
     expect(toml.model_provider).toBe("oxagen-gateway");
@@ -61,6 +66,7 @@ describe("enroll --gateway", () => {
       base_url: `http://127.0.0.1:${gatewayPort}/v1`,
       env_key: "OPENAI_API_KEY",
       wire_api: "responses",
+      http_headers: { "x-oxagen-hook-secret": secret },
     });
     expect(toml.profiles).toEqual({ fast: { model: "gpt-5-mini" } });
     const host = JSON.parse(readFileSync(join(env.OXAGEN_HOME!, "host.json"), "utf8")) as Json;

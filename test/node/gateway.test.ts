@@ -41,13 +41,18 @@ afterEach(async () => {
   for (const g of open.splice(0)) await g.close();
 });
 
-async function gateway(script: (req: UpstreamRequest) => Scripted, policy?: Partial<Policy>, upstreamUrl?: string): Promise<GatewayRig> {
+async function gateway(
+  script: (req: UpstreamRequest) => Scripted,
+  policy?: Partial<Policy>,
+  upstreamUrl?: string,
+  secret: string | null = null,
+): Promise<GatewayRig> {
   const r = rig();
   if (policy) r.recorder.policy = { policy: { ...defaultPolicy("ws_test", 1), ...policy }, etag: "etag-test" };
   const up = await startUpstream(script);
   const stats = emptyStats();
   const port = await freePort();
-  const sink = { ...recorderSink(r.recorder), upstream: () => new URL(upstreamUrl ?? up.url) };
+  const sink = { ...recorderSink(r.recorder, () => secret), upstream: () => new URL(upstreamUrl ?? up.url) };
   const listening = await listenLoopback(port, gatewayHandler(port, sink, stats));
   const g: GatewayRig = {
     r,
@@ -489,6 +494,38 @@ describe("gateway: what it accepts and where it records", () => {
     const local = await raw(g.url, "/v1/messages", { model: MODEL }, { origin: `http://localhost:${g.port}` });
     expect(local.status).toBe(200);
     expect(g.up.seen).toHaveLength(1);
+  });
+
+  it("with the enrollment's secret set, a call without it (another user's process on this computer) is refused 401 and not recorded; the secret never goes upstream", async () => {
+    const secret = "ab".repeat(32);
+    const g = await gateway(
+      () => ({ chunks: [anthropicMessage({ id: "msg_sec1", model: MODEL, text: "", usage: { input_tokens: 1, output_tokens: 1 } })] }),
+      undefined,
+      undefined,
+      secret,
+    );
+    const hi = [{ role: "user" as const, content: "hi" }];
+    const wrong: Record<string, string>[] = [
+      { "x-claude-code-session-id": SESSION },
+      { "x-claude-code-session-id": SESSION, "x-oxagen-hook-secret": "cd".repeat(32) },
+    ];
+    for (const headers of wrong) {
+      const e = (await anthropic(g, headers)
+        .messages.create({ model: MODEL, max_tokens: 8, messages: hi })
+        .catch((x: unknown) => x)) as InstanceType<typeof Anthropic.APIError>;
+      expect(e).toBeInstanceOf(Anthropic.AuthenticationError);
+      expect(e.message).toContain("this enrollment's harnesses only");
+    }
+    expect(g.up.seen).toEqual([]);
+    expect(existsSync(join(g.r.dir, "journal", `${CLAUDE}.jsonl`))).toBe(false);
+    await anthropic(g, { "x-claude-code-session-id": SESSION, "x-oxagen-hook-secret": secret }).messages.create({
+      model: MODEL,
+      max_tokens: 8,
+      messages: hi,
+    });
+    expect(g.up.seen).toHaveLength(1);
+    expect(g.up.seen[0]!.headers["x-oxagen-hook-secret"]).toBeUndefined();
+    expect(g.llm()).toHaveLength(1);
   });
 
   it("an unknown POST is refused in the vendor's shape and recorded as not forwarded; a GET (the model list) is forwarded unmetered", async () => {
