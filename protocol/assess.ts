@@ -101,16 +101,24 @@ export interface AssessInput {
   gaps: readonly Pick<Gap, "kind">[];
   environment: z.infer<typeof Environment>;
   mode: "enforce" | "observe";
+  /**
+   * Whether one of the gateway's `llm_call` frames is under a lock of the computer. The server
+   * tells it for a live chain; omitted, every frame is (a bundle ends in its final lock).
+   */
+  gatewayLocked?: boolean;
 }
 
 /** The enforcement tier: how much of the run Oxagen could enforce. */
-export function enforcementTier({ facts, environment, mode }: AssessInput): Derived<Tier> {
+export function enforcementTier({ facts, environment, mode, gatewayLocked = true }: AssessInput): Derived<Tier> {
   if (environment === "contained") return { value: "contained", reason: "the run ran in an Oxagen sandbox" };
   if (mode === "observe")
     return { value: "observe", reason: "the workspace's policy was in observe mode: activity was recorded, not enforced" };
-  if (facts.llm_calls_gateway > 0) {
+  if (facts.llm_calls_gateway > 0 && gatewayLocked) {
     return { value: "gateway", reason: `the gateway carried ${facts.llm_calls_gateway} of the run's model calls` };
   }
+  const unlocked = facts.llm_calls_gateway > 0 ? "; the gateway's model calls are not yet under a lock of the computer" : "";
+  if (unlocked && facts.enforced_hook_decisions === 0)
+    return { value: "observe", reason: `no hook asked Oxagen for a decision${unlocked}` };
   if (facts.enforced_hook_decisions > 0) {
     return {
       value: "harness",

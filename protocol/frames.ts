@@ -150,6 +150,10 @@ export const PAYLOADS = {
     forwarded: z.literal(true),
     status: z.number().int().min(0).max(999).optional(),
     latency_ms: count.optional(),
+    /** Gateway only: milliseconds from the request's arrival to the vendor's first response byte. */
+    ttfb_ms: count.optional(),
+    /** Gateway only: the client went away before the response ended; `usage` is what the vendor reported until then. */
+    client_closed: z.literal(true).optional(),
     stream: z.boolean().optional(),
     usage: z.strictObject({
       input_tokens: count,

@@ -32,6 +32,19 @@ const decision = z.enum(["allow", "deny", "ask"]);
 export const DefaultToolDecision = z.enum(["allow", "deny", "ask", "none"]);
 const glob = z.string().min(1).max(256);
 
+/** An upstream base URL for the gateway: http or https, no credentials, query or fragment. */
+export const UpstreamUrl = z
+  .string()
+  .max(512)
+  .refine((text) => {
+    try {
+      const u = new URL(text);
+      return (u.protocol === "https:" || u.protocol === "http:") && !u.username && !u.password && !u.search && !u.hash;
+    } catch {
+      return false;
+    }
+  }, "an http(s) URL without credentials, query or fragment");
+
 /** One access clause for tools: the first clause that matches decides. */
 export const ToolClause = z.strictObject({
   id: z.string().min(1).max(64),
@@ -71,6 +84,11 @@ export const Policy = z.strictObject({
   /** Model name globs the gateway may forward; null allows every model. */
   models: z.array(glob).max(200).nullable(),
   budgets: z.array(BudgetClause).max(50),
+  /**
+   * Base URLs the collector's gateway forwards each vendor's model calls to instead of the vendor's
+   * own (a company proxy); absent, the vendor's own. The caller's credentials go there.
+   */
+  upstreams: z.strictObject({ anthropic: UpstreamUrl.optional(), openai: UpstreamUrl.optional() }).optional(),
   /** Runs an operator paused or sealed that may still be running on the host. */
   paused_runs: z.array(RunId).max(MAX_PAUSED_RUNS_PER_HOST),
   /** The host itself when it is suspended; otherwise empty. */

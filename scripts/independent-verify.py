@@ -440,7 +440,8 @@ KINDS = {
     "llm_call": (
         {"vendor": v_str, "model": v_str, "forwarded": v_true, "usage": V_USAGE},
         {
-            "status": v_int, "latency_ms": v_uint, "stream": v_bool, "cost_microusd": v_uint,
+            "status": v_int, "latency_ms": v_uint, "ttfb_ms": v_uint, "client_closed": v_true,
+            "stream": v_bool, "cost_microusd": v_uint,
             "request": v_h, "response": v_h, "message_id": v_str, "request_id": v_str,
         },
     ),

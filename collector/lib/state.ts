@@ -30,6 +30,8 @@ export const HostConfig = z.strictObject({
   /** The program every command hook runs (real paths of Node and tacho), as enroll wrote and ran it. */
   hook_command: z.string().min(1).optional(),
   enrolled_ms: z.number().int().nonnegative(),
+  /** Harnesses whose model calls `tacho enroll --gateway` pointed at the gateway (collector/harnesses/gateway.ts). */
+  gateway: z.array(z.string()).optional(),
   /**
    * The secret HTTP hooks carry (header `x-oxagen-hook-secret`) so the recorder takes them from
    * this enrollment's harness config only. Absent in host.json files written before it existed:

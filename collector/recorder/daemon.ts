@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { resolve } from "node:path";
+import { emptyStats, type Gateway, startGateway } from "../gateway/index.ts";
 import { useNodeCrypto } from "../lib/node-crypto.ts";
 import { readHost, stateDir, statePath, writeStateFile, type HostConfig } from "../lib/state.ts";
 import { Journal } from "./journal.ts";
@@ -111,6 +112,22 @@ export async function startDaemon(host: HostConfig, log: (msg: string) => void):
     }
   };
   await bindHttp();
+  const gatewayStats = emptyStats();
+  let gateway: Gateway | null = null;
+  let gatewayError: string | null = null;
+  const bindGateway = async () => {
+    if (gateway) return;
+    try {
+      gateway = await startGateway(host, recorder, secret, gatewayStats);
+      gatewayError = null;
+      log(`model gateway on 127.0.0.1:${host.ports.gateway}`);
+    } catch (err) {
+      // As for HTTP hooks: the recorder runs without it, and tacho status says why.
+      if (gatewayError === null) log(`model gateway unavailable: port ${host.ports.gateway}: ${(err as Error).message}; retrying`);
+      gatewayError = (err as Error).message;
+    }
+  };
+  await bindGateway();
   // Events spooled while the first replay ran: same outage, so no second gap.
   replayer.drain({ sameOutage: true });
   writeFileSync(statePath("recorder.pid"), `${process.pid}\n`, { mode: 0o600 });
@@ -129,6 +146,11 @@ export async function startDaemon(host: HostConfig, log: (msg: string) => void):
       seen: { ...previous?.harness_seen_ms, ...recorder.seen },
       spool: spoolSummary(spoolDir),
       http: http ? (host.hook_secret ? "listening" : "listening without a hook secret (re-run tacho enroll)") : "port unavailable",
+      gateway: {
+        port: host.ports.gateway,
+        listening: gateway ? "listening" : `port unavailable: ${gatewayError ?? "not started"}`,
+        ...gatewayStats,
+      },
     });
   const writeStatus = (stopped?: number) => writeStateFile("recorder-status.json", `${JSON.stringify(currentStatus(stopped), null, 2)}\n`);
   const report = () => sendReport(host, hostReport(host, currentStatus()));
@@ -170,7 +192,7 @@ export async function startDaemon(host: HostConfig, log: (msg: string) => void):
     }),
     // A hook that could not reach the recorder spools; nothing may wait there while it runs.
     every(envMs("OXAGEN_SPOOL_INTERVAL_MS", 2000), () => replayer.drain()),
-    every(envMs("OXAGEN_HTTP_RETRY_MS", 10_000), () => bindHttp()),
+    every(envMs("OXAGEN_HTTP_RETRY_MS", 10_000), () => Promise.all([bindHttp(), bindGateway()])),
     // Also what keeps the server from taking this computer for down (it waits 15 minutes).
     every(envMs("OXAGEN_REPORT_INTERVAL_MS", 2 * 60_000), () => void report()),
   ];
@@ -185,7 +207,7 @@ export async function startDaemon(host: HostConfig, log: (msg: string) => void):
   const stop = () => {
     stopping ??= (async () => {
       for (const t of timers) clearInterval(t);
-      await Promise.all([socket.close(), (http as Listening | null)?.close()]);
+      await Promise.all([socket.close(), (http as Listening | null)?.close(), (gateway as Gateway | null)?.listening.close()]);
       const enrolled = existsSync(statePath("host.json"));
       if (enrolled) {
         replayer.drain();

@@ -1,4 +1,4 @@
-import { decideTool, type Payload as FramePayload, type Policy } from "../../protocol/index.ts";
+import { decideModel, decideTool, type Payload as FramePayload, type Policy } from "../../protocol/index.ts";
 import { decisionAnswer, type HookAnswer } from "../hook-fast/answers.cjs";
 import { oversizeOf } from "./bodies.ts";
 
@@ -97,4 +97,53 @@ export function answeredDecision(event: string, answer: unknown): DecisionRecord
   if (d === "allow" || d === "deny" || d === "ask") return d;
   if ((event === "UserPromptSubmit" && a.decision === "block") || (event === "SessionStart" && a.continue === false)) return "deny";
   return "none";
+}
+
+/** What the gateway checks before it forwards a model call (see {@link decideModelCall}). */
+export interface ModelCall {
+  model: string;
+  /** The run the call is tied to; null when the gateway could not tie it to a session. */
+  runId: string | null;
+}
+
+/**
+ * A refusal from a check that runs after the policy's own (the budget, once the gateway holds a
+ * lease of it): its reason and the rule that made it. Null lets the call through.
+ */
+export type LaterCheck = (call: ModelCall) => { reason: string; rule: string } | null;
+
+/** What the policy says about one model call: whether to forward it, and the decision it records. */
+export interface ModelVerdict {
+  forward: boolean;
+  /** A refusal (enforced, or only recorded in observe mode); null when the call goes through unremarked. */
+  record: (DecisionRecord & { model: string }) | null;
+}
+
+/**
+ * The policy check of one model call at the gateway, in the order the coverage statement gives:
+ * a suspended computer, a paused run, a model not on the workspace's allow-list (the same rules
+ * as `decideModel` in protocol/policy.ts, which the hooks' own suspended and paused checks match),
+ * then `later` (the budget). With no verified policy cached, the call is forwarded: unlike a tool
+ * call, the hooks refuse every tool already, and refusing model calls too would only stop the
+ * harness from saying why. Observe mode records a refusal and forwards the call.
+ */
+export function decideModelCall(call: ModelCall, ctx: DecideContext, later?: LaterCheck): ModelVerdict {
+  const cached = ctx.policy;
+  if (!cached) return { forward: true, record: null };
+  const d = decideModel(cached.policy, { hostId: ctx.hostId, runId: call.runId, model: call.model });
+  const refusal = d.decision === "deny" ? { reason: d.reason, rule: d.rule } : (later?.(call) ?? null);
+  if (!refusal) return { forward: true, record: null };
+  const mode = cached.policy.mode;
+  return {
+    forward: mode === "observe",
+    record: {
+      subject: "model",
+      decision: "deny",
+      mode,
+      reason: refusal.reason.slice(0, 1024),
+      rule: refusal.rule,
+      policy_etag: cached.etag,
+      model: call.model.slice(0, 256),
+    },
+  };
 }

@@ -174,7 +174,8 @@ function loopbackAuthority(value: string, port: number): boolean {
   );
 }
 
-function secretMatches(given: string | string[] | undefined, secret: string): boolean {
+/** Whether a request header carries the enrollment's secret (compared in constant time). */
+export function secretMatches(given: string | string[] | undefined, secret: string): boolean {
   if (typeof given !== "string") return false;
   const a = Buffer.from(given);
   const b = Buffer.from(secret);
@@ -187,14 +188,25 @@ function secretMatches(given: string | string[] | undefined, secret: string): bo
  * the enrollment's secret (header `x-oxagen-hook-secret`). The line protocol is not served here.
  */
 export function listenHttp(port: number, handlers: HttpHandlers): Promise<Listening> {
+  return listenLoopback(port, (req, res) => onHttp(req, res, port, handlers));
+}
+
+/**
+ * An HTTP server on 127.0.0.1:`port` that drops every connection from a peer that is not on
+ * loopback (the hook port and the gateway). Host and Origin are each handler's to check
+ * ({@link loopbackRequest}).
+ */
+export function listenLoopback(port: number, handle: (req: IncomingMessage, res: ServerResponse) => void): Promise<Listening> {
   const sockets = new Set<Socket>();
-  const http = createHttpServer({ maxHeaderSize: 16 * 1024 }, (req, res) => onHttp(req, res, port, handlers));
+  const http = createHttpServer({ maxHeaderSize: 16 * 1024 }, handle);
   const server = createServer((socket) => {
     if (!LOOPBACK.has(socket.remoteAddress ?? "")) {
       socket.destroy();
       return;
     }
     track(sockets, socket);
+    // Small writes (a stream's events) go out at once, not after the peer's delayed ACK.
+    socket.setNoDelay(true);
     http.emit("connection", socket);
   });
   return new Promise((resolve, reject) => {
@@ -214,10 +226,15 @@ function send(res: ServerResponse, status: number, body: unknown): void {
   res.end(text);
 }
 
+/** True when a request's Host names this loopback port and its Origin, when it has one, does too. */
+export function loopbackRequest(req: IncomingMessage, port: number): boolean {
+  const origin = req.headers.origin;
+  return loopbackAuthority(req.headers.host ?? "", port) && (origin === undefined || loopbackAuthority(origin, port));
+}
+
 function onHttp(req: IncomingMessage, res: ServerResponse, port: number, handlers: HttpHandlers): void {
   const host = req.headers.host ?? "";
-  const origin = req.headers.origin;
-  if (!loopbackAuthority(host, port) || (origin !== undefined && !loopbackAuthority(origin, port))) {
+  if (!loopbackRequest(req, port)) {
     send(res, 403, { error: "forbidden", message: "the recorder answers loopback clients only" });
     req.resume();
     return;

@@ -1,4 +1,4 @@
-import { fromHex, PAYLOADS, type FrameKind, type Payload } from "../../protocol/index.ts";
+import { fromHex, hostChainId, PAYLOADS, type FrameKind, type Payload } from "../../protocol/index.ts";
 import { appendSteps } from "./append.ts";
 import { askBecomes, neutralAnswer, normalizeEvent, shapeAnswer } from "../harnesses/events.ts";
 import type { HostConfig } from "../lib/state.ts";
@@ -171,6 +171,25 @@ export class Recorder {
     return true;
   }
 
+  /**
+   * Frames of the gateway: on the current run of the session a call named in its headers (opened
+   * if new, as a hook would), or on the computer's own chain for a call that names none. Once per `id`.
+   */
+  recordGateway(session: GatewaySessionRef | null, steps: Step[], t: number, id: string | null): boolean {
+    const req = session ? gatewayRequest(session, t) : null;
+    const current = req ? currentRun(this.journal, this.host, req) : null;
+    const rec =
+      req && current
+        ? this.#open(current.chain, current.run, current, inRun(req, current))
+        : this.journal.open(hostChainId(this.host.host_id), null);
+    return this.record(rec, steps, t, id);
+  }
+
+  /** The run a session named by the gateway belongs to now; null when it names none. */
+  gatewayRun(session: GatewaySessionRef | null): string | null {
+    return session ? (currentRun(this.journal, this.host, gatewayRequest(session, Date.now()))?.chain ?? null) : null;
+  }
+
   /** Appends a recorder frame (a gap, a crashed session's stop) to a chain; optionally final-locks it. */
   append(rec: ChainRecord, kind: FrameKind, payload: Payload<FrameKind>, t: number, final = false): void {
     if (rec.writer.state.final) return;
@@ -287,6 +306,17 @@ export class Recorder {
       answer: opts.answer,
     });
   }
+}
+
+/** A session as a gateway call names it in its headers. */
+export interface GatewaySessionRef {
+  harness: string;
+  agent: string | null;
+  sessionId: string;
+}
+
+function gatewayRequest(s: GatewaySessionRef, t: number): HookRequest {
+  return { id: null, t, source: "gateway", harness: s.harness, agent: s.agent, event: { session_id: s.sessionId } };
 }
 
 /** True when a hook answer (in any harness's shape) refused the step. */

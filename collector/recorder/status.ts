@@ -1,3 +1,4 @@
+import type { GatewayStats } from "../gateway/index.ts";
 import type { Journal } from "./journal.ts";
 import type { Shipper } from "./shipper.ts";
 import type { SpoolSummary } from "./spool.ts";
@@ -38,6 +39,8 @@ export interface RecorderStatus {
   policy_error: string | null;
   /** When each harness's hooks last reached this recorder. */
   harness_seen_ms: Record<string, number>;
+  /** The model gateway: its port, whether it listens (or why not), and what it carried since the recorder started. */
+  gateway?: { port: number; listening: string } & GatewayStats;
 }
 
 export function statusOf(o: {
@@ -51,6 +54,7 @@ export function statusOf(o: {
   seen: Record<string, number>;
   spool: SpoolSummary;
   http: string;
+  gateway?: RecorderStatus["gateway"];
 }): RecorderStatus {
   const chains: RecorderStatus["chains"] = {};
   let open = 0;
@@ -85,5 +89,6 @@ export function statusOf(o: {
     policy_etag: o.policyEtag,
     policy_error: o.policyError,
     harness_seen_ms: { ...o.seen },
+    ...(o.gateway ? { gateway: o.gateway } : {}),
   };
 }

@@ -44,15 +44,19 @@ export interface Computer {
 
 const QUICK = { ...QUICK_RECORDER, OXAGEN_TRANSCRIPT_QUIET_MS: "500", OXAGEN_WORKTREE_MS: "200" };
 
-/** Sets up the computer and enrolls it for `harness`; `before` runs first (e.g. to write the harness's own config). */
-export async function enrolledComputer(harness: string, before: (home: string) => void = () => {}): Promise<Computer> {
+/** Sets up the computer and enrolls it for `harness` (a list, comma-separated); `before` runs first (e.g. to write the harness's own config); `policy` adds to the workspace policy. */
+export async function enrolledComputer(
+  harness: string,
+  before: (home: string) => void = () => {},
+  policy: Record<string, unknown> = {},
+): Promise<Computer> {
   const pkg = installCollector();
   const worker = await startWorker();
   const current = (await (await worker.api(`/v1/workspaces/${worker.workspace}/policy`)).json()) as { policy: Record<string, unknown> };
   const { v: _v, workspace: _w, issued_ms: _i, paused_runs: _p, suspended_hosts: _s, ...editable } = current.policy;
   const put = await worker.api(`/v1/workspaces/${worker.workspace}/policy`, {
     method: "PUT",
-    body: JSON.stringify({ ...editable, tools: CLAUSES }),
+    body: JSON.stringify({ ...editable, tools: CLAUSES, ...policy }),
   });
   if (put.status !== 200) throw new Error(`policy: ${put.status} ${await put.text()}`);
 

@@ -177,7 +177,8 @@ describe("POST /v1/ingest", () => {
     ok.start();
     ok.llm(2500);
     ok.stop();
-    await ingest(host, [ok.part()]);
+    ok.lock(true);
+    await ingest(host, [ok.part(ok.frames, ok.locks)]);
     const view = (await (await op(token, `/v1/runs/${ok.chain}`)).json()) as Record<string, unknown>;
     expect(view).toMatchObject({ status: "ended", outcome: "completed", spend_microusd: 2500, tier: { value: "gateway" } });
     const bad = new TestRun(host);

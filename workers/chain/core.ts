@@ -22,6 +22,8 @@ import type { ChainIngest, ChainIngestResult, ChainSummary, FramePage } from "./
 const FLAG_GAPS = 1;
 /** Frame flag: the payload names a kept body (see `missingBodies`, and the export's missing bodies). */
 export const FLAG_KEPT_BODIES = 2;
+/** Frame flag: an `llm_call` the gateway recorded (the `gateway` tier needs one under a host lock). */
+const FLAG_GATEWAY_CALL = 4;
 const MAX_EVIDENCE = 70_000;
 const MAX_MISSING_RANGES = 100;
 
@@ -279,7 +281,13 @@ export class ChainCore {
 
   summary(st: ChainState): ChainSummary {
     const gaps = this.gaps(st);
-    const assessed = { facts: st.facts, gaps, environment: "customer_computer" as const, mode: st.mode };
+    const assessed = {
+      facts: st.facts,
+      gaps,
+      environment: "customer_computer" as const,
+      mode: st.mode,
+      gatewayLocked: this.#gatewayLocked(st),
+    };
     return {
       chain: st.chain,
       kind: st.kind,
@@ -303,6 +311,18 @@ export class ChainCore {
       lastReceivedMs: st.lastReceivedMs,
       version: st.version,
     };
+  }
+
+  /**
+   * Whether a model call the gateway carried is under one of the host's locks: a frame the computer
+   * wrote but has not locked yet does not lift the tier. Stops at the first such frame (by seq).
+   */
+  #gatewayLocked(st: ChainState): boolean {
+    if (st.facts.llm_calls_gateway === 0) return false;
+    const first = this.#sql
+      .exec<{ seq: number }>(`SELECT seq FROM frames WHERE flags & ${FLAG_GATEWAY_CALL} ORDER BY seq LIMIT 1`)
+      .toArray()[0];
+    return first !== undefined && first.seq < st.lockedCount;
   }
 
   framesPage(from: number, limit: number): FramePage {
@@ -389,6 +409,7 @@ function flagsOf(kind: string, payload: ParsedPayload): number {
   const mentions = bodyMentions([payload]);
   if (mentions.some((m) => !m.kept)) flags |= FLAG_GAPS;
   if (mentions.some((m) => m.kept)) flags |= FLAG_KEPT_BODIES;
+  if (kind === "llm_call" && payload.path === "gateway") flags |= FLAG_GATEWAY_CALL;
   return flags;
 }
 

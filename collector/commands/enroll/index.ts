@@ -3,6 +3,7 @@ import { bytesToHex, EnrollAnswer, ErrorAnswer, fromHex, keyIdFor, newSecretKey,
 import { applyHarnesses, checkHarnessConfigs, proveHookCommands, type HarnessResult } from "../../harnesses/apply.ts";
 import { hookProgram } from "../../harnesses/command.ts";
 import { harnessHealth } from "../../harnesses/health.ts";
+import { checkRoutes, type GatewayResult, gatewayHarnesses, NOT_ROUTED, routeHarness } from "../../harnesses/gateway.ts";
 import { harnessList } from "../../harnesses/index.ts";
 import type { HookProblem } from "../../harnesses/types.ts";
 import { parse } from "../../lib/args.ts";
@@ -25,6 +26,8 @@ agents only (tacho hook --agent NAME).
   --harness LIST      comma-separated: claude-code, codex, cursor, stella
   --workspace ID      refuse unless the token enrolls into this workspace
   --hooks-port N      the recorder's loopback hook port (default 47110)
+  --gateway           point each wrapped harness that can use it at the model gateway
+                      (Claude Code: settings env.ANTHROPIC_BASE_URL; Codex: a model provider; never Cursor)
   --gateway-port N    the loopback gateway port (default 47111)
   --no-start          do not start the recorder
   --json              print the result as JSON
@@ -63,6 +66,7 @@ export async function enrollWith(options: EnrollOptions): Promise<number> {
     workspace: { type: "string" },
     "hooks-port": { type: "string" },
     "gateway-port": { type: "string" },
+    gateway: { type: "boolean", default: false },
     "no-start": { type: "boolean", default: false },
     json: { type: "boolean", default: false },
   });
@@ -81,20 +85,22 @@ export async function enrollWith(options: EnrollOptions): Promise<number> {
   const harnesses = [...new Set([...(existing?.harnesses ?? []), ...named])];
   const hook_command = hookProgram();
 
+  const routed = gatewayHarnesses(harnesses, existing?.gateway ?? [], values.gateway ?? false);
   // Everything that can fail locally fails before the token is spent or a file is written.
   checkHarnessConfigs(harnesses, { ports, hook_command });
   proveHookCommands({ ports, hook_command }, harnesses);
+  checkRoutes({ ports }, routed, []);
   useNodeCrypto();
   let host: HostConfig;
   let policy: string;
   if (values.token) {
-    host = { ...(await register(values.server!, values.token, harnesses, ports, values.workspace)), hook_command };
+    host = { ...(await register(values.server!, values.token, harnesses, ports, values.workspace)), hook_command, gateway: routed };
     // The hook secret guards this state directory's recorder: a new token keeps it (and the configs written with it).
     if (existing?.hook_secret) host.hook_secret = existing.hook_secret;
     writeHost(host);
     policy = await cachePolicy(host);
   } else {
-    host = withHookSecret({ ...existing!, harnesses, ports, hook_command });
+    host = withHookSecret({ ...existing!, harnesses, ports, hook_command, gateway: routed });
     if (values.workspace && values.workspace !== host.workspace) {
       throw new UsageError(`${options.program}: to move this computer to workspace ${values.workspace}, use tacho reassign --workspace`);
     }
@@ -102,6 +108,8 @@ export async function enrollWith(options: EnrollOptions): Promise<number> {
     policy = "unchanged";
   }
   const results = applyHarnesses(host, harnesses, "apply");
+  const routes = routed.map((h) => routeHarness(host, h, true)!);
+  const unrouted = values.gateway ? harnesses.filter((h) => NOT_ROUTED[h]).map((h) => ({ harness: h, why: NOT_ROUTED[h]! })) : [];
   const problems = Object.fromEntries(harnesses.map((h) => [h, harnessHealth(host, h).problems ?? []]));
   let recorder: { pid: number; started: boolean } | { error: string } | null = null;
   if (!values["no-start"]) {
@@ -112,7 +120,7 @@ export async function enrollWith(options: EnrollOptions): Promise<number> {
       recorder = { error: err.message };
     }
   }
-  report(values.json ?? false, host, policy, results, problems, recorder);
+  report(values.json ?? false, host, policy, results, problems, recorder, { routes, unrouted });
   return recorder && "error" in recorder ? 1 : 0;
 }
 
@@ -201,6 +209,7 @@ function report(
   results: HarnessResult[],
   problems: Record<string, HookProblem[]>,
   recorder: { pid: number; started: boolean } | { error: string } | null,
+  gateway: { routes: GatewayResult[]; unrouted: { harness: string; why: string }[] },
 ): void {
   if (json) {
     const out = {
@@ -214,6 +223,7 @@ function report(
       hook_command: host.hook_command,
       harnesses: results.map((r) => ({ ...r, ...(problems[r.harness]?.length ? { problems: problems[r.harness] } : {}) })),
       recorder,
+      gateway: { port: host.ports.gateway, routed: gateway.routes, not_routed: gateway.unrouted },
       state_dir: statePath(),
     };
     process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
@@ -226,6 +236,11 @@ function report(
     lines.push(`${r.harness}: hooks ${r.changed ? "written to" : "already in"} ${r.config}`);
     for (const p of problems[r.harness] ?? []) lines.push(`  but ${p.state}: ${p.detail}`, `  fix: ${p.fix}`);
   }
+  for (const r of gateway.routes)
+    lines.push(
+      `${r.harness}: model calls through the gateway (127.0.0.1:${host.ports.gateway}), ${r.changed ? "set in" : "already in"} ${r.config}`,
+    );
+  for (const u of gateway.unrouted) lines.push(`${u.harness}: model calls not through the gateway: ${u.why}`);
   if (recorder === null) lines.push("recorder: not started (--no-start); start it with tacho daemon start");
   else if ("error" in recorder) lines.push(`recorder: ${recorder.error}`);
   else lines.push(`recorder: ${recorder.started ? "started" : "running"} (pid ${recorder.pid}, 127.0.0.1:${host.ports.hooks})`);

@@ -1,17 +1,21 @@
 import { applyHarnesses, checkHarnessConfigs, proveHookCommands } from "../../harnesses/apply.ts";
 import { hookProgram } from "../../harnesses/command.ts";
+import { checkRoutes, gatewayHarnesses, routeHarness } from "../../harnesses/gateway.ts";
 import { harnessList } from "../../harnesses/index.ts";
 import { parse } from "../../lib/args.ts";
 import { ExitError, UsageError } from "../../lib/errors.ts";
 import { readHost, withHookSecret, writeHost } from "../../lib/state.ts";
 
-export const USAGE = `usage: tacho reassign --harness LIST [--workspace ID] [--json]
+export const USAGE = `usage: tacho reassign [--harness LIST] [--workspace ID] [--gateway | --no-gateway] [--json]
 
   --harness LIST   without --workspace: the harnesses this computer wraps from now on; the collector's
                    entries are removed from every harness left out (nothing else in its configuration
                    is touched). LIST may be "none".
   --workspace ID   files this computer under another workspace (on this computer only, for now);
-                   --harness then only adds harnesses, as tacho enroll does`;
+                   --harness then only adds harnesses, as tacho enroll does
+  --gateway        point every wrapped harness that can use it at the model gateway
+  --no-gateway     give every harness its own model settings back (tacho's are removed, nothing else)
+  A harness left out of --harness stops going through the gateway too.`;
 
 /**
  * Without --workspace, LIST becomes the set of wrapped harnesses: a harness left out has its
@@ -22,31 +26,41 @@ export async function reassign(args: string[]): Promise<number> {
   const { values, positionals } = parse("tacho reassign", args, {
     harness: { type: "string" },
     workspace: { type: "string" },
+    gateway: { type: "boolean" },
+    "no-gateway": { type: "boolean" },
     json: { type: "boolean", default: false },
   });
   if (positionals.length > 0) throw new UsageError(`tacho reassign: unexpected ${positionals.join(" ")}\n${USAGE}`);
-  if (values.harness === undefined && values.workspace === undefined)
-    throw new UsageError(`tacho reassign: name --harness, --workspace or both\n${USAGE}`);
+  const gatewayFlag = values.gateway ? true : values["no-gateway"] ? false : undefined;
+  if (values.gateway && values["no-gateway"]) throw new UsageError(`tacho reassign: --gateway or --no-gateway, not both\n${USAGE}`);
+  if (values.harness === undefined && values.workspace === undefined && gatewayFlag === undefined)
+    throw new UsageError(`tacho reassign: name --harness, --workspace, --gateway or --no-gateway\n${USAGE}`);
   const host = readHost();
   if (!host) throw new ExitError(1, "tacho reassign: this computer is not enrolled; run tacho enroll first");
   const named = values.harness === undefined || values.harness.trim() === "none" ? [] : harnessList(values.harness);
 
   const moving = values.workspace !== undefined && values.workspace !== host.workspace;
-  const keep = values.workspace !== undefined ? [...new Set([...host.harnesses, ...named])] : named;
+  const keep = values.workspace !== undefined || values.harness === undefined ? [...new Set([...host.harnesses, ...named])] : named;
   const dropped = host.harnesses.filter((h) => !keep.includes(h));
   const hook_command = hookProgram();
   checkHarnessConfigs([...keep, ...dropped], { ports: host.ports, hook_command });
   proveHookCommands({ ports: host.ports, hook_command }, keep);
+  const routed = gatewayFlag === false ? [] : gatewayHarnesses(keep, host.gateway ?? [], gatewayFlag === true);
+  const unroute = (host.gateway ?? []).filter((h) => !routed.includes(h));
+  checkRoutes(host, routed, unroute);
 
   const next = withHookSecret({
     ...host,
     harnesses: keep,
     hook_command,
+    gateway: routed,
     ...(values.workspace !== undefined ? { workspace: values.workspace } : {}),
   });
   writeHost(next);
   const removed = applyHarnesses(next, dropped, "remove");
   const applied = applyHarnesses(next, keep, "apply");
+  const unrouted = unroute.map((h) => routeHarness(next, h, false)!);
+  const routes = routed.map((h) => routeHarness(next, h, true)!);
   if (moving) {
     // The server has no route to move a host yet (docs/collector.md): the change is local only.
     process.stderr.write(
@@ -55,7 +69,7 @@ export async function reassign(args: string[]): Promise<number> {
   }
   if (values.json) {
     process.stdout.write(
-      `${JSON.stringify({ host_id: next.host_id, workspace: next.workspace, moved: moving, server_told: false, harnesses: next.harnesses, removed, applied }, null, 2)}\n`,
+      `${JSON.stringify({ host_id: next.host_id, workspace: next.workspace, moved: moving, server_told: false, harnesses: next.harnesses, removed, applied, gateway: { routed: routes, unrouted } }, null, 2)}\n`,
     );
   } else {
     const lines = [`host ${next.host_id} in workspace ${next.workspace}; wraps ${next.harnesses.join(", ") || "no harness"}`];
@@ -64,6 +78,10 @@ export async function reassign(args: string[]): Promise<number> {
       lines.push(`${r.harness}: hooks ${r.changed ? "written to" : "already in"} ${r.config}`);
       if (r.action) lines.push(`  ${r.action}`);
     }
+    for (const r of unrouted)
+      lines.push(`${r.harness}: model calls no longer through the gateway (${r.changed ? "removed from" : "were not in"} ${r.config})`);
+    for (const r of routes)
+      lines.push(`${r.harness}: model calls through the gateway (${r.changed ? "set in" : "already in"} ${r.config})`);
     process.stdout.write(`${lines.join("\n")}\n`);
   }
   return 0;

@@ -12,6 +12,16 @@ export interface RecorderSummary {
   sessions_open: number | null;
   last_delivery_ms: number | null;
   last_error: string | null;
+  /** The model gateway as the recorder last wrote it (see collector/recorder/status.ts). */
+  gateway: {
+    listening: string;
+    carried: number;
+    refused: number;
+    answered: number;
+    client_closed: number;
+    last_call_ms: number | null;
+    last_error: { t: number; message: string } | null;
+  } | null;
 }
 
 /** The recorder as seen from outside: its pid file, whether that process lives, and whether the hook port answers. */
@@ -52,6 +62,7 @@ function summary(): RecorderSummary | null {
       sessions_open: num(raw.sessions_open),
       last_delivery_ms: num(raw.last_delivery_ms),
       last_error: typeof raw.last_error === "string" ? raw.last_error : null,
+      gateway: gatewayOf(raw.gateway),
     };
   } catch {
     return null;
@@ -72,4 +83,20 @@ export async function daemonState(host: HostConfig): Promise<DaemonState> {
           ? "unknown process on port"
           : "stopped";
   return { state, pid, alive: isAlive, port: host.ports.hooks, answering, recorder: summary() };
+}
+
+function gatewayOf(v: unknown): RecorderSummary["gateway"] {
+  if (v === null || typeof v !== "object") return null;
+  const g = v as Record<string, unknown>;
+  const n = (x: unknown) => (typeof x === "number" && x >= 0 ? x : 0);
+  const e = g.last_error as { t?: unknown; message?: unknown } | null | undefined;
+  return {
+    listening: typeof g.listening === "string" ? g.listening : "unknown",
+    carried: n(g.carried),
+    refused: n(g.refused),
+    answered: n(g.answered),
+    client_closed: n(g.client_closed),
+    last_call_ms: typeof g.last_call_ms === "number" ? g.last_call_ms : null,
+    last_error: e && typeof e.message === "string" && typeof e.t === "number" ? { t: e.t, message: e.message } : null,
+  };
 }

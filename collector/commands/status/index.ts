@@ -5,7 +5,8 @@ import { UsageError } from "../../lib/errors.ts";
 import { readHost, statePath } from "../../lib/state.ts";
 import { recorderLaunch } from "../../lib/recorder-process.ts";
 import { serviceFile } from "../daemon/service.ts";
-import { daemonState, type DaemonState } from "./daemon.ts";
+import { routedNow } from "../../harnesses/gateway.ts";
+import { daemonState, type DaemonState, type RecorderSummary } from "./daemon.ts";
 import { serverView } from "./server.ts";
 
 export const USAGE = `usage: tacho status [--json] [--offline]
@@ -33,6 +34,11 @@ export async function status(args: string[]): Promise<number> {
   const service = unit ? { kind: unit.kind, name: unit.name, path: unit.path, installed: existsSync(unit.path) } : null;
   const spool = { events: countLines(statePath("spool", "events.jsonl")), dropped: readCount(statePath("spool", "dropped")) };
   const policy = policyFile();
+  const gateway = {
+    port: host.ports.gateway,
+    routed: (host.gateway ?? []).map((h) => ({ harness: h, configured: routedNow(host, h) })),
+    recorder: daemon.recorder?.gateway ?? null,
+  };
   const server = values.offline ? null : await serverView(host);
   const out = {
     enrolled: true,
@@ -47,6 +53,7 @@ export async function status(args: string[]): Promise<number> {
     service,
     spool,
     policy,
+    gateway,
     server_view: server,
   };
   process.stdout.write(values.json ? `${JSON.stringify(out, null, 2)}\n` : render(out, daemon));
@@ -93,6 +100,7 @@ function render(
     service: { name: string; path: string; installed: boolean } | null;
     spool: { events: number; dropped: number };
     policy: { etag: string | null; fetched_ms: number | null } | null;
+    gateway: { port: number; routed: { harness: string; configured: boolean }[]; recorder: RecorderSummary["gateway"] };
     server_view: Awaited<ReturnType<typeof serverView>> | null;
   },
   d: DaemonState,
@@ -121,6 +129,15 @@ function render(
   } else {
     lines.push("pending: unknown; last delivery unknown");
   }
+  const g = o.gateway;
+  const routes = g.routed.map((r) => `${r.harness}${r.configured ? "" : " (setting missing: run tacho enroll --gateway)"}`).join(", ");
+  lines.push(
+    `gateway: 127.0.0.1:${g.port} ${g.recorder?.listening ?? "unknown (recorder not running)"}; model calls of ${routes || "no harness (tacho enroll --gateway)"}`,
+  );
+  if (g.recorder)
+    lines.push(
+      `  carried ${g.recorder.carried} calls (${g.recorder.client_closed} closed by the client), refused ${g.recorder.refused}, answered itself ${g.recorder.answered}; last call ${when(g.recorder.last_call_ms)}${g.recorder.last_error ? `; last error ${when(g.recorder.last_error.t)}: ${g.recorder.last_error.message}` : ""}`,
+    );
   lines.push(`spooled: ${o.spool.events} events${o.spool.dropped ? `, ${o.spool.dropped} dropped` : ""}`);
   lines.push(`policy: ${o.policy ? `cached ${o.policy.etag ?? "?"} at ${when(o.policy.fetched_ms)}` : "not cached"}`);
   if (o.server_view) {

@@ -40,6 +40,8 @@ export interface CodexState {
   calls: Record<string, OpenCall>;
   /** The thread a forked or subagent rollout was spawned from (its replay is that thread's history). */
   parent?: string | null;
+  /** The vendor's response id of the latest token_usage_record and the totals it reached (the next token_count's). */
+  response?: { totals: string; id: string } | null;
 }
 
 /** An llm_call from a token_count event; `identity` is its cumulative totals (cross-file replay protection). */
@@ -157,6 +159,13 @@ export class CodexRollout {
       s.model = str(p.model) ?? s.model;
       return [];
     }
+    if (o.type === "token_usage_record") {
+      // Codex 0.169 writes the response's id beside the totals its token_count repeats next.
+      const totals = tokens(p.thread_token_usage);
+      const id = str(p.response_id);
+      s.response = totals && id ? { totals: JSON.stringify(FIELDS.map((f) => totals[f])), id } : null;
+      return [];
+    }
     if (o.type === "event_msg" && p.type === "token_count") return this.#tokenCount(o, p, t);
     if (o.type === "response_item") return this.#item(p, t);
     return [];
@@ -188,12 +197,21 @@ export class CodexRollout {
     } else delta = last;
     if (replay || !delta || FIELDS.every((f) => delta[f] === 0)) return [];
     const model = s.model ?? str(info.model) ?? "unknown";
+    const identity = total ? JSON.stringify(FIELDS.map((f) => total[f])) : `${infoKey}@${t}`;
+    const responseId = s.response?.totals === identity ? s.response.id : undefined;
     return [
       {
         usage: {
-          identity: total ? JSON.stringify(FIELDS.map((f) => total[f])) : `${infoKey}@${t}`,
+          identity,
           t,
-          payload: { path: "transcript", vendor: "openai", model, forwarded: true, usage: usageOf(delta) },
+          payload: {
+            path: "transcript",
+            vendor: "openai",
+            model,
+            forwarded: true,
+            usage: usageOf(delta),
+            ...(responseId ? { message_id: responseId } : {}),
+          },
         },
       },
     ];

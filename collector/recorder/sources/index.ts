@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { basename, join } from "node:path";
-import { runIdFor, sha256Hex } from "../../../protocol/index.ts";
+import { type Payload, runIdFor, sha256Hex } from "../../../protocol/index.ts";
+import { gatewayCallId } from "../../gateway/record.ts";
 import type { ChainRecord, RunInfo } from "../journal.ts";
 import { sessionOf, type HookRequest, type Step } from "../mapper.ts";
 import type { Recorder } from "../recorder.ts";
@@ -277,8 +278,7 @@ export class Sources {
     for (const line of r.lines) {
       const t = now;
       if (parser instanceof ClaudeTranscript)
-        for (const c of parser.line(line.text, t))
-          this.#commit(rec, [{ kind: "llm_call", payload: c.payload, bodies: [] }], c.t, id("tx", rec.chain, c.key));
+        for (const c of parser.line(line.text, t)) this.#usage(rec, c.payload, c.t, id("tx", rec.chain, c.key));
       else if (parser instanceof CodexRollout) {
         for (const o of parser.line(line.text, t)) {
           if ("usage" in o) {
@@ -286,12 +286,7 @@ export class Sources {
             // same totals. A fork's replay of its parent's history is checked against the parent's run.
             const parent = parser.parent && runIdFor(this.#rec.host.host_id, "codex", parser.parent);
             if (parent && this.#rec.journal.has(id("cx", parent, o.usage.identity))) continue;
-            this.#commit(
-              rec,
-              [{ kind: "llm_call", payload: o.usage.payload, bodies: [] }],
-              o.usage.t,
-              id("cx", rec.chain, o.usage.identity),
-            );
+            this.#usage(rec, o.usage.payload, o.usage.t, id("cx", rec.chain, o.usage.identity));
           } else if (!this.#hooked.get(rec.chain)?.has(o.tool.call_id))
             this.#commit(
               rec,
@@ -300,9 +295,7 @@ export class Sources {
               id("ct", rec.chain, o.tool.call_id),
             );
         }
-      } else
-        for (const c of parser.line(line.text, t))
-          this.#commit(rec, [{ kind: "llm_call", payload: c.payload, bodies: [] }], c.t, id("st", rec.chain, f.path, String(line.at)));
+      } else for (const c of parser.line(line.text, t)) this.#usage(rec, c.payload, c.t, id("st", rec.chain, f.path, String(line.at)));
       if (parser.bad > badBefore && !f.gapped)
         this.#unreadable(
           rec,
@@ -325,9 +318,17 @@ export class Sources {
     if ((flush || quiet) && parser instanceof ClaudeTranscript) {
       // A quiet file records only responses whose final line has arrived: one still streaming
       // (a long pause between its blocks) keeps counting its later lines.
-      for (const c of parser.flush(!flush))
-        this.#commit(rec, [{ kind: "llm_call", payload: c.payload, bodies: [] }], c.t, id("tx", rec.chain, c.key));
+      for (const c of parser.flush(!flush)) this.#usage(rec, c.payload, c.t, id("tx", rec.chain, c.key));
     }
+  }
+
+  /**
+   * A model call a usage log shows, unless the gateway carried it: its frame, recorded when the
+   * response ended (before the harness could write the log), is the call's record (one count).
+   */
+  #usage(rec: ChainRecord, payload: Payload<"llm_call">, t: number, key: string): void {
+    if (payload.message_id && this.#rec.journal.has(gatewayCallId(payload.vendor, payload.message_id))) return;
+    this.#commit(rec, [{ kind: "llm_call", payload, bodies: [] }], t, key);
   }
 
   #commit(rec: ChainRecord, steps: Step[], t: number, key: string): void {

@@ -1,0 +1,111 @@
+import type { IncomingHttpHeaders } from "node:http";
+import { AgentName, RESERVED_AGENT_NAMES } from "../../protocol/index.ts";
+import { HOOK_SECRET_HEADER } from "../recorder/listener.ts";
+import { obj, parseObject, str } from "../recorder/sources/lines.ts";
+import { AnthropicMeter, ChatMeter, type Meter, ResponsesMeter } from "./usage.ts";
+
+export type Vendor = "anthropic" | "openai";
+
+/** A model API the gateway meters: its vendor and how its responses carry usage. */
+export interface Api {
+  vendor: Vendor;
+  name: "messages" | "count_tokens" | "responses" | "chat";
+  /** False for an API the vendor does not bill (count_tokens): forwarded and checked, no llm_call. */
+  metered: boolean;
+  meter(): Meter;
+}
+
+const APIS: Record<string, Api> = {
+  "/v1/messages": { vendor: "anthropic", name: "messages", metered: true, meter: () => new AnthropicMeter() },
+  "/v1/messages/count_tokens": { vendor: "anthropic", name: "count_tokens", metered: false, meter: () => new AnthropicMeter() },
+  "/v1/responses": { vendor: "openai", name: "responses", metered: true, meter: () => new ResponsesMeter() },
+  "/v1/chat/completions": { vendor: "openai", name: "chat", metered: true, meter: () => new ChatMeter() },
+};
+
+/**
+ * What the gateway does with a request (docs/collector.md, "The gateway"): a POST to a model API
+ * it meters is checked, forwarded and recorded; any other POST (or PUT, PATCH, DELETE) is refused,
+ * because it may be a model call the gateway cannot meter (legacy completions, batches, embeddings)
+ * and forwarding it would pass the allow-list and the record by; a GET or HEAD (model lists) is
+ * forwarded unmetered and only counted in `tacho status`.
+ */
+export function routeOf(method: string, pathname: string): { api: Api } | "unmetered" | "refused" {
+  const api = method === "POST" ? APIS[pathname.replace(/\/+$/, "")] : undefined;
+  if (api) return { api };
+  return method === "GET" || method === "HEAD" ? "unmetered" : "refused";
+}
+
+/** The vendor a path belongs to, for an answer in its shape (a refused unknown path). */
+export function vendorOfPath(pathname: string, headers: IncomingHttpHeaders): Vendor {
+  if (pathname.startsWith("/v1/messages") || headers["anthropic-version"] !== undefined || headers["x-api-key"] !== undefined)
+    return "anthropic";
+  return "openai";
+}
+
+/** The parts of a model request the gateway reads: the model, whether it streams, and the bytes to forward. */
+export interface ModelRequest {
+  model: string;
+  stream: boolean;
+  /** The bytes sent upstream: the client's, or with `stream_options.include_usage` added (then `injected`). */
+  bytes: Buffer;
+  injected: boolean;
+}
+
+/** Reads a model request's body; an unreadable body is forwarded as it is, its model `unknown`. */
+export function readModelRequest(api: Api, body: Buffer): ModelRequest {
+  const o = body.length > 0 ? parseObject(body.toString("utf8")) : null;
+  const model = str(o?.model) ?? "unknown";
+  const stream = o?.stream === true;
+  if (o && api.name === "chat" && stream && obj(o.stream_options)?.include_usage !== true) {
+    // Without it a Chat Completions stream carries no usage; its chunk is taken out again on the way back.
+    const bytes = Buffer.from(JSON.stringify({ ...o, stream_options: { ...obj(o.stream_options), include_usage: true } }));
+    return { model, stream, bytes, injected: true };
+  }
+  return { model, stream, bytes: body, injected: false };
+}
+
+/**
+ * A session the call belongs to, from the headers its harness sends: Claude Code's
+ * `x-claude-code-session-id`; Codex's `session-id` (or the `session_id` of `x-codex-turn-metadata`);
+ * a custom agent's `x-oxagen-agent` and `x-oxagen-session-id`. Null when the call names none.
+ */
+export function sessionOfHeaders(h: IncomingHttpHeaders): { harness: string; agent: string | null; sessionId: string } | null {
+  const one = (name: string) => {
+    const v = h[name];
+    return str(Array.isArray(v) ? v[0] : v);
+  };
+  const claude = one("x-claude-code-session-id");
+  if (claude) return { harness: "claude-code", agent: null, sessionId: claude };
+  const meta = one("x-codex-turn-metadata");
+  let metaSession: string | undefined;
+  if (meta) metaSession = str(parseObject(meta)?.session_id);
+  const codex = one("session-id") ?? metaSession;
+  if (codex && (meta !== undefined || (one("originator") ?? "").startsWith("codex")))
+    return { harness: "codex", agent: null, sessionId: codex };
+  const agent = one("x-oxagen-agent");
+  const session = one("x-oxagen-session-id");
+  if (agent && session && AgentName.safeParse(agent).success && !(RESERVED_AGENT_NAMES as readonly string[]).includes(agent))
+    return { harness: agent, agent, sessionId: session };
+  return null;
+}
+
+/** Headers for the gateway only (the session, the enrollment's secret): never forwarded. */
+export const GATEWAY_HEADERS = ["x-oxagen-agent", "x-oxagen-session-id", HOOK_SECRET_HEADER];
+
+/** The error body and status a vendor answers with, so the harness shows the reason as it shows the vendor's own. */
+export function vendorError(
+  vendor: Vendor,
+  status: number,
+  kind: "refused" | "not_found" | "upstream" | "unauthorized",
+  message: string,
+  code: string,
+) {
+  if (vendor === "anthropic") {
+    const type = { refused: "permission_error", not_found: "not_found_error", upstream: "api_error", unauthorized: "authentication_error" }[
+      kind
+    ];
+    return { status, body: { type: "error", error: { type, message } } };
+  }
+  const type = kind === "upstream" ? "server_error" : "invalid_request_error";
+  return { status, body: { error: { message, type, param: null, code } } };
+}

@@ -1,0 +1,362 @@
+import { Agent as HttpAgent, request as httpRequest, type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from "node:http";
+import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
+import { performance } from "node:perf_hooks";
+import type { Policy } from "../../protocol/index.ts";
+import type { ModelCall, ModelVerdict } from "../recorder/decide.ts";
+import { HOOK_SECRET_HEADER, loopbackRequest, secretMatches } from "../recorder/listener.ts";
+import type { Step } from "../recorder/mapper.ts";
+import { parseObject } from "../recorder/sources/lines.ts";
+import {
+  type Api,
+  GATEWAY_HEADERS,
+  type ModelRequest,
+  readModelRequest,
+  routeOf,
+  sessionOfHeaders,
+  type Vendor,
+  vendorError,
+  vendorOfPath,
+} from "./apis.ts";
+import { answeredStep, type Carried, gatewayCallId, llmCallStep, refusalStep } from "./record.ts";
+import { SseSplitter } from "./sse.ts";
+import { usageOnlyChunk } from "./usage.ts";
+
+/** A session a call names in its headers (apis.ts `sessionOfHeaders`). */
+export type GatewaySession = NonNullable<ReturnType<typeof sessionOfHeaders>>;
+
+/** What the gateway needs from the recorder: the policy check, the record, and where each vendor is. */
+export interface GatewaySink {
+  /** The run a session's call belongs to (for a paused run); null for a call tied to none. */
+  runId(session: GatewaySession | null): string | null;
+  decide(call: ModelCall): ModelVerdict;
+  /** Appends frames to the session's chain (the computer's own when null), once per id; through the recorder's one append path. */
+  record(session: GatewaySession | null, steps: Step[], t: number, id: string | null): void;
+  retention(): Policy["retention"] | null;
+  upstream(vendor: Vendor): URL;
+  /** The enrollment's secret every call must carry (header x-oxagen-hook-secret); null for an enrollment without one. */
+  secret(): string | null;
+  log(msg: string): void;
+}
+
+/** What `tacho status` shows of the gateway. */
+export interface GatewayStats {
+  carried: number;
+  refused: number;
+  answered: number;
+  unmetered: number;
+  client_closed: number;
+  last_call_ms: number | null;
+  last_error: { t: number; message: string } | null;
+}
+
+export function emptyStats(): GatewayStats {
+  return { carried: 0, refused: 0, answered: 0, unmetered: 0, client_closed: 0, last_call_ms: null, last_error: null };
+}
+
+/** The most request bytes the gateway reads (a vendor's own limit is about 32 MB). */
+export const MAX_GATEWAY_REQUEST = 32 * 1024 * 1024;
+/** The most response bytes held for the frame's digest and body; a larger response is forwarded, its digest not recorded. */
+export const MAX_GATEWAY_RESPONSE = 32 * 1024 * 1024;
+
+const HOP = new Set([
+  "connection",
+  "keep-alive",
+  "proxy-connection",
+  "proxy-authenticate",
+  "proxy-authorization",
+  "te",
+  "trailer",
+  "transfer-encoding",
+  "upgrade",
+]);
+
+const agents = { http: new HttpAgent({ keepAlive: true, noDelay: true }), https: new HttpsAgent({ keepAlive: true, noDelay: true }) };
+
+function forwardHeaders(h: IncomingMessage["headers"], host: string, length: number | null): OutgoingHttpHeaders {
+  const out: OutgoingHttpHeaders = {};
+  for (const [k, v] of Object.entries(h)) {
+    if (v === undefined || HOP.has(k) || k === "host" || k === "content-length" || k === "accept-encoding") continue;
+    if (GATEWAY_HEADERS.includes(k)) continue;
+    out[k] = v;
+  }
+  out.host = host;
+  // Usage is read from the response as it passes: it must arrive uncompressed.
+  out["accept-encoding"] = "identity";
+  if (length !== null) out["content-length"] = length;
+  return out;
+}
+
+function responseHeaders(h: IncomingMessage["headers"], dropLength: boolean): OutgoingHttpHeaders {
+  const out: OutgoingHttpHeaders = {};
+  for (const [k, v] of Object.entries(h)) {
+    if (v === undefined || HOP.has(k) || (dropLength && k === "content-length")) continue;
+    out[k] = v;
+  }
+  return out;
+}
+
+function sendJson(res: ServerResponse, status: number, body: unknown, extra: OutgoingHttpHeaders = {}): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text), ...extra });
+  res.end(text);
+}
+
+function targetOf(base: URL, url: URL): URL {
+  const target = new URL(base.href);
+  target.pathname = `${base.pathname.replace(/\/+$/, "")}${url.pathname}`;
+  target.search = url.search;
+  return target;
+}
+
+function one(v: string | string[] | undefined): string | undefined {
+  return Array.isArray(v) ? v[0] : v;
+}
+
+/**
+ * The gateway's request handler (docs/collector.md, "The gateway"): loopback Host and Origin only;
+ * a model call is checked by the policy, forwarded with the caller's own credentials, streamed back
+ * as it arrives, and recorded as one `llm_call` once the response ends.
+ */
+export function gatewayHandler(port: number, sink: GatewaySink, stats: GatewayStats): (req: IncomingMessage, res: ServerResponse) => void {
+  const fail = (message: string) => {
+    stats.last_error = { t: Date.now(), message: message.slice(0, 512) };
+    sink.log(`gateway: ${message}`);
+  };
+  return (req, res) => {
+    const started = performance.now();
+    const t = Date.now();
+    if (!loopbackRequest(req, port)) {
+      req.resume();
+      sendJson(res, 403, { error: "forbidden", message: "the Oxagen gateway answers loopback clients only" });
+      return;
+    }
+    const url = new URL(req.url ?? "/", "http://gateway");
+    const method = req.method ?? "GET";
+    const secret = sink.secret();
+    if (secret !== null && !secretMatches(req.headers[HOOK_SECRET_HEADER], secret)) {
+      // Loopback is shared by every user of the computer: only this enrollment's harnesses may use it.
+      req.resume();
+      const message = `the Oxagen gateway takes calls from this enrollment's harnesses only (header ${HOOK_SECRET_HEADER}; tacho enroll --gateway writes it)`;
+      const e = vendorError(vendorOfPath(url.pathname, req.headers), 401, "unauthorized", message, "oxagen_unauthorized");
+      sendJson(res, e.status, e.body);
+      return;
+    }
+    const session = sessionOfHeaders(req.headers);
+    const route = routeOf(method, url.pathname);
+    if (route === "refused") {
+      req.resume();
+      const vendor = vendorOfPath(url.pathname, req.headers);
+      stats.answered++;
+      sink.record(session, [answeredStep("unknown_path", 404, vendor)], t, null);
+      const message = `the Oxagen gateway does not forward ${method} ${url.pathname.slice(0, 200)}: only the model APIs it meters (docs/collector.md, "The gateway")`;
+      const e = vendorError(vendor, 404, "not_found", message, "oxagen_unknown_path");
+      sendJson(res, e.status, e.body);
+      return;
+    }
+    if (route === "unmetered") {
+      stats.unmetered++;
+      pipeUnmetered(req, res, targetOf(sink.upstream(vendorOfPath(url.pathname, req.headers)), url), fail);
+      return;
+    }
+    const api = route.api;
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on("data", (c: Buffer) => {
+      size += c.length;
+      if (size <= MAX_GATEWAY_REQUEST) chunks.push(c);
+    });
+    req.on("error", () => {});
+    req.on("end", () => {
+      if (size > MAX_GATEWAY_REQUEST) {
+        stats.answered++;
+        sink.record(session, [answeredStep("request_too_large", 413, api.vendor)], t, null);
+        const e = vendorError(
+          api.vendor,
+          413,
+          "refused",
+          `the request is over the ${MAX_GATEWAY_REQUEST} bytes the Oxagen gateway reads`,
+          "request_too_large",
+        );
+        sendJson(res, e.status, e.body);
+        return;
+      }
+      const body = Buffer.concat(chunks);
+      const mr = readModelRequest(api, body);
+      const verdict = sink.decide({ model: mr.model, runId: sink.runId(session) });
+      if (verdict.record) sink.record(session, [refusalStep(verdict.record)], t, null);
+      if (!verdict.forward) {
+        stats.refused++;
+        const reason = verdict.record?.reason ?? "refused by the workspace's policy";
+        const e = vendorError(api.vendor, 403, "refused", `Oxagen refused this model call: ${reason}`, verdict.record?.rule ?? "policy");
+        sendJson(res, e.status, e.body, { "x-oxagen-refused": verdict.record?.rule ?? "policy" });
+        return;
+      }
+      forwardModel({ req, res, api, mr, session, url, t, started, sink, stats, fail });
+    });
+  };
+}
+
+function pipeUnmetered(req: IncomingMessage, res: ServerResponse, target: URL, fail: (m: string) => void): void {
+  const length = req.headers["content-length"] !== undefined ? Number(req.headers["content-length"]) : null;
+  const up = (target.protocol === "https:" ? httpsRequest : httpRequest)(target, {
+    method: req.method,
+    headers: forwardHeaders(req.headers, target.host, length),
+    agent: target.protocol === "https:" ? agents.https : agents.http,
+  });
+  up.on("response", (ur) => {
+    res.writeHead(ur.statusCode ?? 502, responseHeaders(ur.headers, false));
+    ur.pipe(res);
+  });
+  up.on("error", (err) => {
+    fail(`${target.origin}: ${err.message}`);
+    if (!res.headersSent) sendJson(res, 502, { error: "bad_gateway", message: `the Oxagen gateway could not reach ${target.origin}` });
+    else res.destroy();
+  });
+  res.on("close", () => {
+    if (!res.writableFinished) up.destroy();
+  });
+  req.pipe(up);
+}
+
+interface Call {
+  req: IncomingMessage;
+  res: ServerResponse;
+  api: Api;
+  mr: ModelRequest;
+  session: GatewaySession | null;
+  url: URL;
+  t: number;
+  started: number;
+  sink: GatewaySink;
+  stats: GatewayStats;
+  fail: (m: string) => void;
+}
+
+function forwardModel(c: Call): void {
+  const { res, api, mr, sink, stats } = c;
+  const target = targetOf(sink.upstream(api.vendor), c.url);
+  const https = target.protocol === "https:";
+  const up = (https ? httpsRequest : httpRequest)(target, {
+    method: "POST",
+    headers: forwardHeaders(c.req.headers, target.host, mr.bytes.length),
+    agent: https ? agents.https : agents.http,
+  });
+  const meter = api.meter();
+  const held: Buffer[] = [];
+  let heldBytes = 0;
+  let status = 0;
+  let ttfb: number | null = null;
+  let requestId: string | undefined;
+  let finished = false;
+  let upstreamResponse: IncomingMessage | null = null;
+  const elapsed = () => Math.max(0, Math.round(performance.now() - c.started));
+
+  // Once per call: the llm_call (a call the vendor saw is recorded even when its client left).
+  const finish = (clientClosed: boolean) => {
+    if (finished) return;
+    finished = true;
+    if (!api.metered) return;
+    const response = heldBytes <= MAX_GATEWAY_RESPONSE ? Buffer.concat(held) : null;
+    if (response && !mr.stream && status > 0) {
+      const o = parseObject(response.toString("utf8"));
+      if (o) meter.json(o);
+    }
+    const seen = meter.seen();
+    const carried: Carried = {
+      vendor: api.vendor,
+      model: mr.model,
+      stream: mr.stream,
+      status,
+      latencyMs: elapsed(),
+      ttfbMs: ttfb,
+      request: mr.bytes,
+      response,
+      seen,
+      ...(requestId ? { requestId } : {}),
+      clientClosed,
+    };
+    stats.carried++;
+    stats.last_call_ms = Date.now();
+    if (clientClosed) stats.client_closed++;
+    try {
+      const id = seen.id ? gatewayCallId(api.vendor, seen.id) : null;
+      sink.record(c.session, [llmCallStep(carried, sink.retention())], c.t, id);
+    } catch (err) {
+      c.fail(`a ${api.vendor} call could not be recorded: ${(err as Error).message}`);
+    }
+  };
+
+  up.on("response", (ur) => {
+    upstreamResponse = ur;
+    ttfb = elapsed();
+    status = ur.statusCode ?? 0;
+    requestId = one(ur.headers["request-id"]) ?? one(ur.headers["x-request-id"]);
+    const sse = /^text\/event-stream/i.test(one(ur.headers["content-type"]) ?? "");
+    const strip = sse && mr.injected;
+    res.writeHead(status, responseHeaders(ur.headers, strip));
+    const splitter = sse ? new SseSplitter() : null;
+    const write = (bytes: Buffer) => {
+      if (bytes.length && !res.write(bytes)) {
+        ur.pause();
+        res.once("drain", () => ur.resume());
+      }
+    };
+    ur.on("data", (chunk: Buffer) => {
+      heldBytes += chunk.length;
+      if (heldBytes <= MAX_GATEWAY_RESPONSE) held.push(chunk);
+      if (!splitter) return write(chunk);
+      const events = splitter.push(chunk);
+      for (const e of events) meter.event(e);
+      if (!strip) return write(chunk);
+      // The usage chunk the gateway asked for is the client's only when it asked for it too.
+      for (const e of events) {
+        const o = e.data.startsWith("{") ? parseObject(e.data) : null;
+        if (!(o && usageOnlyChunk(o))) write(e.raw);
+      }
+    });
+    ur.on("end", () => {
+      if (strip && splitter) write(splitter.rest());
+      res.end();
+      // After the client's end went out and before any other event runs: a hook that follows
+      // this response (and the transcript reader it starts) finds the call already recorded.
+      finish(false);
+    });
+    ur.on("error", () => {});
+    ur.on("close", () => {
+      if (ur.complete || finished) return;
+      // The vendor's stream broke mid-way: the client sees it break too.
+      c.fail(`${target.origin} closed a response mid-way`);
+      res.destroy();
+      finish(false);
+    });
+  });
+  up.on("error", (err) => {
+    if (finished) return;
+    if (res.headersSent) {
+      c.fail(`${target.origin}: ${err.message}`);
+      res.destroy();
+      finish(false);
+      return;
+    }
+    finished = true;
+    c.fail(`${target.origin}: ${err.message}`);
+    stats.answered++;
+    sink.record(c.session, [answeredStep("upstream_unreachable", 502, api.vendor, mr.model)], c.t, null);
+    const e = vendorError(
+      api.vendor,
+      502,
+      "upstream",
+      `the Oxagen gateway could not reach ${target.origin}: ${err.message}`,
+      "upstream_unreachable",
+    );
+    sendJson(res, e.status, e.body);
+  });
+  res.on("close", () => {
+    if (res.writableFinished || finished) return;
+    // The client left: stop the vendor, record the usage it reported until then.
+    (upstreamResponse as IncomingMessage | null)?.socket?.destroy();
+    up.destroy();
+    finish(true);
+  });
+  up.end(mr.bytes);
+}

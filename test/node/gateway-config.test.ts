@@ -1,0 +1,129 @@
+// enroll --gateway points Claude Code (settings env.ANTHROPIC_BASE_URL) and Codex (a model provider)
+// at the gateway, never Cursor; a setting of the user's own is refused, untouched; reassign
+// --no-gateway (or dropping the harness) gives every file back byte for byte.
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { parse } from "smol-toml";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { startStub, STUB_TOKEN, type StubServer } from "./support/stub-server.ts";
+import { freePort, run, TACHO, tempHome } from "./support/tacho.ts";
+
+// biome-ignore lint/suspicious/noExplicitAny: tests walk parsed JSON
+type Json = Record<string, any>;
+
+let stub: StubServer;
+let home: ReturnType<typeof tempHome>;
+let env: Record<string, string>;
+let gatewayPort: number;
+beforeAll(async () => {
+  stub = await startStub();
+});
+afterAll(() => stub.close());
+beforeEach(async () => {
+  home = tempHome();
+  env = { ...home.env, CODEX_HOME: join(home.dir, ".codex") };
+  gatewayPort = await freePort();
+});
+afterEach(() => home.cleanup());
+
+const tacho = (...args: string[]) => run(TACHO, args, { env });
+async function enroll(harness: string, ...more: string[]) {
+  const args = ["enroll", "--no-start", "--harness", harness, ...more];
+  if (!existsSync(join(env.OXAGEN_HOME!, "host.json")))
+    args.push("--server", stub.url, "--token", STUB_TOKEN, "--hooks-port", String(await freePort()), "--gateway-port", String(gatewayPort));
+  return tacho(...args);
+}
+function put(path: string, text: string) {
+  mkdirSync(join(path, ".."), { recursive: true });
+  writeFileSync(path, text);
+}
+
+const CLAUDE = `{\n    "model": "opus",\n    "env": { "A": "1" }\n}`;
+const CODEX = `model = "gpt-5"\napproval_policy = "never"\n\n[profiles.fast]\nmodel = "gpt-5-mini"\n`;
+
+describe("enroll --gateway", () => {
+  it("points Claude Code and Codex at the gateway, says why Cursor is not, and reassign --no-gateway gives both files back byte for byte", async () => {
+    const claude = join(home.env.CLAUDE_CONFIG_DIR!, "settings.json");
+    const codex = join(env.CODEX_HOME!, "config.toml");
+    put(claude, CLAUDE);
+    put(codex, CODEX);
+    const r = await enroll("claude-code,codex,cursor", "--gateway");
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain(`claude-code: model calls through the gateway (127.0.0.1:${gatewayPort})`);
+    expect(r.stdout).toContain("cursor: model calls not through the gateway: Cursor's model calls go to Cursor's servers");
+    const settings = JSON.parse(readFileSync(claude, "utf8")) as Json;
+    const secret = (JSON.parse(readFileSync(join(env.OXAGEN_HOME!, "host.json"), "utf8")) as Json).hook_secret as string;
+    expect(settings.env).toEqual({
+      A: "1",
+      ANTHROPIC_BASE_URL: `http://127.0.0.1:${gatewayPort}`,
+      ANTHROPIC_CUSTOM_HEADERS: `x-oxagen-hook-secret: ${secret}`,
+    });
+    expect(settings.model).toBe("opus");
+    const toml = parse(readFileSync(codex, "utf8")) as Json;
+    expect(toml.model_provider).toBe("oxagen-gateway");
+    expect(toml.model_providers["oxagen-gateway"]).toEqual({
+      name: "OpenAI through the Oxagen gateway",
+      base_url: `http://127.0.0.1:${gatewayPort}/v1`,
+      env_key: "OPENAI_API_KEY",
+      wire_api: "responses",
+      http_headers: { "x-oxagen-hook-secret": secret },
+    });
+    expect(toml.profiles).toEqual({ fast: { model: "gpt-5-mini" } });
+    const host = JSON.parse(readFileSync(join(env.OXAGEN_HOME!, "host.json"), "utf8")) as Json;
+    expect(host.gateway).toEqual(["claude-code", "codex"]);
+    // A re-apply without --gateway keeps the routing and changes nothing.
+    const before = [readFileSync(claude, "utf8"), readFileSync(codex, "utf8")];
+    expect((await enroll("claude-code")).code).toBe(0);
+    expect([readFileSync(claude, "utf8"), readFileSync(codex, "utf8")]).toEqual(before);
+    const status = await tacho("status", "--offline", "--json");
+    expect((JSON.parse(status.stdout) as Json).gateway).toMatchObject({
+      port: gatewayPort,
+      routed: [
+        { harness: "claude-code", configured: true },
+        { harness: "codex", configured: true },
+      ],
+    });
+    const off = await tacho("reassign", "--no-gateway");
+    expect(off.code, off.stderr).toBe(0);
+    expect(readFileSync(codex, "utf8")).toBe(CODEX);
+    // The hooks stay; only the gateway setting went.
+    expect((JSON.parse(readFileSync(claude, "utf8")) as Json).env).toEqual({ A: "1" });
+    expect((await tacho("reassign", "--harness", "none")).code).toBe(0);
+    expect(readFileSync(claude, "utf8")).toBe(CLAUDE);
+  });
+
+  it("a harness dropped by reassign --harness stops going through the gateway; a config.toml the gateway setting created is left empty", async () => {
+    const r = await enroll("claude-code,codex", "--gateway");
+    expect(r.code, r.stderr).toBe(0);
+    const codex = join(env.CODEX_HOME!, "config.toml");
+    expect(readFileSync(codex, "utf8")).toContain("oxagen-gateway");
+    expect((await tacho("reassign", "--harness", "claude-code")).code).toBe(0);
+    expect(readFileSync(codex, "utf8")).toBe("");
+    const settings = JSON.parse(readFileSync(join(home.env.CLAUDE_CONFIG_DIR!, "settings.json"), "utf8")) as Json;
+    expect(settings.env.ANTHROPIC_BASE_URL).toBe(`http://127.0.0.1:${gatewayPort}`);
+  });
+
+  it("a base URL or model provider of the user's own is refused with the way forward, and nothing is written", async () => {
+    const claude = join(home.env.CLAUDE_CONFIG_DIR!, "settings.json");
+    const own = `{ "env": { "ANTHROPIC_BASE_URL": "https://llm-proxy.corp.example" } }\n`;
+    put(claude, own);
+    const r = await enroll("claude-code", "--gateway");
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('env.ANTHROPIC_BASE_URL is "https://llm-proxy.corp.example" already');
+    expect(r.stderr).toContain("upstreams.anthropic");
+    expect(readFileSync(claude, "utf8")).toBe(own);
+    expect(existsSync(join(env.OXAGEN_HOME!, "host.json"))).toBe(false);
+    const codex = join(env.CODEX_HOME!, "config.toml");
+    const mine = `model_provider = "azure"\n`;
+    put(codex, mine);
+    rmClaude(claude);
+    const c = await enroll("codex", "--gateway");
+    expect(c.code).toBe(1);
+    expect(c.stderr).toContain('model_provider is "azure" already');
+    expect(readFileSync(codex, "utf8")).toBe(mine);
+  });
+});
+
+function rmClaude(path: string) {
+  writeFileSync(path, "{}\n");
+}
