@@ -18,6 +18,8 @@ export const ROUTES = {
   ingest: "/v1/ingest",
   body: (sha256: string) => `/v1/bodies/${sha256}`,
   policy: "/v1/policy",
+  /** A host-signed WebSocket upgrade: the server pushes `{"type":"policy","etag":…}` when the host's policy changes. */
+  push: "/v1/host/push",
   hostStatus: "/v1/host",
   hostKey: "/v1/host/key",
   hostRun: (runId: string) => `/v1/host/runs/${runId}`,

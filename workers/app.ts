@@ -11,7 +11,9 @@ import { hostLifecycle, hostRuns, hosts, hostSelf } from "./routes/hosts.ts";
 import { ingest } from "./routes/ingest.ts";
 import { keys } from "./routes/keys.ts";
 import { policy } from "./routes/policy.ts";
+import { push } from "./routes/push.ts";
 import { runs } from "./routes/runs.ts";
+import { spend } from "./routes/spend.ts";
 import { tokens } from "./routes/tokens.ts";
 import { workspaces } from "./routes/workspaces.ts";
 
@@ -26,12 +28,14 @@ app.route("/", enroll);
 app.route("/", ingest);
 app.route("/", bodies);
 app.route("/", policy);
+app.route("/", push);
 app.route("/", hostSelf);
 app.route("/", hostLifecycle);
 app.route("/", hostRuns);
 app.route("/", hosts);
 app.route("/", agents);
 app.route("/", runs);
+app.route("/", spend);
 app.route("/", tokens);
 app.route("/", workspaces);
 

@@ -127,14 +127,15 @@ export class TestRun {
     });
   }
 
-  llm(cost = 1000): Frame {
+  /** Appends a model call the gateway carried; its cost is the server's to price (a `cost_microusd` claim is ignored). */
+  llm(o: { model?: string; vendor?: string; usage?: Record<string, number>; claim?: number; path?: "gateway" | "transcript" } = {}): Frame {
     return this.add("llm_call", {
-      path: "gateway",
-      vendor: "anthropic",
-      model: "claude",
+      path: o.path ?? "gateway",
+      vendor: o.vendor ?? "anthropic",
+      model: o.model ?? "claude-sonnet-4-5",
       forwarded: true,
-      usage: { input_tokens: 1, output_tokens: 2 },
-      cost_microusd: cost,
+      usage: o.usage ?? { input_tokens: 1000, output_tokens: 100 },
+      ...(o.claim !== undefined ? { cost_microusd: o.claim } : {}),
     });
   }
 

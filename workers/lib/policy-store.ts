@@ -1,6 +1,8 @@
-import { and, eq, sql } from "drizzle-orm";
+import { and, eq, inArray, sql } from "drizzle-orm";
 import {
   defaultPolicy,
+  MAX_EXHAUSTED_BUDGETS,
+  MAX_PAUSED_AGENTS,
   MAX_PAUSED_RUNS_PER_HOST,
   Policy,
   policyEtag,
@@ -24,7 +26,7 @@ export const MAX_WORKSPACE_POLICY_BYTES = 512 * 1024;
 /** The workspace's clauses, as stored: no host's pause state is ever part of it. */
 function workspacePart(p: Policy): Policy {
   const { host: _host, ...rest } = p;
-  return { ...rest, paused_runs: [], suspended_hosts: [] };
+  return { ...rest, paused_runs: [], suspended_hosts: [], paused_agents: [], exhausted_budgets: [] };
 }
 
 /** The workspace's policy (its clauses) and its row version, creating the default one on first use. */
@@ -115,13 +117,45 @@ export async function pausedRunsOf(d: Db, hostId: string, now: number, limit = M
  */
 export async function hostPolicy(env: Env, host: HostRow, now: number): Promise<Policy> {
   const d = db(env);
-  const [{ policy }, paused] = await Promise.all([loadPolicy(env, host.workspaceId), pausedRunsOf(d, host.id, now)]);
+  const [{ policy }, paused, agents] = await Promise.all([
+    loadPolicy(env, host.workspaceId),
+    pausedRunsOf(d, host.id, now),
+    pausedAgentsOf(d, host, MAX_PAUSED_AGENTS),
+  ]);
   const own = { host: host.id, issued_ms: Math.max(policy.issued_ms, host.policyMs) };
   if (host.status === "suspended") {
     const shut = { tools: [], default_tool_decision: "deny" as const, models: [], budgets: [] };
-    return { ...policy, ...own, ...shut, paused_runs: [], suspended_hosts: [host.id] };
+    return { ...policy, ...own, ...shut, paused_runs: [], suspended_hosts: [host.id], paused_agents: [], exhausted_budgets: [] };
   }
-  return { ...policy, ...own, paused_runs: paused, suspended_hosts: [] };
+  const budgets = policy.budgets.length > 0 ? await workspaceObject(env, host.workspaceId).exhausted(host.id, policy.budgets, now) : null;
+  const exhausted = (budgets?.scopes ?? []).slice(0, MAX_EXHAUSTED_BUDGETS).map(({ host: _h, ...b }) => b);
+  return {
+    ...policy,
+    ...own,
+    issued_ms: Math.max(own.issued_ms, budgets?.changedMs ?? 0),
+    paused_runs: paused,
+    suspended_hosts: [],
+    paused_agents: agents,
+    exhausted_budgets: exhausted,
+  };
+}
+
+/** The agent names paused on a host: on it, or on every host of its workspace. */
+export async function pausedAgentsOf(d: Db, host: Pick<HostRow, "id" | "workspaceId">, limit: number): Promise<string[]> {
+  const p = schema.agentPauses;
+  const rows = await d
+    .selectDistinct({ name: p.name })
+    .from(p)
+    .where(and(eq(p.workspaceId, host.workspaceId), inArray(p.hostId, [host.id, "*"])))
+    .orderBy(p.name)
+    .limit(limit)
+    .all();
+  return rows.map((r) => r.name);
+}
+
+/** The workspace's Durable Object: push connections and budget counters. */
+export function workspaceObject(env: Env, workspaceId: string) {
+  return env.WORKSPACES.get(env.WORKSPACES.idFromName(workspaceId));
 }
 
 /** The host's policy payload and ETag; `sign()` signs it (only when the caller needs the body). */

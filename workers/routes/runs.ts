@@ -8,7 +8,9 @@ import { AppError, notFound } from "../errors.ts";
 import { signingKey } from "../keys.ts";
 import { bundleStream } from "../lib/export-stream.ts";
 import { setPaused } from "../lib/policy-store.ts";
+import { pushHost } from "../lib/push.ts";
 import { type RunRow, runView, syncRun } from "../lib/run-rows.ts";
+import { spendTotals } from "../spend/query.ts";
 import { valid } from "../validate.ts";
 
 const STATUSES = ["live", "ended", "crashed", "closed", "sealed"] as const;
@@ -75,8 +77,10 @@ export const runs = new Hono<OperatorEnv>()
   .get("/v1/runs/:id", valid("param", IdParam), async (c) => {
     const row = await ownRun(c.env, c.var.workspaceId, c.req.valid("param").id);
     const detail = await chain(c.env, row.id).detail();
+    const byModel = await spendTotals(db(c.env), { workspaceId: c.var.workspaceId, run: row.id }, ["model"], 200);
     return c.json({
       ...runView(row),
+      spend: { microusd: row.spendMicrousd, unpriced_calls: row.unpricedCalls, by_model: byModel },
       paused: row.pausedMs !== null,
       held_frames: detail?.summary.heldCount ?? 0,
       gaps: detail?.gaps ?? [],
@@ -95,11 +99,13 @@ export const runs = new Hono<OperatorEnv>()
     await signingKey(c.env);
     const summary = await chain(c.env, row.id).seal(Date.now());
     await syncRun(db(c.env), summary);
+    await pushHost(c.env, row.hostId);
     return c.json(runView(await ownRun(c.env, c.var.workspaceId, row.id)));
   })
   .post("/v1/runs/:id/pause", valid("param", IdParam), async (c) => {
     const row = await ownRun(c.env, c.var.workspaceId, c.req.valid("param").id);
     await setPaused(c.env, row, true, Date.now());
+    await pushHost(c.env, row.hostId);
     return c.json({ id: row.id, paused: true });
   })
   .post("/v1/runs/:id/resume", valid("param", IdParam), async (c) => {
@@ -108,6 +114,7 @@ export const runs = new Hono<OperatorEnv>()
     if ((await chain(c.env, row.id).summary())?.status === "sealed")
       throw new AppError(409, "sealed", "A sealed run stays stopped; it cannot be resumed.");
     await setPaused(c.env, row, false, Date.now());
+    await pushHost(c.env, row.hostId);
     return c.json({ id: row.id, paused: false });
   })
   .get("/v1/runs/:id/export", valid("param", IdParam), async (c) => {

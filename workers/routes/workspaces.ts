@@ -6,6 +6,7 @@ import { operatorAuth, type OperatorEnv } from "../auth/operator.ts";
 import { db, schema } from "../db/client.ts";
 import { notFound } from "../errors.ts";
 import { parseRoles, signedPolicy, updatePolicy } from "../lib/policy-store.ts";
+import { pushPolicies } from "../lib/push.ts";
 import { valid } from "../validate.ts";
 
 const Settings = z.strictObject({
@@ -14,7 +15,16 @@ const Settings = z.strictObject({
   retention: Policy.shape.retention.optional(),
 });
 /** What an operator may set; the server owns the rest (workspace, host, issue time, paused runs, suspended hosts). */
-const PolicyInput = Policy.omit({ v: true, workspace: true, host: true, issued_ms: true, paused_runs: true, suspended_hosts: true });
+const PolicyInput = Policy.omit({
+  v: true,
+  workspace: true,
+  host: true,
+  issued_ms: true,
+  paused_runs: true,
+  suspended_hosts: true,
+  paused_agents: true,
+  exhausted_budgets: true,
+});
 const IdParam = z.object({ id: z.string().min(1).max(128) });
 
 async function ownWorkspace(env: Env, workspaceId: string, id: string) {
@@ -53,6 +63,7 @@ export const workspaces = new Hono<OperatorEnv>()
       ...(s.retention !== undefined ? { retentionMode: s.retention.mode, retentionKeep: JSON.stringify(s.retention.keep) } : {}),
     };
     if (Object.keys(set).length > 0) await db(c.env).update(schema.workspaces).set(set).where(eq(schema.workspaces.id, ws.id));
+    if (s.mode !== undefined || s.retention !== undefined) await pushPolicies(c.env, ws.id);
     return c.json(view((await db(c.env).select().from(schema.workspaces).where(eq(schema.workspaces.id, ws.id)).get())!));
   })
   .get("/v1/workspaces/:id/policy", valid("param", IdParam), async (c) => {
@@ -68,6 +79,7 @@ export const workspaces = new Hono<OperatorEnv>()
       .update(schema.workspaces)
       .set({ mode: input.mode, retentionMode: input.retention.mode, retentionKeep: JSON.stringify(input.retention.keep) })
       .where(eq(schema.workspaces.id, ws.id));
+    await pushPolicies(c.env, ws.id);
     const { policy, etag, signed } = await signedPolicy(c.env, ws.id);
     return c.json({ policy, etag, signed });
   });
