@@ -15,7 +15,7 @@ export interface PolicyPush {
 
 /** A lease of budget (see {@link WorkspaceObject.lease}). */
 export type LeaseAnswer =
-  | { granted: true; lease_id: string; microusd: number; expires_ms: number }
+  | { granted: true; lease_id: string; microusd: number; expires_ms: number; changed: boolean }
   | { granted: false; exhausted: ExhaustedScope };
 
 /**
@@ -128,15 +128,19 @@ export class WorkspaceObject extends DurableObject<Env> {
         sql.exec("DELETE FROM leases WHERE id = ?", id);
         return { granted: false, exhausted: over };
       }
-      this.#settleChange(clauses, now);
-      return { granted: true, lease_id: id, microusd: req.microusd, expires_ms: expires };
+      const { changed } = this.#settleChange(clauses, now);
+      return { granted: true, lease_id: id, microusd: req.microusd, expires_ms: expires, changed };
     });
   }
 
   /** Ends a lease (its calls are priced from the record as they arrive); unknown or expired leases are a no-op. */
-  settle(leaseId: string, clauses: BudgetClause[], now: number): { changed: boolean; changedMs: number } {
+  settle(leaseId: string, clauses: BudgetClause[], now: number, hostId?: string): { changed: boolean; changedMs: number } {
     return this.ctx.storage.transactionSync(() => {
-      this.ctx.storage.sql.exec("DELETE FROM leases WHERE id = ? OR expires_ms <= ?", leaseId, now);
+      const sql = this.ctx.storage.sql;
+      // Only the host that took a lease may settle it (a settle of another's lease is a no-op).
+      if (hostId === undefined) sql.exec("DELETE FROM leases WHERE id = ?", leaseId);
+      else sql.exec("DELETE FROM leases WHERE id = ? AND host_id = ?", leaseId, hostId);
+      sql.exec("DELETE FROM leases WHERE expires_ms <= ?", now);
       return this.#settleChange(clauses, now);
     });
   }

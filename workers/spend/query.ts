@@ -59,5 +59,11 @@ export async function spendTotals(d: Db, f: SpendFilter, groupBy: SpendGroup[], 
     .all();
   return rows
     .filter((r) => r.calls !== null)
-    .map((r) => ({ ...r, price_versions: r.price_versions ? r.price_versions.split(",").sort() : [] }));
+    .map((r) => ({
+      ...r,
+      // A group of unpriced calls only has no price: null, never $0.
+      microusd: r.calls > r.unpriced_calls ? r.microusd : null,
+      priced_calls: r.calls - r.unpriced_calls,
+      price_versions: r.price_versions ? r.price_versions.split(",").sort() : [],
+    }));
 }
