@@ -1,12 +1,11 @@
 // End to end, against the real Worker: operator changes reach the recorder over the push
 // connection, not a poll (both poll intervals are an hour here, so only a push can apply them);
 // transcript model calls are priced on the server; a run budget refuses the run's next step.
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runIdFor } from "../../../protocol/index.ts";
-import { daemonUp, enroll, eventually, newComputer, runDaemon, stopAll, type Computer } from "../../support/e2e.ts";
+import { claudeSession, daemonUp, enroll, eventually, newComputer, runDaemon, stopAll, type Computer } from "../../support/e2e.ts";
 import { startWorker, type LocalWorker } from "../../support/worker.ts";
 
 let worker: LocalWorker;
@@ -89,25 +88,7 @@ describe("the mandate, live", () => {
     ).toBe(200);
     const session = "s-spend";
     const run = runIdFor(hostId, "claude-code", session);
-    const transcript = join(mkdtempSync(join(tmpdir(), "oxagen-tr-")), "t.jsonl");
-    const line = {
-      type: "assistant",
-      requestId: "req_1",
-      timestamp: new Date().toISOString(),
-      message: { id: "msg_1", model: "claude-sonnet-4-5", stop_reason: "end_turn", usage: { input_tokens: 1000, output_tokens: 100 } },
-    };
-    writeFileSync(transcript, `${JSON.stringify(line)}\n`);
-    const claude = (event: string, extra: Record<string, unknown> = {}) =>
-      computer.hook(["--harness", "claude-code"], {
-        session_id: session,
-        transcript_path: transcript,
-        cwd: "/tmp",
-        hook_event_name: event,
-        ...extra,
-      });
-    claude("SessionStart");
-    claude("UserPromptSubmit", { prompt: "go" });
-    claude("Stop");
+    const claude = claudeSession(computer, session, { model: "claude-sonnet-4-5", usage: { input_tokens: 1000, output_tokens: 100 } });
     const view = await eventually(async () => {
       const v = (await (await worker.api(`/v1/runs/${run}`)).json()) as { spend_microusd?: number; spend?: { by_model: unknown[] } };
       return v.spend_microusd ? v : null;
