@@ -93,8 +93,12 @@ export async function signedPolicy(env: Env, workspaceId: string): Promise<{ sig
  * when nothing has come from it for 12 hours.
  */
 export async function pausedRunsOf(d: Db, hostId: string, now: number, limit = MAX_PAUSED_RUNS_PER_HOST): Promise<string[]> {
+  return (await pausedRunsQuery(d, hostId, now, limit).all()).map((row) => row.id);
+}
+
+function pausedRunsQuery(d: Db, hostId: string, now: number, limit: number) {
   const r = schema.runs;
-  const rows = await d
+  return d
     .select({ id: r.id })
     .from(r)
     .where(
@@ -105,9 +109,7 @@ export async function pausedRunsOf(d: Db, hostId: string, now: number, limit = M
       ),
     )
     .orderBy(r.id)
-    .limit(limit)
-    .all();
-  return rows.map((row) => row.id);
+    .limit(limit);
 }
 
 /**
@@ -117,11 +119,13 @@ export async function pausedRunsOf(d: Db, hostId: string, now: number, limit = M
  */
 export async function hostPolicy(env: Env, host: HostRow, now: number): Promise<Policy> {
   const d = db(env);
-  const [{ policy }, paused, agents] = await Promise.all([
-    loadPolicy(env, host.workspaceId),
-    pausedRunsOf(d, host.id, now),
-    pausedAgentsOf(d, host, MAX_PAUSED_AGENTS),
+  // One round trip for the three reads: every recorder fetches this after every push.
+  const [stored, paused, agents] = await d.batch([
+    d.select().from(schema.policies).where(eq(schema.policies.workspaceId, host.workspaceId)),
+    pausedRunsQuery(d, host.id, now, MAX_PAUSED_RUNS_PER_HOST),
+    pausedAgentsQuery(d, host, MAX_PAUSED_AGENTS),
   ]);
+  const policy = stored[0] ? Policy.parse(JSON.parse(stored[0].payload)) : (await loadPolicy(env, host.workspaceId)).policy;
   const own = { host: host.id, issued_ms: Math.max(policy.issued_ms, host.policyMs) };
   if (host.status === "suspended") {
     const shut = { tools: [], default_tool_decision: "deny" as const, models: [], budgets: [] };
@@ -133,24 +137,22 @@ export async function hostPolicy(env: Env, host: HostRow, now: number): Promise<
     ...policy,
     ...own,
     issued_ms: Math.max(own.issued_ms, budgets?.changedMs ?? 0),
-    paused_runs: paused,
+    paused_runs: paused.map((r) => r.id),
     suspended_hosts: [],
-    paused_agents: agents,
+    paused_agents: agents.map((a) => a.name),
     exhausted_budgets: exhausted,
   };
 }
 
 /** The agent names paused on a host: on it, or on every host of its workspace. */
-export async function pausedAgentsOf(d: Db, host: Pick<HostRow, "id" | "workspaceId">, limit: number): Promise<string[]> {
+function pausedAgentsQuery(d: Db, host: Pick<HostRow, "id" | "workspaceId">, limit: number) {
   const p = schema.agentPauses;
-  const rows = await d
+  return d
     .selectDistinct({ name: p.name })
     .from(p)
     .where(and(eq(p.workspaceId, host.workspaceId), inArray(p.hostId, [host.id, "*"])))
     .orderBy(p.name)
-    .limit(limit)
-    .all();
-  return rows.map((r) => r.name);
+    .limit(limit);
 }
 
 /** The workspace's Durable Object: push connections and budget counters. */
