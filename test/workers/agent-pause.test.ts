@@ -1,7 +1,5 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import { openPolicy, publicKeyOf, type SignedPolicy } from "../../protocol/index.ts";
-import { SERVER_SECRET } from "../support/sample-run.ts";
-import { enrollHost, hostCall, ingest, op, seedWorkspace, TestRun, type TestHost } from "./support.ts";
+import { enrollHost, ingest, op, seedWorkspace, TestRun, type TestHost, hostPolicyOf } from "./support.ts";
 
 let token: string;
 let one: TestHost;
@@ -17,10 +15,7 @@ beforeAll(async () => {
   await ingest(one, [run.part()]);
 });
 
-async function pausedAgents(h: TestHost) {
-  const res = await hostCall(h, "GET", "/v1/policy");
-  return openPolicy((await res.json()) as SignedPolicy, publicKeyOf(SERVER_SECRET)).paused_agents;
-}
+const pausedAgents = async (h: TestHost) => (await hostPolicyOf(h)).paused_agents;
 
 const post = (path: string, json: unknown = {}) => op(token, path, { method: "POST", json });
 
@@ -51,9 +46,9 @@ describe("pausing an agent", () => {
   });
 
   it("moves the host policy's issued_ms on, so a collector never takes the older policy back", async () => {
-    const before = openPolicy((await (await hostCall(one, "GET", "/v1/policy")).json()) as SignedPolicy, publicKeyOf(SERVER_SECRET));
+    const before = await hostPolicyOf(one);
     await post("/v1/agents/claude-code/pause", { host: one.id });
-    const after = openPolicy((await (await hostCall(one, "GET", "/v1/policy")).json()) as SignedPolicy, publicKeyOf(SERVER_SECRET));
+    const after = await hostPolicyOf(one);
     expect(after.issued_ms).toBeGreaterThan(before.issued_ms);
     await post("/v1/agents/claude-code/resume", { host: one.id });
   });

@@ -1,9 +1,8 @@
-import { env, exports } from "cloudflare:workers";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { type BudgetClause, openPolicy, publicKeyOf, ROUTES, type SignedPolicy, signRequest } from "../../protocol/index.ts";
+import { type BudgetClause, ROUTES } from "../../protocol/index.ts";
 import { workspaceObject } from "../../workers/lib/policy-store.ts";
-import { SERVER_SECRET } from "../support/sample-run.ts";
-import { BASE, enrollHost, hostCall, ingest, op, seedWorkspace, TestRun, type TestHost } from "./support.ts";
+import { enrollHost, hostCall, ingest, op, seedWorkspace, TestRun, type TestHost, hostPolicyOf, openPush } from "./support.ts";
 
 const policyInput = (budgets: BudgetClause[], mode: "enforce" | "observe" = "enforce") => ({
   mode,
@@ -19,37 +18,12 @@ async function setBudgets(token: string, workspaceId: string, budgets: BudgetCla
   expect(res.status).toBe(200);
 }
 
-async function policyOf(h: TestHost) {
-  const res = await hostCall(h, "GET", "/v1/policy");
-  return openPolicy((await res.json()) as SignedPolicy, publicKeyOf(SERVER_SECRET));
-}
+const policyOf = hostPolicyOf;
 
 /** A host's push connection, counting pushes (a test waits for a count, never for a time). */
 async function listen(h: TestHost) {
-  const auth = signRequest(h.secret, {
-    origin: BASE,
-    method: "GET",
-    pathAndQuery: ROUTES.push,
-    hostId: h.id,
-    headers: {},
-    body: new Uint8Array(),
-  });
-  const res = await exports.default.fetch(`${BASE}${ROUTES.push}`, { headers: { upgrade: "websocket", ...auth } });
-  const ws = res.webSocket!;
-  ws.accept();
-  const seen: string[] = [];
-  let wake: (() => void) | null = null;
-  ws.addEventListener("message", (ev) => {
-    seen.push(String(ev.data));
-    wake?.();
-  });
-  return {
-    seen,
-    ws,
-    until: async (n: number) => {
-      while (seen.length < n) await new Promise<void>((r) => (wake = r));
-    },
-  };
+  const conn = await openPush(h);
+  return { seen: conn.messages, ws: conn.ws!, until: conn.received };
 }
 
 describe("budgets", () => {
@@ -72,7 +46,7 @@ describe("budgets", () => {
     expect(policy.exhausted_budgets).toEqual([
       { budget: "daily", scope: "workspace", window: "day", until_ms: midnight.getTime(), spent_microusd: 9000, limit_microusd: 9000 },
     ]);
-    expect(JSON.parse(push.seen[0]!)).toEqual({
+    expect(push.seen[0]).toEqual({
       type: "policy",
       etag: (await hostCall(host, "GET", "/v1/policy")).headers.get("etag")!.replaceAll('"', ""),
     });

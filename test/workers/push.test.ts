@@ -1,9 +1,9 @@
-import { env, exports } from "cloudflare:workers";
+import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { openPolicy, publicKeyOf, ROUTES, type SignedPolicy, signRequest } from "../../protocol/index.ts";
 import { workspaceObject } from "../../workers/lib/policy-store.ts";
 import { SERVER_SECRET } from "../support/sample-run.ts";
-import { BASE, enrollHost, hostCall, ingest, op, seedWorkspace, TestRun, type TestHost } from "./support.ts";
+import { BASE, enrollHost, hostCall, ingest, op, openPush, seedWorkspace, TestRun, type TestHost } from "./support.ts";
 
 let token: string;
 let workspaceId: string;
@@ -14,30 +14,7 @@ beforeAll(async () => {
   host = await enrollHost(token);
 });
 
-/** Opens a host's push connection, signed as any host call; collects what it is sent. */
-async function connect(h: TestHost, sign: (s: ReturnType<typeof signRequest>) => ReturnType<typeof signRequest> = (s) => s) {
-  const auth = sign(
-    signRequest(h.secret, { origin: BASE, method: "GET", pathAndQuery: ROUTES.push, hostId: h.id, headers: {}, body: new Uint8Array() }),
-  );
-  const res = await exports.default.fetch(`${BASE}${ROUTES.push}`, { headers: { upgrade: "websocket", ...auth } });
-  const messages: { type: string; etag: string }[] = [];
-  const waiters: (() => void)[] = [];
-  const ws = res.webSocket;
-  if (ws) {
-    ws.accept();
-    ws.addEventListener("message", (ev) => {
-      if (ev.data === "pong") return;
-      messages.push(JSON.parse(String(ev.data)) as { type: string; etag: string });
-      for (const w of waiters.splice(0)) w();
-    });
-  }
-  /** Resolves once `n` pushes arrived (the test's own timeout bounds it: no timed assertion). */
-  const received = async (n: number) => {
-    while (messages.length < n) await new Promise<void>((r) => waiters.push(r));
-    return messages;
-  };
-  return { res, ws, messages, received };
-}
+const connect = openPush;
 
 async function policyEtag(h: TestHost) {
   const res = await hostCall(h, "GET", "/v1/policy");
