@@ -104,10 +104,11 @@ export const Policy = z.strictObject({
   suspended_hosts: z.array(HostId).max(1),
   /**
    * Agent names (a harness or a custom agent) an operator paused on this host or across the
-   * workspace. Optional so a policy cached before agents could be paused still opens.
+   * workspace. Absent when none is: a collector from before agent pauses (whose schema has no
+   * such field) still opens a policy that pauses no agent.
    */
   paused_agents: z.array(AgentName).max(MAX_PAUSED_AGENTS).optional(),
-  /** Budget scopes that concern this host and are exhausted (see {@link ExhaustedBudget}). Optional as above. */
+  /** Budget scopes that concern this host and are exhausted (see {@link ExhaustedBudget}). Absent when none is, as above. */
   exhausted_budgets: z.array(ExhaustedBudget).max(MAX_EXHAUSTED_BUDGETS).optional(),
   retention: z.strictObject({
     mode: z.enum(["keep", "digest_only"]),
@@ -276,8 +277,6 @@ export function defaultPolicy(workspace: string, now: number): Policy {
     budgets: [],
     paused_runs: [],
     suspended_hosts: [],
-    paused_agents: [],
-    exhausted_budgets: [],
     retention: { mode: "keep", keep: ["prompt", "tool_input", "tool_output", "message", "llm_request", "llm_response", "error"] },
   };
 }

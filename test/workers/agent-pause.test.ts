@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import { enrollHost, ingest, op, seedWorkspace, TestRun, type TestHost, hostPolicyOf } from "./support.ts";
+import { enrollHost, hostCall, ingest, op, seedWorkspace, TestRun, type TestHost, hostPolicyOf } from "./support.ts";
 
 let token: string;
 let one: TestHost;
@@ -15,7 +15,7 @@ beforeAll(async () => {
   await ingest(one, [run.part()]);
 });
 
-const pausedAgents = async (h: TestHost) => (await hostPolicyOf(h)).paused_agents;
+const pausedAgents = async (h: TestHost) => (await hostPolicyOf(h)).paused_agents ?? [];
 
 const post = (path: string, json: unknown = {}) => op(token, path, { method: "POST", json });
 
@@ -43,6 +43,13 @@ describe("pausing an agent", () => {
     expect(await pausedAgents(two)).toEqual(["codex"]);
     await post("/v1/agents/codex/resume");
     expect(await pausedAgents(two)).toEqual([]);
+  });
+
+  it("leaves paused_agents and exhausted_budgets out of a policy with none, so a collector from before them still opens it", async () => {
+    const res = await hostCall(two, "GET", "/v1/policy");
+    const payload = JSON.parse(((await res.json()) as { payload: string }).payload) as Record<string, unknown>;
+    expect(payload).not.toHaveProperty("paused_agents");
+    expect(payload).not.toHaveProperty("exhausted_budgets");
   });
 
   it("moves the host policy's issued_ms on, so a collector never takes the older policy back", async () => {

@@ -36,7 +36,7 @@ describe("budgets", () => {
     run.start();
     run.llm();
     await ingest(host, [run.part()]);
-    expect((await policyOf(host)).exhausted_budgets).toEqual([]);
+    expect((await policyOf(host)).exhausted_budgets ?? []).toEqual([]);
     run.llm();
     await ingest(host, [run.part()]);
     await push.until(1);
@@ -52,7 +52,7 @@ describe("budgets", () => {
     });
     await setBudgets(token, workspaceId, [{ id: "daily", scope: "workspace", window: "day", limit_microusd: 20_000 }]);
     await push.until(2);
-    expect((await policyOf(host)).exhausted_budgets).toEqual([]);
+    expect((await policyOf(host)).exhausted_budgets ?? []).toEqual([]);
     push.ws.close();
   });
 
@@ -66,7 +66,7 @@ describe("budgets", () => {
     small.llm({ usage: { input_tokens: 10, output_tokens: 1 } });
     await ingest(a, [big.part(), small.part()]);
     expect((await policyOf(a)).exhausted_budgets).toEqual([expect.objectContaining({ budget: "per-run", run: big.chain, until_ms: null })]);
-    expect((await policyOf(b)).exhausted_budgets).toEqual([]);
+    expect((await policyOf(b)).exhausted_budgets ?? []).toEqual([]);
   });
 
   it("counts each host on its own under a host budget", async () => {
@@ -77,7 +77,7 @@ describe("budgets", () => {
     run.llm();
     await ingest(a, [run.part()]);
     expect((await policyOf(a)).exhausted_budgets).toEqual([expect.objectContaining({ budget: "box", scope: "host", window: "month" })]);
-    expect((await policyOf(b)).exhausted_budgets).toEqual([]);
+    expect((await policyOf(b)).exhausted_budgets ?? []).toEqual([]);
   });
 
   it("leases budget to a recorder with one writer: a lease that would pass a limit is refused until another is settled", async () => {
@@ -137,7 +137,7 @@ describe("budget leases over the host-signed route", () => {
     expect(refused.status).toBe(409);
     expect(await refused.json()).toMatchObject({ error: "budget_exhausted", exhausted: { budget: "per-run", run } });
     expect((await hostCall(host, "DELETE", ROUTES.budgetSettle(granted.lease_id))).status).toBe(200);
-    expect((await policyOf(host)).exhausted_budgets).toEqual([]);
+    expect((await policyOf(host)).exhausted_budgets ?? []).toEqual([]);
     expect((await lease({ run, microusd: 1 })).status).toBe(201);
     for (const bad of [{ run, microusd: -5 }, { run: "run_nope", microusd: 5 }, { run, microusd: 5, ttl_ms: 1 }, { run }]) {
       const res = await lease(bad);

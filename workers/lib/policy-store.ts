@@ -25,8 +25,8 @@ export const MAX_WORKSPACE_POLICY_BYTES = 512 * 1024;
 
 /** The workspace's clauses, as stored: no host's pause state is ever part of it. */
 function workspacePart(p: Policy): Policy {
-  const { host: _host, ...rest } = p;
-  return { ...rest, paused_runs: [], suspended_hosts: [], paused_agents: [], exhausted_budgets: [] };
+  const { host: _host, paused_agents: _a, exhausted_budgets: _b, ...rest } = p;
+  return { ...rest, paused_runs: [], suspended_hosts: [] };
 }
 
 /** The workspace's policy (its clauses) and its row version, creating the default one on first use. */
@@ -129,7 +129,7 @@ export async function hostPolicy(env: Env, host: HostRow, now: number): Promise<
   const own = { host: host.id, issued_ms: Math.max(policy.issued_ms, host.policyMs) };
   if (host.status === "suspended") {
     const shut = { tools: [], default_tool_decision: "deny" as const, models: [], budgets: [] };
-    return { ...policy, ...own, ...shut, paused_runs: [], suspended_hosts: [host.id], paused_agents: [], exhausted_budgets: [] };
+    return { ...policy, ...own, ...shut, paused_runs: [], suspended_hosts: [host.id] };
   }
   const budgets = policy.budgets.length > 0 ? await workspaceObject(env, host.workspaceId).exhausted(host.id, policy.budgets, now) : null;
   const exhausted = (budgets?.scopes ?? []).slice(0, MAX_EXHAUSTED_BUDGETS).map(({ host: _h, ...b }) => b);
@@ -139,8 +139,9 @@ export async function hostPolicy(env: Env, host: HostRow, now: number): Promise<
     issued_ms: Math.max(own.issued_ms, budgets?.changedMs ?? 0),
     paused_runs: paused.map((r) => r.id),
     suspended_hosts: [],
-    paused_agents: agents.map((a) => a.name),
-    exhausted_budgets: exhausted,
+    // Only when there is something to say: a collector from before these fields opens the rest.
+    ...(agents.length > 0 ? { paused_agents: agents.map((a) => a.name) } : {}),
+    ...(exhausted.length > 0 ? { exhausted_budgets: exhausted } : {}),
   };
 }
 
