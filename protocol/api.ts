@@ -18,6 +18,11 @@ export const ROUTES = {
   ingest: "/v1/ingest",
   body: (sha256: string) => `/v1/bodies/${sha256}`,
   policy: "/v1/policy",
+  /** A host-signed WebSocket upgrade: the server pushes `{"type":"policy","etag":…}` when the host's policy changes. */
+  push: "/v1/host/push",
+  /** Host-signed: lease budget for model calls not yet priced (the gateway's reservation), and settle a lease. */
+  budgetLease: "/v1/host/budget/leases",
+  budgetSettle: (leaseId: string) => `/v1/host/budget/leases/${leaseId}`,
   hostStatus: "/v1/host",
   hostKey: "/v1/host/key",
   hostRun: (runId: string) => `/v1/host/runs/${runId}`,
@@ -142,3 +147,10 @@ export function hostKeyProofInput(hostId: string, newPublicKeyHex: string, curre
 
 /** The answer to a key rotation. */
 export const HostKeyAnswer = z.strictObject({ host_id: HostId, key_id: z.string(), retired_key_id: z.string() });
+
+/** `POST /v1/host/budget/leases`: hold `microusd` of the run's (and its host's and workspace's) budget for `ttl_ms`. */
+export const BudgetLeaseRequest = z.strictObject({
+  run: z.string().regex(/^run_[0-9a-f]{32}$/),
+  microusd: z.number().int().positive().max(1_000_000_000),
+  ttl_ms: z.number().int().min(1000).max(3_600_000).default(600_000),
+});

@@ -69,8 +69,30 @@ export function verifyStrict(publicKey: Uint8Array, message: Uint8Array, signatu
   }
 }
 
+/** A signer that gives the same bytes as noble (Ed25519 signatures are deterministic, RFC 8032). */
+export type FastSign = (secretKey: Uint8Array, message: Uint8Array) => Uint8Array;
+
+let fastSign: FastSign | null = null;
+
+/**
+ * Installs (or, with null, removes) a faster signer, e.g. `node:crypto`'s. Ed25519 signing is
+ * deterministic, so the signature is the same bytes either way; a signer that throws falls back to
+ * noble.
+ */
+export function useFastSign(fn: FastSign | null): void {
+  fastSign = fn;
+}
+
 /** Signs `message` with a 32-byte Ed25519 secret key (seed). */
 export function sign(secretKey: Uint8Array, message: Uint8Array): Uint8Array {
+  if (fastSign) {
+    try {
+      const sig = fastSign(secretKey, message);
+      if (sig.length === 64) return sig;
+    } catch {
+      // Noble below signs.
+    }
+  }
   return ed.sign(message, secretKey);
 }
 

@@ -12,7 +12,7 @@ import { bytesToHex, fromHex, utf8 } from "./bytes.ts";
 import { sign, verifyStrict } from "./ed25519.ts";
 import { BodyRole } from "./frames.ts";
 import { sha256Hex } from "./hash.ts";
-import { HostId, RunId } from "./ids.ts";
+import { AgentName, HostId, RunId } from "./ids.ts";
 import { parseRecordJson, toRecordJson, type RecordJsonValue } from "./json.ts";
 import { pae } from "./lock.ts";
 
@@ -65,6 +65,30 @@ export const BudgetClause = z.strictObject({
   window: z.enum(["run", "day", "month"]),
   limit_microusd: z.number().int().nonnegative(),
 });
+/** One of {@link BudgetClause}. */
+export type BudgetClause = z.infer<typeof BudgetClause>;
+
+/** The most agent names a host's policy lists as paused. */
+export const MAX_PAUSED_AGENTS = 200;
+/** The most exhausted budget scopes a host's policy lists. */
+export const MAX_EXHAUSTED_BUDGETS = 500;
+
+/**
+ * A budget scope whose spend reached its clause's limit, as the server counted it. `run` names the
+ * run when the clause's scope or window is `run`; `until_ms` is when the window ends (the next UTC
+ * day or month; null for a run's lifetime), after which the entry no longer refuses anything.
+ */
+export const ExhaustedBudget = z.strictObject({
+  budget: z.string().min(1).max(64),
+  scope: z.enum(["run", "host", "workspace"]),
+  window: z.enum(["run", "day", "month"]),
+  run: RunId.optional(),
+  until_ms: z.number().int().nonnegative().nullable(),
+  spent_microusd: z.number().int().nonnegative(),
+  limit_microusd: z.number().int().nonnegative(),
+});
+/** One of {@link ExhaustedBudget}. */
+export type ExhaustedBudget = z.infer<typeof ExhaustedBudget>;
 
 /**
  * The policy a workspace hands its collectors. The server signs one for each host: the
@@ -83,7 +107,10 @@ export const Policy = z.strictObject({
   default_tool_decision: DefaultToolDecision,
   /** Model name globs the gateway may forward; null allows every model. */
   models: z.array(glob).max(200).nullable(),
-  budgets: z.array(BudgetClause).max(50),
+  budgets: z
+    .array(BudgetClause)
+    .max(50)
+    .refine((b) => new Set(b.map((c) => c.id)).size === b.length, "a budget id is used twice"),
   /**
    * Base URLs the collector's gateway forwards each vendor's model calls to instead of the vendor's
    * own (a company proxy); absent, the vendor's own. The caller's credentials go there.
@@ -93,6 +120,14 @@ export const Policy = z.strictObject({
   paused_runs: z.array(RunId).max(MAX_PAUSED_RUNS_PER_HOST),
   /** The host itself when it is suspended; otherwise empty. */
   suspended_hosts: z.array(HostId).max(1),
+  /**
+   * Agent names (a harness or a custom agent) an operator paused on this host or across the
+   * workspace. Absent when none is: a collector from before agent pauses (whose schema has no
+   * such field) still opens a policy that pauses no agent.
+   */
+  paused_agents: z.array(AgentName).max(MAX_PAUSED_AGENTS).optional(),
+  /** Budget scopes that concern this host and are exhausted (see {@link ExhaustedBudget}). Absent when none is, as above. */
+  exhausted_budgets: z.array(ExhaustedBudget).max(MAX_EXHAUSTED_BUDGETS).optional(),
   retention: z.strictObject({
     mode: z.enum(["keep", "digest_only"]),
     keep: z
@@ -171,16 +206,56 @@ export function globMatch(pattern: string, text: string): boolean {
 // Tool decisions run on every hook: each pattern is compiled once.
 const globs = new Map<string, RegExp>();
 
+/** What stops a step before any clause is read; `budget` stops are the only ones a session start passes. */
+export interface Stop extends PolicyDecision {
+  decision: "deny";
+  rule: "suspended_host" | "paused_run" | "paused_agent" | "budget";
+}
+
+/** The exhausted budget entries that apply to a step of `runId` at `now` (entries past their window do not). */
+export function exhaustedFor(policy: Policy, runId: string | null, now: number): ExhaustedBudget[] {
+  return (policy.exhausted_budgets ?? []).filter(
+    (b) => (b.until_ms === null || now < b.until_ms) && (b.run === undefined || b.run === runId),
+  );
+}
+
+/** The sentence a budget refusal gives. */
+export function budgetReason(b: ExhaustedBudget): string {
+  const usd = (micro: number) => `$${(micro / 1_000_000).toFixed(2)}`;
+  const window = b.window === "run" ? "this run" : b.window === "day" ? "today (UTC)" : "this month (UTC)";
+  const scope = b.scope === "run" ? "the run" : b.scope === "host" ? "this computer" : "the workspace";
+  return `budget exhausted: ${b.budget} allows ${usd(b.limit_microusd)} for ${scope} in ${window}, and ${usd(b.spent_microusd)} is spent`;
+}
+
 /**
- * Decides a tool call: a suspended host or a paused run is denied first, then the first tool
+ * The operator's stops, in order: a suspended computer, a paused run, a paused agent, then an
+ * exhausted budget. The one rule every decision (tool, model, prompt, session) starts from, on the
+ * recorder, offline in `tacho hook`, and in the gateway. Null when nothing stops the step.
+ */
+export function stopOf(policy: Policy, call: { hostId: string; runId: string | null; agent?: string | null; now?: number }): Stop | null {
+  if (policy.suspended_hosts.includes(call.hostId))
+    return { decision: "deny", reason: "this computer is suspended by an operator", rule: "suspended_host" };
+  if (call.runId !== null && policy.paused_runs.includes(call.runId))
+    return { decision: "deny", reason: "this run is paused by an operator", rule: "paused_run" };
+  if (call.agent && policy.paused_agents?.includes(call.agent))
+    return { decision: "deny", reason: `the agent ${call.agent} is paused by an operator`, rule: "paused_agent" };
+  const budget = exhaustedFor(policy, call.runId, call.now ?? Date.now())[0];
+  if (budget) return { decision: "deny", reason: budgetReason(budget), rule: "budget" };
+  return null;
+}
+
+/**
+ * Decides a tool call: the operator's stops first ({@link stopOf}), then the first tool
  * clause that matches, then the policy's `default_tool_decision` (`none` when it gives no
  * decision). In observe mode the decision is still computed (and recorded) but the caller answers
  * nothing.
  */
-export function decideTool(policy: Policy, call: { hostId: string; runId: string; toolName: string; command?: string }): PolicyDecision {
-  if (policy.suspended_hosts.includes(call.hostId))
-    return { decision: "deny", reason: "this computer is suspended by an operator", rule: "suspended_host" };
-  if (policy.paused_runs.includes(call.runId)) return { decision: "deny", reason: "this run is paused by an operator", rule: "paused_run" };
+export function decideTool(
+  policy: Policy,
+  call: { hostId: string; runId: string; agent?: string | null; now?: number; toolName: string; command?: string },
+): PolicyDecision {
+  const stop = stopOf(policy, call);
+  if (stop) return stop;
   for (const clause of policy.tools) {
     if (!globMatch(clause.tool, call.toolName)) continue;
     if (clause.command !== undefined && (call.command === undefined || !globMatch(clause.command, call.command))) continue;
@@ -191,12 +266,13 @@ export function decideTool(policy: Policy, call: { hostId: string; runId: string
   return { decision: d, reason, rule: "default" };
 }
 
-/** Decides a model call: suspended host, paused run, then the model allow-list. Budgets are the gateway's to meter. */
-export function decideModel(policy: Policy, call: { hostId: string; runId: string | null; model: string }): PolicyDecision {
-  if (policy.suspended_hosts.includes(call.hostId))
-    return { decision: "deny", reason: "this computer is suspended by an operator", rule: "suspended_host" };
-  if (call.runId && policy.paused_runs.includes(call.runId))
-    return { decision: "deny", reason: "this run is paused by an operator", rule: "paused_run" };
+/** Decides a model call: the operator's stops ({@link stopOf}, exhausted budgets included), then the model allow-list. */
+export function decideModel(
+  policy: Policy,
+  call: { hostId: string; runId: string | null; agent?: string | null; now?: number; model: string },
+): PolicyDecision {
+  const stop = stopOf(policy, call);
+  if (stop) return stop;
   if (policy.models && !policy.models.some((g) => globMatch(g, call.model))) {
     return { decision: "deny", reason: `model ${call.model} is not on the workspace's allow-list`, rule: "models" };
   }

@@ -5,6 +5,7 @@ import { useNativeCrypto } from "./native-crypto.ts";
 useNativeCrypto();
 
 export { ChainObject } from "./chain-object.ts";
+export { WorkspaceObject } from "./workspace-object.ts";
 
 export default {
   fetch: app.fetch,

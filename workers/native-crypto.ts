@@ -1,5 +1,5 @@
-import { createHash, createPublicKey, verify } from "node:crypto";
-import { bytesToHex, useFastVerify, useSha256, useSha256Stream } from "../protocol/index.ts";
+import { createHash, createPrivateKey, createPublicKey, sign, verify } from "node:crypto";
+import { bytesToHex, publicKeyOf, useFastSign, useFastVerify, useSha256, useSha256Stream } from "../protocol/index.ts";
 
 type PublicKey = ReturnType<typeof createPublicKey>;
 
@@ -10,6 +10,20 @@ function base64url(bytes: Uint8Array): string {
     .replaceAll("+", "-")
     .replaceAll("/", "_")
     .replace(/=+$/, "");
+}
+
+const secrets = new Map<string, ReturnType<typeof createPrivateKey>>();
+
+function privateKeyObject(secretKey: Uint8Array) {
+  const id = bytesToHex(secretKey);
+  let key = secrets.get(id);
+  if (!key) {
+    const jwk = { kty: "OKP" as const, crv: "Ed25519" as const, x: base64url(publicKeyOf(secretKey)), d: base64url(secretKey) };
+    key = createPrivateKey({ key: jwk, format: "jwk" });
+    if (secrets.size > 16) secrets.clear();
+    secrets.set(id, key);
+  }
+  return key;
 }
 
 function keyObject(publicKey: Uint8Array): PublicKey {
@@ -47,4 +61,12 @@ export function useNativeCrypto(): void {
     };
   });
   useFastVerify((publicKey, message, signature) => verify(null, message, keyObject(publicKey), signature));
+  // The server signs every host's policy on every fetch (each push brings every recorder's fetch).
+  useFastSign(nativeSign);
+}
+
+/** Ed25519 with the runtime's signer: the same bytes as noble's (RFC 8032 signatures are deterministic). */
+export function nativeSign(secretKey: Uint8Array, message: Uint8Array): Uint8Array {
+  const d = sign(null, message, privateKeyObject(secretKey));
+  return new Uint8Array(d.buffer, d.byteOffset, d.byteLength);
 }

@@ -11,4 +11,6 @@ declare module "node:crypto" {
   }
   export function createPublicKey(input: { key: { kty: "OKP"; crv: "Ed25519"; x: string }; format: "jwk" }): KeyObject;
   export function verify(algorithm: null, data: Uint8Array, key: KeyObject, signature: Uint8Array): boolean;
+  export function createPrivateKey(input: { key: { kty: "OKP"; crv: "Ed25519"; x: string; d: string }; format: "jwk" }): KeyObject;
+  export function sign(algorithm: null, data: Uint8Array, key: KeyObject): Uint8Array;
 }

@@ -182,7 +182,7 @@ export function gatewayHandler(port: number, sink: GatewaySink, stats: GatewaySt
       }
       const body = Buffer.concat(chunks);
       const mr = readModelRequest(api, body);
-      const verdict = sink.decide({ model: mr.model, runId: sink.runId(session) });
+      const verdict = sink.decide({ model: mr.model, runId: sink.runId(session), agent: session?.harness ?? null });
       if (verdict.record) sink.record(session, [refusalStep(verdict.record)], t, null);
       if (!verdict.forward) {
         stats.refused++;

@@ -18,18 +18,29 @@ export function hostFetch(host: HostConfig, path: string, opts: HostFetchOptions
   const method = opts.method ?? (opts.body ? "POST" : "GET");
   const body = opts.body ?? new Uint8Array();
   const headers = opts.headers ?? {};
-  const auth = signRequest(fromHex(host.secret_key, 32), {
+  const auth = hostAuth(host, method, path, headers, body);
+  return fetch(new URL(path, host.server), {
+    method,
+    headers: { ...headers, ...auth },
+    body: method === "GET" ? undefined : (body as Uint8Array<ArrayBuffer>),
+    signal: AbortSignal.timeout(opts.timeoutMs ?? 30_000),
+  });
+}
+
+/** The auth headers of one host-signed request (a fresh time and nonce each call). */
+export function hostAuth(
+  host: HostConfig,
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  body: Uint8Array = new Uint8Array(),
+) {
+  return signRequest(fromHex(host.secret_key, 32), {
     origin: host.server,
     method,
     pathAndQuery: path,
     hostId: host.host_id,
     headers,
     body,
-  });
-  return fetch(new URL(path, host.server), {
-    method,
-    headers: { ...headers, ...auth },
-    body: method === "GET" ? undefined : (body as Uint8Array<ArrayBuffer>),
-    signal: AbortSignal.timeout(opts.timeoutMs ?? 30_000),
   });
 }

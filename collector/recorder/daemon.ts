@@ -8,6 +8,7 @@ import { Journal } from "./journal.ts";
 import { type Listening, listenHttp, listenSocket } from "./listener.ts";
 import type { HookRequest } from "./mapper.ts";
 import { fetchPolicy, readPolicyFile } from "./policy-cache.ts";
+import { PolicyPush } from "./push.ts";
 import { HarnessProcesses } from "./processes.ts";
 import { parseRequest, Recorder } from "./recorder.ts";
 import { Shipper } from "./shipper.ts";
@@ -142,6 +143,8 @@ export async function startDaemon(host: HostConfig, log: (msg: string) => void):
       port: host.ports.hooks,
       policyEtag,
       policyError,
+      policyFetches,
+      push: push.status,
       stopped,
       seen: { ...previous?.harness_seen_ms, ...recorder.seen },
       spool: spoolSummary(spoolDir),
@@ -154,18 +157,47 @@ export async function startDaemon(host: HostConfig, log: (msg: string) => void):
     });
   const writeStatus = (stopped?: number) => writeStateFile("recorder-status.json", `${JSON.stringify(currentStatus(stopped), null, 2)}\n`);
   const report = () => sendReport(host, hostReport(host, currentStatus()));
-  const refreshPolicy = async () => {
-    try {
-      const next = await fetchPolicy(host, policyEtag, Date.now());
-      if (next !== "unchanged") {
-        recorder.policy = next;
-        policyEtag = next.etag;
-      }
-      policyError = null;
-    } catch (err) {
-      policyError = (err as Error).message;
+  let policyFetches = 0;
+  let fetching: Promise<void> | null = null;
+  let again = false;
+  // One fetch at a time; a push that arrives during one gets a fetch of its own right after.
+  const refreshPolicy = async (): Promise<void> => {
+    if (fetching) {
+      again = true;
+      return fetching;
     }
+    fetching = (async () => {
+      do {
+        again = false;
+        policyFetches++;
+        try {
+          const next = await fetchPolicy(host, policyEtag, Date.now());
+          if (next !== "unchanged") {
+            recorder.policy = next;
+            policyEtag = next.etag;
+          }
+          policyError = null;
+        } catch (err) {
+          policyError = (err as Error).message;
+        }
+      } while (again);
+    })().finally(() => {
+      fetching = null;
+    });
+    return fetching;
   };
+  const push = new PolicyPush(
+    host,
+    () => policyEtag,
+    () => void refreshPolicy(),
+    {
+      baseMs: envMs("OXAGEN_PUSH_BACKOFF_MS", 1000),
+      maxMs: envMs("OXAGEN_PUSH_BACKOFF_MAX_MS", 60_000),
+      pollMs: envMs("OXAGEN_PUSH_POLL_MS", 30_000),
+      pingMs: envMs("OXAGEN_PUSH_PING_MS", 30_000),
+      log,
+    },
+  );
   // A failing timer (disk full, say) must not take the recorder down: nothing would restart it.
   const every = (ms: number, work: () => unknown) =>
     setInterval(() => {
@@ -197,7 +229,9 @@ export async function startDaemon(host: HostConfig, log: (msg: string) => void):
     every(envMs("OXAGEN_REPORT_INTERVAL_MS", 2 * 60_000), () => void report()),
   ];
   for (const t of timers) t.unref();
+  // The push connection's first open fetches the policy; until it opens, its poll does.
   void refreshPolicy();
+  push.start();
   void report();
   writeStatus();
   shipper.kick(0);
@@ -207,6 +241,7 @@ export async function startDaemon(host: HostConfig, log: (msg: string) => void):
   const stop = () => {
     stopping ??= (async () => {
       for (const t of timers) clearInterval(t);
+      push.stop();
       await Promise.all([socket.close(), (http as Listening | null)?.close(), (gateway as Gateway | null)?.listening.close()]);
       const enrolled = existsSync(statePath("host.json"));
       if (enrolled) {

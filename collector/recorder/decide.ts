@@ -1,4 +1,4 @@
-import { decideModel, decideTool, type Payload as FramePayload, type Policy } from "../../protocol/index.ts";
+import { decideModel, decideTool, type Payload as FramePayload, type Policy, stopOf } from "../../protocol/index.ts";
 import { decisionAnswer, type HookAnswer } from "../hook-fast/answers.cjs";
 import { oversizeOf } from "./bodies.ts";
 
@@ -14,6 +14,10 @@ export interface DecideContext {
   policy: CachedPolicy | null;
   /** What a policy's `ask` becomes: `deny` for a harness that cannot hold a step for a person. */
   ask?: "ask" | "deny";
+  /** The session's agent label (harness or custom agent name), for an operator's agent pause. */
+  agent?: string | null;
+  /** The decision's time (an exhausted budget's window may have ended); defaults to now. */
+  now?: number;
 }
 
 /** The `policy_decision` an event records (its payload without `path`, bodies and tool reference). */
@@ -39,7 +43,9 @@ const SUBJECT: Record<string, DecisionRecord["subject"]> = {
  *
  * - an event with no usable session id is refused at every veto point (it cannot be attributed);
  * - a tool call with no verified policy cached is denied (nothing else checks it);
- * - a suspended computer or a paused run refuses tools, prompts, session starts and approvals;
+ * - the operator's stops (protocol `stopOf`): a suspended computer, a paused run or a paused
+ *   agent refuses tools, prompts, session starts and approvals; an exhausted budget refuses
+ *   tools, prompts and approvals (a session may still start, and is refused at its first step);
  * - otherwise the first tool clause that matches decides, then the policy's default, which is
  *   `none` for new workspaces: no permission decision, so the harness's own flow runs;
  * - observe mode records the decision and answers nothing.
@@ -60,18 +66,22 @@ export function decideEvent(event: Record<string, unknown>, runId: string | null
     if (tool) return refuse("no verified policy from Oxagen is cached, so this tool call cannot be checked", "no_policy");
     return { answer: {}, record: null };
   }
-  const suspended = policy.suspended_hosts.includes(ctx.hostId);
-  if (!tool) {
-    if (!suspended && !policy.paused_runs.includes(runId)) return { answer: {}, record: null };
-    const why = suspended ? "this computer is suspended by an operator" : "this run is paused by an operator";
-    return refuse(why, suspended ? "suspended_host" : "paused_run", policy.mode);
-  }
+  const stop = stopOf(policy, { hostId: ctx.hostId, runId, agent: ctx.agent ?? null, now: ctx.now ?? Date.now() });
+  if (stop && !(stop.rule === "budget" && name === "SessionStart")) return refuse(stop.reason, stop.rule, policy.mode);
+  if (!tool) return { answer: {}, record: null };
   const oversize = oversizeOf(event.tool_input);
   if (oversize) return refuse(`the tool call's input (${oversize.size} bytes) is over the 1 MiB Oxagen can check`, "oversize", policy.mode);
   const input = event.tool_input as { command?: unknown } | null | undefined;
   const command = input && typeof input === "object" && typeof input.command === "string" ? input.command : undefined;
   const toolName = typeof event.tool_name === "string" && event.tool_name.length > 0 ? event.tool_name : "unknown";
-  const d = decideTool(policy, { hostId: ctx.hostId, runId, toolName, ...(command !== undefined ? { command } : {}) });
+  const d = decideTool(policy, {
+    hostId: ctx.hostId,
+    runId,
+    agent: ctx.agent ?? null,
+    now: ctx.now,
+    toolName,
+    ...(command !== undefined ? { command } : {}),
+  });
   let { decision, reason } = d;
   if (decision === "ask" && ctx.ask === "deny" && policy.mode === "enforce") {
     decision = "deny";
@@ -104,6 +114,8 @@ export interface ModelCall {
   model: string;
   /** The run the call is tied to; null when the gateway could not tie it to a session. */
   runId: string | null;
+  /** The session's agent label (harness or custom agent name), for an operator's agent pause; null when untied. */
+  agent: string | null;
 }
 
 /**
@@ -120,17 +132,16 @@ export interface ModelVerdict {
 }
 
 /**
- * The policy check of one model call at the gateway, in the order the coverage statement gives:
- * a suspended computer, a paused run, a model not on the workspace's allow-list (the same rules
- * as `decideModel` in protocol/policy.ts, which the hooks' own suspended and paused checks match),
- * then `later` (the budget). With no verified policy cached, the call is forwarded: unlike a tool
+ * The policy check of one model call at the gateway: the operator's stops (protocol `stopOf`, the
+ * hooks' own rule: a suspended computer, a paused run or agent, an exhausted budget), a model not on
+ * the workspace's allow-list (`decideModel`), then `later` (a budget lease, once the gateway holds one). With no verified policy cached, the call is forwarded: unlike a tool
  * call, the hooks refuse every tool already, and refusing model calls too would only stop the
  * harness from saying why. Observe mode records a refusal and forwards the call.
  */
 export function decideModelCall(call: ModelCall, ctx: DecideContext, later?: LaterCheck): ModelVerdict {
   const cached = ctx.policy;
   if (!cached) return { forward: true, record: null };
-  const d = decideModel(cached.policy, { hostId: ctx.hostId, runId: call.runId, model: call.model });
+  const d = decideModel(cached.policy, { hostId: ctx.hostId, runId: call.runId, agent: call.agent, now: ctx.now, model: call.model });
   const refusal = d.decision === "deny" ? { reason: d.reason, rule: d.rule } : (later?.(call) ?? null);
   if (!refusal) return { forward: true, record: null };
   const mode = cached.policy.mode;

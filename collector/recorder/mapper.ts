@@ -110,7 +110,7 @@ function hookUsage(v: unknown): Record<string, number> | undefined {
 export function mapEvent(req: HookRequest, ctx: MapContext): Plan {
   const e = req.event;
   const session = sessionOf(req, ctx.hostId);
-  const verdict = decideEvent(e, session?.chain ?? null, ctx);
+  const verdict = decideEvent(e, session?.chain ?? null, { ...ctx, agent: session?.run.harness ?? null });
   const plan: Plan = {
     chain: session?.chain ?? hostChainId(ctx.hostId),
     run: session?.run ?? null,

@@ -1,5 +1,6 @@
 import type { GatewayStats } from "../gateway/index.ts";
 import type { Journal } from "./journal.ts";
+import type { PushStatus } from "./push.ts";
 import type { Shipper } from "./shipper.ts";
 import type { SpoolSummary } from "./spool.ts";
 
@@ -37,6 +38,10 @@ export interface RecorderStatus {
   last_error: string | null;
   policy_etag: string | null;
   policy_error: string | null;
+  /** Policy fetches since the recorder started (start-up, pushes, polls). */
+  policy_fetches: number;
+  /** The push connection to the server (docs/collector.md, "Policy push"). */
+  push: PushStatus;
   /** When each harness's hooks last reached this recorder. */
   harness_seen_ms: Record<string, number>;
   /** The model gateway: its port, whether it listens (or why not), and what it carried since the recorder started. */
@@ -50,6 +55,8 @@ export function statusOf(o: {
   port: number;
   policyEtag: string | null;
   policyError: string | null;
+  policyFetches: number;
+  push: PushStatus;
   stopped?: number | undefined;
   seen: Record<string, number>;
   spool: SpoolSummary;
@@ -88,6 +95,8 @@ export function statusOf(o: {
     last_error: o.shipper.lastError,
     policy_etag: o.policyEtag,
     policy_error: o.policyError,
+    policy_fetches: o.policyFetches,
+    push: { ...o.push },
     harness_seen_ms: { ...o.seen },
     ...(o.gateway ? { gateway: o.gateway } : {}),
   };

@@ -53,7 +53,16 @@ export async function enrolledComputer(
   const pkg = installCollector();
   const worker = await startWorker();
   const current = (await (await worker.api(`/v1/workspaces/${worker.workspace}/policy`)).json()) as { policy: Record<string, unknown> };
-  const { v: _v, workspace: _w, issued_ms: _i, paused_runs: _p, suspended_hosts: _s, ...editable } = current.policy;
+  const {
+    v: _v,
+    workspace: _w,
+    issued_ms: _i,
+    paused_runs: _p,
+    suspended_hosts: _s,
+    paused_agents: _a,
+    exhausted_budgets: _b,
+    ...editable
+  } = current.policy;
   const put = await worker.api(`/v1/workspaces/${worker.workspace}/policy`, {
     method: "PUT",
     body: JSON.stringify({ ...editable, tools: CLAUSES, ...policy }),

@@ -8,7 +8,7 @@ export default defineConfig({
   test: {
     name: "node",
     dir: root,
-    include: ["test/protocol/**/*.test.ts", "test/node/**/*.test.ts"],
+    include: ["test/protocol/**/*.test.ts", "test/node/**/*.test.ts", "examples/**/*.test.ts"],
     testTimeout: 60_000,
     hookTimeout: 120_000,
   },

@@ -149,3 +149,30 @@ export async function stopAll(
   await daemon?.exited;
   await worker?.stop();
 }
+
+/**
+ * A Claude Code session on `computer` whose transcript holds one finished model call: the
+ * recorder reads it at Stop and records an llm_call (path `transcript`) for the server to price.
+ */
+export function claudeSession(computer: Computer, session: string, call: { model: string; usage: Record<string, number> }) {
+  const transcript = join(mkdtempSync(join(tmpdir(), "oxagen-tr-")), "t.jsonl");
+  const line = {
+    type: "assistant",
+    requestId: `req_${session}`,
+    timestamp: new Date().toISOString(),
+    message: { id: `msg_${session}`, model: call.model, stop_reason: "end_turn", usage: call.usage },
+  };
+  writeFileSync(transcript, `${JSON.stringify(line)}\n`);
+  const hook = (event: string, extra: Record<string, unknown> = {}) =>
+    computer.hook(["--harness", "claude-code"], {
+      session_id: session,
+      transcript_path: transcript,
+      cwd: "/tmp",
+      hook_event_name: event,
+      ...extra,
+    });
+  hook("SessionStart");
+  hook("UserPromptSubmit", { prompt: "go" });
+  hook("Stop");
+  return hook;
+}

@@ -20,7 +20,7 @@ describe("the gateway tier", () => {
     run.lock();
     await ingest(host, [run.part(run.frames, run.locks)]);
     expect((await tierOf(run.chain)).value).toBe("harness");
-    run.llm(100);
+    run.llm({ claim: 100 });
     await ingest(host, [run.part(run.frames.slice(2))]);
     const unlocked = await tierOf(run.chain);
     expect(unlocked.value).toBe("harness");

@@ -175,12 +175,12 @@ describe("POST /v1/ingest", () => {
   it("ends a run on agent_stop with its outcome, and crashed on a crashed stop", async () => {
     const ok = new TestRun(host);
     ok.start();
-    ok.llm(2500);
+    ok.llm({ claim: 2500 });
     ok.stop();
     ok.lock(true);
     await ingest(host, [ok.part(ok.frames, ok.locks)]);
     const view = (await (await op(token, `/v1/runs/${ok.chain}`)).json()) as Record<string, unknown>;
-    expect(view).toMatchObject({ status: "ended", outcome: "completed", spend_microusd: 2500, tier: { value: "gateway" } });
+    expect(view).toMatchObject({ status: "ended", outcome: "completed", spend_microusd: 4500, tier: { value: "gateway" } });
     const bad = new TestRun(host);
     bad.start();
     bad.stop("crashed");

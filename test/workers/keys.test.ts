@@ -87,3 +87,14 @@ describe("GET /v1/keys", () => {
     expect(endorsedKey({ key_id: SERVER_KEY_ID, pub: bytesToHex(SERVER_PUBLIC) }, forged[0]!.key_id, forged)).toBeNull();
   });
 });
+
+describe("the Worker's native Ed25519 signer", () => {
+  it("gives the same signature bytes as noble (Ed25519 is deterministic)", async () => {
+    const { nativeSign } = await import("../../workers/native-crypto.ts");
+    const ed = await import("@noble/ed25519");
+    for (const text of ["a policy payload", "", "x".repeat(5000)]) {
+      const message = new TextEncoder().encode(text);
+      expect(bytesToHex(nativeSign(SERVER_SECRET, message))).toBe(bytesToHex(ed.sign(message, SERVER_SECRET)));
+    }
+  });
+});

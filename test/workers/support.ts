@@ -4,15 +4,19 @@ import {
   bytesToHex,
   ChainWriter,
   type Frame,
+  openPolicy,
+  type Policy,
   publicKeyOf,
+  ROUTES,
   runIdFor,
-  signRequest,
   type SignedLock,
+  type SignedPolicy,
+  signRequest,
   utf8,
 } from "../../protocol/index.ts";
 import { db, schema } from "../../workers/db/client.ts";
 import { newToken } from "../../workers/lib/tokens.ts";
-import { HOST_SECRET } from "../support/sample-run.ts";
+import { HOST_SECRET, SERVER_SECRET } from "../support/sample-run.ts";
 
 export const BASE = "http://oxagen.test";
 
@@ -127,14 +131,15 @@ export class TestRun {
     });
   }
 
-  llm(cost = 1000): Frame {
+  /** Appends a model call the gateway carried; its cost is the server's to price (a `cost_microusd` claim is ignored). */
+  llm(o: { model?: string; vendor?: string; usage?: Record<string, number>; claim?: number; path?: "gateway" | "transcript" } = {}): Frame {
     return this.add("llm_call", {
-      path: "gateway",
-      vendor: "anthropic",
-      model: "claude",
+      path: o.path ?? "gateway",
+      vendor: o.vendor ?? "anthropic",
+      model: o.model ?? "claude-sonnet-4-5",
       forwarded: true,
-      usage: { input_tokens: 1, output_tokens: 2 },
-      cost_microusd: cost,
+      usage: o.usage ?? { input_tokens: 1000, output_tokens: 100 },
+      ...(o.claim !== undefined ? { cost_microusd: o.claim } : {}),
     });
   }
 
@@ -199,4 +204,40 @@ export async function seedRuns(host: TestHost, ids: number[], extra: (i: number)
     const chunk = inserts.slice(i, i + 100);
     await d.batch(chunk as [(typeof chunk)[number], ...(typeof chunk)[number][]]);
   }
+}
+
+/** A host's own policy, fetched signed and opened under the server key. */
+export async function hostPolicyOf(h: TestHost): Promise<Policy> {
+  const res = await hostCall(h, "GET", "/v1/policy");
+  if (res.status !== 200) throw new Error(`policy: ${res.status}`);
+  return openPolicy((await res.json()) as SignedPolicy, publicKeyOf(SERVER_SECRET));
+}
+
+type AuthHeaders = ReturnType<typeof signRequest>;
+
+/**
+ * Opens a host's push connection (`sign` may spoil its signed headers); collects the pushes.
+ * `received(n)` resolves once `n` arrived: the test's own timeout bounds it, nothing is timed.
+ */
+export async function openPush(h: TestHost, sign: (s: AuthHeaders) => AuthHeaders = (s) => s) {
+  const auth = sign(
+    signRequest(h.secret, { origin: BASE, method: "GET", pathAndQuery: ROUTES.push, hostId: h.id, headers: {}, body: new Uint8Array() }),
+  );
+  const res = await exports.default.fetch(`${BASE}${ROUTES.push}`, { headers: { upgrade: "websocket", ...auth } });
+  const messages: { type: string; etag: string }[] = [];
+  const waiters: (() => void)[] = [];
+  const ws = res.webSocket;
+  if (ws) {
+    ws.accept();
+    ws.addEventListener("message", (ev) => {
+      if (ev.data === "pong") return;
+      messages.push(JSON.parse(String(ev.data)) as { type: string; etag: string });
+      for (const w of waiters.splice(0)) w();
+    });
+  }
+  const received = async (n: number) => {
+    while (messages.length < n) await new Promise<void>((r) => waiters.push(r));
+    return messages;
+  };
+  return { res, ws, messages, received };
 }

@@ -17,7 +17,8 @@ import {
 } from "../../protocol/index.ts";
 import { heldRange, storeLock, takeLocks } from "./locks.ts";
 import { type ChainState, loadState, newState, saveState } from "./state.ts";
-import type { ChainIngest, ChainIngestResult, ChainSummary, FramePage } from "./types.ts";
+import { PRICE_TABLE_VERSION, priceCall, type RecordedUsage, utcDay } from "../spend/price.ts";
+import type { ChainIngest, ChainIngestResult, ChainSummary, FramePage, SpendTotal } from "./types.ts";
 
 const FLAG_GAPS = 1;
 /** Frame flag: the payload names a kept body (see `missingBodies`, and the export's missing bodies). */
@@ -67,6 +68,7 @@ export class ChainCore {
     };
     let changed = existing === null;
     const appended: { frame: Frame; payload: ParsedPayload }[] = [];
+    const priced = new Set<string>();
     const refused: number[] = [];
     let head = fromHex(st.head, 32);
     const append = (frame: Frame, now: number) => {
@@ -86,6 +88,7 @@ export class ChainCore {
       st.count++;
       appended.push({ frame, payload });
       this.#applyLifecycle(st, frame, payload, now);
+      if (frame.kind === "llm_call") priced.add(this.#price(st, payload, now));
     };
     const frames = [...part.frames].sort((a, b) => a.seq - b.seq);
     let heldCount = this.#sql.exec<{ n: number }>("SELECT count(*) AS n FROM held").one().n;
@@ -171,7 +174,74 @@ export class ChainCore {
       st.version++;
       saveState(this.#sql, st);
     }
-    return { ack, summary: this.summary(st) };
+    const spend = this.#spendTotals(priced);
+    const days = [...new Set(spend.map((t) => t.day))];
+    const spendDays = days.map((day) => ({
+      day,
+      microusd: this.#sql.exec<{ n: number }>("SELECT sum(microusd) AS n FROM spend WHERE day = ?", day).one().n,
+    }));
+    return { ack, summary: this.summary(st), spend, spendDays };
+  }
+
+  /**
+   * Prices one appended llm_call from the usage it holds, with the bundled price table, at the
+   * server's time of receipt; adds it to its day's total. Returns that total's key.
+   */
+  #price(st: ChainState, payload: ParsedPayload, now: number): string {
+    const vendor = String(payload.vendor);
+    const model = String(payload.model);
+    const usage = payload.usage as unknown as RecordedUsage;
+    const micro = priceCall(vendor, model, usage, new Date(now));
+    const day = utcDay(now);
+    const version = micro === null ? "" : PRICE_TABLE_VERSION;
+    if (micro !== null) st.spend += micro;
+    this.#sql.exec(
+      `INSERT INTO spend (day, vendor, model, price_version, calls, unpriced_calls, microusd, input_tokens, output_tokens,
+         cache_read_tokens, cache_write_tokens) VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (day, vendor, model, price_version) DO UPDATE SET calls = calls + 1,
+         unpriced_calls = unpriced_calls + excluded.unpriced_calls, microusd = microusd + excluded.microusd,
+         input_tokens = input_tokens + excluded.input_tokens, output_tokens = output_tokens + excluded.output_tokens,
+         cache_read_tokens = cache_read_tokens + excluded.cache_read_tokens, cache_write_tokens = cache_write_tokens + excluded.cache_write_tokens`,
+      day,
+      vendor,
+      model,
+      version,
+      micro === null ? 1 : 0,
+      micro ?? 0,
+      usage.input_tokens,
+      usage.output_tokens,
+      usage.cache_read_tokens ?? 0,
+      usage.cache_write_tokens ?? 0,
+    );
+    return JSON.stringify([day, vendor, model, version]);
+  }
+
+  /** The chain's spend totals: all of them, or those of the given keys. */
+  #spendTotals(keys?: Set<string>): SpendTotal[] {
+    if (keys && keys.size === 0) return [];
+    const rows = this.#sql
+      .exec<Record<string, SqlStorageValue>>("SELECT * FROM spend ORDER BY day, vendor, model, price_version")
+      .toArray();
+    return rows
+      .filter((r) => !keys || keys.has(JSON.stringify([r.day, r.vendor, r.model, r.price_version])))
+      .map((r) => ({
+        day: String(r.day),
+        vendor: String(r.vendor),
+        model: String(r.model),
+        priceVersion: String(r.price_version),
+        calls: Number(r.calls),
+        unpricedCalls: Number(r.unpriced_calls),
+        microusd: Number(r.microusd),
+        inputTokens: Number(r.input_tokens),
+        outputTokens: Number(r.output_tokens),
+        cacheReadTokens: Number(r.cache_read_tokens),
+        cacheWriteTokens: Number(r.cache_write_tokens),
+      }));
+  }
+
+  /** Every spend total of the chain. */
+  spendTotals(): SpendTotal[] {
+    return this.#spendTotals();
   }
 
   /** Closes a live run quiet since `now - quietMs` (server clock) with outcome unknown. */
@@ -301,6 +371,7 @@ export class ChainCore {
       tier: enforcementTier(assessed),
       grade: replayGrade(assessed),
       spendMicrousd: st.spend,
+      unpricedCalls: this.#sql.exec<{ n: number | null }>("SELECT sum(unpriced_calls) AS n FROM spend").one().n ?? 0,
       frameCount: st.count,
       lockCount: st.lockNext,
       gapCount: gaps.length,
@@ -372,7 +443,6 @@ export class ChainCore {
     st.firstMs ??= frame.t;
     st.lastMs = Math.max(st.lastMs ?? 0, frame.t);
     st.lastReceivedMs = now;
-    if (frame.kind === "llm_call" && typeof payload.cost_microusd === "number") st.spend += payload.cost_microusd;
     if (st.kind !== "run") return;
     if (st.status === "closed") {
       st.status = "live";

@@ -1,10 +1,9 @@
-/**
- * ChainObject storage schema, versioned. `PRAGMA user_version` is not available in Durable
- * Object SQLite, so the version lives in `_schema`; each step runs once, in order.
- */
+/** ChainObject storage schema, versioned (see `lib/do-schema.ts`). */
+
+import { migrateSteps } from "../lib/do-schema.ts";
 
 /** Bump when a step is added below. */
-export const SCHEMA_VERSION = 4;
+export const SCHEMA_VERSION = 5;
 
 const STEPS: Record<number, string[]> = {
   1: [
@@ -40,18 +39,17 @@ const STEPS: Record<number, string[]> = {
     // The ingest bench's floor table; the floor now runs in its own Worker (scripts/bench/worker/).
     `DROP TABLE IF EXISTS bench`,
   ],
+  5: [
+    // Each llm_call priced once as it is appended, totalled per UTC day (server receipt), vendor,
+    // model and price table version ('' for calls the table does not know: unpriced, never $0).
+    `CREATE TABLE spend (day TEXT NOT NULL, vendor TEXT NOT NULL, model TEXT NOT NULL, price_version TEXT NOT NULL,
+      calls INTEGER NOT NULL, unpriced_calls INTEGER NOT NULL, microusd INTEGER NOT NULL, input_tokens INTEGER NOT NULL,
+      output_tokens INTEGER NOT NULL, cache_read_tokens INTEGER NOT NULL, cache_write_tokens INTEGER NOT NULL,
+      PRIMARY KEY (day, vendor, model, price_version))`,
+  ],
 };
 
 /** Brings the object's storage to {@link SCHEMA_VERSION}. Runs inside blockConcurrencyWhile. */
 export function migrate(storage: DurableObjectStorage): void {
-  const sql = storage.sql;
-  sql.exec("CREATE TABLE IF NOT EXISTS _schema (version INTEGER NOT NULL)");
-  const version = sql.exec<{ version: number | null }>("SELECT max(version) AS version FROM _schema").one().version ?? 0;
-  if (version >= SCHEMA_VERSION) return;
-  storage.transactionSync(() => {
-    for (let v = version + 1; v <= SCHEMA_VERSION; v++) {
-      for (const statement of STEPS[v] ?? []) sql.exec(statement);
-      sql.exec("INSERT INTO _schema (version) VALUES (?)", v);
-    }
-  });
+  migrateSteps(storage, STEPS, SCHEMA_VERSION);
 }

@@ -44,7 +44,10 @@ export interface ChainSummary {
   outcome: string | null;
   tier: { value: string; reason: string };
   grade: { value: string; reason: string };
+  /** Priced model calls, in millionths of a dollar, as the server priced them. */
   spendMicrousd: number;
+  /** Model calls the price table does not know. */
+  unpricedCalls: number;
   frameCount: number;
   lockCount: number;
   gapCount: number;
@@ -59,10 +62,29 @@ export interface ChainSummary {
   version: number;
 }
 
-/** The answer to an ingest part: the wire ack plus the summary for D1. */
+/** One spend total of a chain: its priced (or unpriced) model calls of one day, vendor, model and price table. */
+export interface SpendTotal {
+  day: string;
+  vendor: string;
+  model: string;
+  /** Empty for unpriced calls. */
+  priceVersion: string;
+  calls: number;
+  unpricedCalls: number;
+  microusd: number;
+  inputTokens: number;
+  outputTokens: number;
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
+}
+
+/** The answer to an ingest part: the wire ack, the summary for D1, and the spend totals the part changed. */
 export interface ChainIngestResult {
   ack: ChainAck;
   summary: ChainSummary;
+  spend: SpendTotal[];
+  /** The chain's whole priced spend of each UTC day the part added to. */
+  spendDays: { day: string; microusd: number }[];
 }
 
 /** A page of stored frames. */

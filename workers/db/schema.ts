@@ -146,6 +146,8 @@ export const runs = sqliteTable(
     grade: text("grade").notNull(),
     gradeReason: text("grade_reason").notNull(),
     spendMicrousd: integer("spend_microusd").notNull().default(0),
+    /** The run's model calls the price table does not know (not in `spend_microusd`, never $0). */
+    unpricedCalls: integer("unpriced_calls").notNull().default(0),
     frameCount: integer("frame_count").notNull().default(0),
     lockCount: integer("lock_count").notNull().default(0),
     gapCount: integer("gap_count").notNull().default(0),
@@ -212,4 +214,56 @@ export const consoleSessions = sqliteTable(
     revokedMs: integer("revoked_ms"),
   },
   (t) => [index("console_sessions_token").on(t.tokenId)],
+);
+
+/**
+ * Agents an operator paused: a harness or custom agent name, on one host or (`host_id` `*`) on
+ * every host of the workspace. A row is the pause; resuming deletes it.
+ */
+export const agentPauses = sqliteTable(
+  "agent_pauses",
+  {
+    workspaceId: text("workspace_id").notNull(),
+    /** A host id, or `*` for every host of the workspace. */
+    hostId: text("host_id").notNull(),
+    name: text("name").notNull(),
+    pausedMs: integer("paused_ms").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.workspaceId, t.hostId, t.name] })],
+);
+
+/**
+ * Priced model calls, per run, UTC day (of the server's receipt), vendor, model and price table
+ * version: a copy of the run's ChainObject, which prices each `llm_call` once as it is appended.
+ * Rows hold totals, so writing one again is a no-op; `version` keeps an older copy from
+ * overwriting a newer one.
+ */
+export const spend = sqliteTable(
+  "spend",
+  {
+    runId: text("run_id").notNull(),
+    day: text("day").notNull(),
+    vendor: text("vendor").notNull(),
+    model: text("model").notNull(),
+    /** The price table the calls were priced with (`genai-prices@0.1.8`); empty for unpriced calls. */
+    priceVersion: text("price_version").notNull(),
+    workspaceId: text("workspace_id").notNull(),
+    hostId: text("host_id").notNull(),
+    /** The run's harness label (a harness or a custom agent name); null on the computer's own chain. */
+    agent: text("agent"),
+    calls: integer("calls").notNull(),
+    /** Calls whose vendor or model the price table does not know: counted, never priced at $0. */
+    unpricedCalls: integer("unpriced_calls").notNull(),
+    microusd: integer("microusd").notNull(),
+    inputTokens: integer("input_tokens").notNull(),
+    outputTokens: integer("output_tokens").notNull(),
+    cacheReadTokens: integer("cache_read_tokens").notNull(),
+    cacheWriteTokens: integer("cache_write_tokens").notNull(),
+    version: integer("version").notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.runId, t.day, t.vendor, t.model, t.priceVersion] }),
+    index("spend_ws_day").on(t.workspaceId, t.day),
+    index("spend_ws_host_day").on(t.workspaceId, t.hostId, t.day),
+  ],
 );

@@ -1,6 +1,8 @@
-import { and, eq, sql } from "drizzle-orm";
+import { and, eq, inArray, sql } from "drizzle-orm";
 import {
   defaultPolicy,
+  MAX_EXHAUSTED_BUDGETS,
+  MAX_PAUSED_AGENTS,
   MAX_PAUSED_RUNS_PER_HOST,
   Policy,
   policyEtag,
@@ -23,7 +25,7 @@ export const MAX_WORKSPACE_POLICY_BYTES = 512 * 1024;
 
 /** The workspace's clauses, as stored: no host's pause state is ever part of it. */
 function workspacePart(p: Policy): Policy {
-  const { host: _host, ...rest } = p;
+  const { host: _host, paused_agents: _a, exhausted_budgets: _b, ...rest } = p;
   return { ...rest, paused_runs: [], suspended_hosts: [] };
 }
 
@@ -91,8 +93,12 @@ export async function signedPolicy(env: Env, workspaceId: string): Promise<{ sig
  * when nothing has come from it for 12 hours.
  */
 export async function pausedRunsOf(d: Db, hostId: string, now: number, limit = MAX_PAUSED_RUNS_PER_HOST): Promise<string[]> {
+  return (await pausedRunsQuery(d, hostId, now, limit).all()).map((row) => row.id);
+}
+
+function pausedRunsQuery(d: Db, hostId: string, now: number, limit: number) {
   const r = schema.runs;
-  const rows = await d
+  return d
     .select({ id: r.id })
     .from(r)
     .where(
@@ -103,9 +109,7 @@ export async function pausedRunsOf(d: Db, hostId: string, now: number, limit = M
       ),
     )
     .orderBy(r.id)
-    .limit(limit)
-    .all();
-  return rows.map((row) => row.id);
+    .limit(limit);
 }
 
 /**
@@ -115,13 +119,46 @@ export async function pausedRunsOf(d: Db, hostId: string, now: number, limit = M
  */
 export async function hostPolicy(env: Env, host: HostRow, now: number): Promise<Policy> {
   const d = db(env);
-  const [{ policy }, paused] = await Promise.all([loadPolicy(env, host.workspaceId), pausedRunsOf(d, host.id, now)]);
+  // One round trip for the three reads: every recorder fetches this after every push.
+  const [stored, paused, agents] = await d.batch([
+    d.select().from(schema.policies).where(eq(schema.policies.workspaceId, host.workspaceId)),
+    pausedRunsQuery(d, host.id, now, MAX_PAUSED_RUNS_PER_HOST),
+    pausedAgentsQuery(d, host, MAX_PAUSED_AGENTS),
+  ]);
+  const policy = stored[0] ? Policy.parse(JSON.parse(stored[0].payload)) : (await loadPolicy(env, host.workspaceId)).policy;
   const own = { host: host.id, issued_ms: Math.max(policy.issued_ms, host.policyMs) };
   if (host.status === "suspended") {
     const shut = { tools: [], default_tool_decision: "deny" as const, models: [], budgets: [] };
     return { ...policy, ...own, ...shut, paused_runs: [], suspended_hosts: [host.id] };
   }
-  return { ...policy, ...own, paused_runs: paused, suspended_hosts: [] };
+  const budgets = policy.budgets.length > 0 ? await workspaceObject(env, host.workspaceId).exhausted(host.id, policy.budgets, now) : null;
+  const exhausted = (budgets?.scopes ?? []).slice(0, MAX_EXHAUSTED_BUDGETS).map(({ host: _h, ...b }) => b);
+  return {
+    ...policy,
+    ...own,
+    issued_ms: Math.max(own.issued_ms, budgets?.changedMs ?? 0),
+    paused_runs: paused.map((r) => r.id),
+    suspended_hosts: [],
+    // Only when there is something to say: a collector from before these fields opens the rest.
+    ...(agents.length > 0 ? { paused_agents: agents.map((a) => a.name) } : {}),
+    ...(exhausted.length > 0 ? { exhausted_budgets: exhausted } : {}),
+  };
+}
+
+/** The agent names paused on a host: on it, or on every host of its workspace. */
+function pausedAgentsQuery(d: Db, host: Pick<HostRow, "id" | "workspaceId">, limit: number) {
+  const p = schema.agentPauses;
+  return d
+    .selectDistinct({ name: p.name })
+    .from(p)
+    .where(and(eq(p.workspaceId, host.workspaceId), inArray(p.hostId, [host.id, "*"])))
+    .orderBy(p.name)
+    .limit(limit);
+}
+
+/** The workspace's Durable Object: push connections and budget counters. */
+export function workspaceObject(env: Env, workspaceId: string) {
+  return env.WORKSPACES.get(env.WORKSPACES.idFromName(workspaceId));
 }
 
 /** The host's policy payload and ETag; `sign()` signs it (only when the caller needs the body). */

@@ -6,7 +6,9 @@ import { AppError, notFound } from "../errors.ts";
 import { signingKey } from "../keys.ts";
 import { bundleStream } from "./export-stream.ts";
 import { setPaused } from "./policy-store.ts";
+import { pushHost } from "./push.ts";
 import { type RunRow, runView, syncRun } from "./run-rows.ts";
+import { spendTotals } from "../spend/query.ts";
 
 /** Run statuses, as the D1 row and the manifest name them. */
 export const RUN_STATUSES = ["live", "ended", "crashed", "closed", "sealed"] as const;
@@ -78,13 +80,19 @@ export interface RunDetail {
   heldFrames: number;
   gaps: Gap[];
   facts: CoverageFacts | null;
+  /** The run's priced calls by model (`GET /v1/spend` grouped by model for this run). */
+  byModel: Awaited<ReturnType<typeof spendTotals>>;
 }
 
 /** The run's detail, read from its D1 row and its chain. */
 export async function runDetail(env: Env, row: RunRow): Promise<RunDetail> {
-  const detail = await chain(env, row.id).detail();
+  const [detail, byModel] = await Promise.all([
+    chain(env, row.id).detail(),
+    spendTotals(db(env), { workspaceId: row.workspaceId, run: row.id }, ["model"], 200),
+  ]);
   return {
     row,
+    byModel,
     paused: row.pausedMs !== null,
     heldFrames: detail?.summary.heldCount ?? 0,
     gaps: detail?.gaps ?? [],
@@ -94,7 +102,13 @@ export async function runDetail(env: Env, row: RunRow): Promise<RunDetail> {
 
 /** The API's view of a run's detail. */
 export function runDetailView(d: RunDetail) {
-  return { ...runView(d.row), paused: d.paused, held_frames: d.heldFrames, gaps: d.gaps };
+  return {
+    ...runView(d.row),
+    spend: { microusd: d.row.spendMicrousd, unpriced_calls: d.row.unpricedCalls, by_model: d.byModel },
+    paused: d.paused,
+    held_frames: d.heldFrames,
+    gaps: d.gaps,
+  };
 }
 
 /** A page of the run's stored frames from seq `from`. */
@@ -110,12 +124,14 @@ export async function sealRun(env: Env, row: RunRow): Promise<RunRow> {
   await signingKey(env);
   const summary = await chain(env, row.id).seal(Date.now());
   await syncRun(db(env), summary);
+  await pushHost(env, row.hostId);
   return ownRun(env, row.workspaceId, row.id);
 }
 
-/** Pauses a run: its host's next policy lists it, so its next hook is refused. */
+/** Pauses a run: its host's policy lists it (pushed to the host at once), so its next hook is refused. */
 export async function pauseRun(env: Env, row: RunRow): Promise<void> {
   await setPaused(env, row, true, Date.now());
+  await pushHost(env, row.hostId);
 }
 
 /** Resumes a paused run; a sealed run stays stopped (409). */
@@ -124,6 +140,7 @@ export async function resumeRun(env: Env, row: RunRow): Promise<void> {
   if ((await chain(env, row.id).summary())?.status === "sealed")
     throw new AppError(409, "sealed", "A sealed run stays stopped; it cannot be resumed.");
   await setPaused(env, row, false, Date.now());
+  await pushHost(env, row.hostId);
 }
 
 /** The run's export bundle as a stream, or 409 while the run is live or closed by the cron. */

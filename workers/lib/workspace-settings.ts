@@ -4,9 +4,22 @@ import { Policy } from "../../protocol/index.ts";
 import { db, schema } from "../db/client.ts";
 import { notFound } from "../errors.ts";
 import { parseRoles, signedPolicy, updatePolicy } from "./policy-store.ts";
+import { pushPolicies } from "./push.ts";
 
-/** What an operator may set of a policy; the server owns the rest (workspace, host, issue time, paused runs, suspended hosts). */
-export const PolicyInput = Policy.omit({ v: true, workspace: true, host: true, issued_ms: true, paused_runs: true, suspended_hosts: true });
+/**
+ * What an operator may set of a policy; the server owns the rest (workspace, host, issue time,
+ * paused runs and agents, suspended hosts, exhausted budgets).
+ */
+export const PolicyInput = Policy.omit({
+  v: true,
+  workspace: true,
+  host: true,
+  issued_ms: true,
+  paused_runs: true,
+  suspended_hosts: true,
+  paused_agents: true,
+  exhausted_budgets: true,
+});
 /** One of {@link PolicyInput}. */
 export type PolicyInput = z.output<typeof PolicyInput>;
 
@@ -31,12 +44,16 @@ export function workspaceView(ws: WorkspaceRow) {
   };
 }
 
-/** Replaces the workspace's clauses, mode and retention; its row follows the policy. Answers the signed policy. */
+/**
+ * Replaces the workspace's clauses, mode and retention; its row follows the policy, and every
+ * connected recorder is told at once. Answers the signed policy.
+ */
 export async function replacePolicy(env: Env, workspaceId: string, input: PolicyInput) {
   await updatePolicy(env, workspaceId, (p) => ({ ...p, ...input }));
   await db(env)
     .update(schema.workspaces)
     .set({ mode: input.mode, retentionMode: input.retention.mode, retentionKeep: JSON.stringify(input.retention.keep) })
     .where(eq(schema.workspaces.id, workspaceId));
+  await pushPolicies(env, workspaceId);
   return signedPolicy(env, workspaceId);
 }

@@ -9,6 +9,7 @@ import { AppError, notFound } from "../errors.ts";
 import { agentHealth, agentKind } from "../lib/health.ts";
 import { keysView, rotateHostKey, unenrollHost } from "../lib/host-keys.ts";
 import { hostPolicyPayload, touchHostPolicy } from "../lib/policy-store.ts";
+import { pushHost } from "../lib/push.ts";
 import { checkQuotas } from "../lib/quotas.ts";
 import { check, jsonBody, valid } from "../validate.ts";
 import type { AppEnv } from "../body.ts";
@@ -70,6 +71,8 @@ export async function setSuspended(env: Env, host: HostRow, suspended: boolean) 
   const d = db(env);
   const status = suspended ? "suspended" : "active";
   await d.batch([d.update(schema.hosts).set({ status }).where(eq(schema.hosts.id, host.id)), touchHostPolicy(d, host.id, Date.now())]);
+  // A suspended host keeps the push connection it holds: that is how it hears of its resumption at once.
+  await pushHost(env, host.id);
   return { ...hostView(host), status };
 }
 

@@ -17,6 +17,7 @@ import { AppError } from "../errors.ts";
 import { agentKind } from "../lib/health.ts";
 import { checkQuotas } from "../lib/quotas.ts";
 import { runRowUpsert } from "../lib/run-rows.ts";
+import { countSpend, spendUpsert } from "../spend/record.ts";
 import { check, jsonBody } from "../validate.ts";
 import type { AppEnv } from "../body.ts";
 
@@ -130,6 +131,7 @@ export const ingest = new Hono<AppEnv>().post(ROUTES.ingest, async (c) => {
     }),
   );
   const writes = [];
+  for (const { result } of results) for (const t of result?.spend ?? []) writes.push(spendUpsert(d, host, result!, t));
   for (const { part, result, ack } of results) {
     if (!part.run || !result) continue;
     writes.push(runRowUpsert(d, result.summary, now));
@@ -165,5 +167,13 @@ export const ingest = new Hono<AppEnv>().post(ROUTES.ingest, async (c) => {
     );
   }
   if (writes.length > 0) await d.batch(writes as [(typeof writes)[number], ...(typeof writes)[number][]]);
+  // Budgets are counted before the answer: the recorder that sent the call that exhausted one is
+  // pushed its refusal no later than the others.
+  await countSpend(
+    c.env,
+    host,
+    results.flatMap((r) => (r.result ? [r.result] : [])),
+    now,
+  );
   return c.json({ chains: results.map((r) => r.ack) });
 });

@@ -5,6 +5,7 @@ import { Policy } from "../../protocol/index.ts";
 import { operatorAuth, type OperatorEnv } from "../auth/operator.ts";
 import { db, schema } from "../db/client.ts";
 import { signedPolicy, updatePolicy } from "../lib/policy-store.ts";
+import { pushPolicies } from "../lib/push.ts";
 import { ownWorkspace, PolicyInput, replacePolicy, workspaceView } from "../lib/workspace-settings.ts";
 import { valid } from "../validate.ts";
 
@@ -34,6 +35,7 @@ export const workspaces = new Hono<OperatorEnv>()
       ...(s.retention !== undefined ? { retentionMode: s.retention.mode, retentionKeep: JSON.stringify(s.retention.keep) } : {}),
     };
     if (Object.keys(set).length > 0) await db(c.env).update(schema.workspaces).set(set).where(eq(schema.workspaces.id, ws.id));
+    if (s.mode !== undefined || s.retention !== undefined) await pushPolicies(c.env, ws.id);
     return c.json(workspaceView((await db(c.env).select().from(schema.workspaces).where(eq(schema.workspaces.id, ws.id)).get())!));
   })
   .get("/v1/workspaces/:id/policy", valid("param", IdParam), async (c) => {

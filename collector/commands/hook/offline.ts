@@ -50,6 +50,7 @@ export async function offlineAnswer(raw: OfflineContext): Promise<HookAnswer> {
       hostId: host.host_id,
       policy: readPolicyFile(host),
       ask: askBecomes(harness),
+      agent: session?.run.harness ?? null,
     });
   } catch (err) {
     const reason = `Oxagen cannot decide while the recorder is unreachable: ${(err as Error).message}`;

@@ -6,6 +6,8 @@ import { ChainId, FrameWire, type Frame, MAX_INGEST_BYTES, SignedLock } from "..
 import { readLimited } from "../../../workers/body.ts";
 import { ChainObject } from "../../../workers/chain-object.ts";
 import worker from "../../../workers/index.ts";
+
+export { WorkspaceObject } from "../../../workers/workspace-object.ts";
 import { check, parseJson } from "../../../workers/validate.ts";
 
 /** The chain object with one more method: the floor. */

@@ -1,0 +1,51 @@
+// A fake payments API on loopback: POST /v1/refunds issues a refund, GET /v1/refunds lists them.
+// It stands in for Stripe; what reaches it is what the agent really did.
+import { createServer } from "node:http";
+
+export interface IssuedRefund {
+  id: string;
+  order: string;
+  amount_cents: number;
+}
+
+export interface Payments {
+  url: string;
+  /** Every refund that reached the API, in order. */
+  refunds: IssuedRefund[];
+  close: () => Promise<void>;
+}
+
+export async function startPayments(): Promise<Payments> {
+  const refunds: IssuedRefund[] = [];
+  const server = createServer((req, res) => {
+    const answer = (status: number, body: unknown) => {
+      res.writeHead(status, { "content-type": "application/json" });
+      res.end(JSON.stringify(body));
+    };
+    if (req.url !== "/v1/refunds") return answer(404, { error: "not_found" });
+    if (req.method === "GET") return answer(200, { refunds });
+    if (req.method !== "POST") return answer(405, { error: "method_not_allowed" });
+    let text = "";
+    req.setEncoding("utf8").on("data", (d: string) => (text += d));
+    req.on("end", () => {
+      let body: { order?: unknown; amount_cents?: unknown };
+      try {
+        body = JSON.parse(text) as typeof body;
+      } catch {
+        return answer(400, { error: "invalid_json" });
+      }
+      if (typeof body.order !== "string" || !Number.isSafeInteger(body.amount_cents) || (body.amount_cents as number) <= 0)
+        return answer(400, { error: "invalid_refund" });
+      const refund = { id: `re_${refunds.length + 1}`, order: body.order, amount_cents: body.amount_cents as number };
+      refunds.push(refund);
+      answer(201, refund);
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  const { port } = server.address() as { port: number };
+  return {
+    url: `http://127.0.0.1:${port}`,
+    refunds,
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
+}

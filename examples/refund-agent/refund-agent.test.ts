@@ -1,0 +1,137 @@
+// The refund agent against the real Worker and a real recorder: every step in the record, an
+// operator's pause denying the next refund before it reaches the payments API, resume, a budget
+// refusal, and failing closed when tacho does not answer.
+import { join } from "node:path";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { runIdFor } from "../../protocol/index.ts";
+import {
+  claudeSession,
+  daemonUp,
+  drained,
+  enroll,
+  eventually,
+  newComputer,
+  runDaemon,
+  stopAll,
+  type Computer,
+} from "../../test/support/e2e.ts";
+import { NODE, TACHO } from "../../test/support/recorder.ts";
+import { startWorker, type LocalWorker } from "../../test/support/worker.ts";
+import { RefundAgent } from "./agent.ts";
+import { type Payments, startPayments } from "./payments.ts";
+
+let worker: LocalWorker;
+let computer: Computer;
+let hostId: string;
+let payments: Payments;
+let daemon: ReturnType<typeof runDaemon> | undefined;
+
+beforeAll(async () => {
+  [worker, payments] = await Promise.all([startWorker(), startPayments()]);
+  computer = await newComputer();
+  hostId = (await enroll(worker, computer, ["claude-code"])).hostId;
+  daemon = runDaemon(computer);
+  await daemonUp(computer);
+}, 240_000);
+
+afterAll(async () => {
+  await payments?.close();
+  await stopAll(daemon, worker);
+});
+
+afterEach(async () => {
+  await worker.api("/v1/agents/refunds/resume", { method: "POST", body: "{}" });
+});
+
+let sessions = 0;
+/** A refund agent whose tacho runs on the test's enrolled computer. */
+function agent(tacho = [NODE, TACHO]) {
+  const session = `refund-run-${++sessions}`;
+  const a = new RefundAgent({ payments: payments.url, session, tacho, env: computer.env });
+  return { session, run: runIdFor(hostId, "refunds", session), agent: a };
+}
+const refund = (order: string) => ({ order, amount_cents: 1299, message: `Please refund order ${order}, it arrived broken.` });
+const post = (path: string, body: unknown = {}) => worker.api(path, { method: "POST", body: JSON.stringify(body) });
+
+describe("the refund agent", () => {
+  it("sends every step through tacho: the run's record holds each one", async () => {
+    const { agent: a, run } = agent();
+    a.start();
+    expect(await a.handle(refund("A-1"))).toEqual({ status: "refunded", refund_id: expect.stringMatching(/^re_/) });
+    a.end();
+    await drained(computer);
+    const frames = await eventually(async () => {
+      const page = (await (await worker.api(`/v1/runs/${run}/frames`)).json()) as { frames?: { kind: string; payload: string }[] };
+      return page.frames?.some((f) => f.kind === "agent_stop") ? page.frames : null;
+    }, "the run's record");
+    // The agent runs in a git worktree (this repo), so the recorder also notes its changed paths.
+    const steps = frames.filter((f) => f.kind !== "oxagen:worktree_reconciled");
+    expect(steps.map((f) => f.kind)).toEqual([
+      "agent_start",
+      "turn_start",
+      "policy_decision",
+      "tool_requested",
+      "tool_call",
+      "turn_end",
+      "agent_stop",
+    ]);
+    expect(JSON.parse(steps[4]!.payload)).toMatchObject({ path: "hook", tool_name: "issue_refund", status: "ok" });
+  });
+
+  it("stops at an operator's pause: the next refund is denied before it reaches the payments API, and goes through after resume", async () => {
+    const { agent: a } = agent();
+    a.start();
+    expect((await a.handle(refund("B-1"))).status).toBe("refunded");
+    const before = payments.refunds.length;
+    expect((await post("/v1/agents/refunds/pause")).status).toBe(200);
+    const refused = await eventually(async () => {
+      const o = await a.handle(refund("B-2"));
+      return o.status === "refused" ? o : null;
+    }, "the pause to reach the agent");
+    expect(refused.reason).toBe("the agent refunds is paused by an operator");
+    expect(payments.refunds.length).toBe(before);
+    expect(payments.refunds.some((r) => r.order === "B-2")).toBe(false);
+    expect((await post("/v1/agents/refunds/resume")).status).toBe(200);
+    await eventually(async () => (await a.handle(refund("B-3"))).status === "refunded", "the resume to reach the agent");
+    expect(payments.refunds.at(-1)).toMatchObject({ order: "B-3" });
+    a.end();
+  });
+
+  it("is refused once the workspace's daily model budget is spent, and refunds again once it is raised", async () => {
+    const policy = (limit: number) =>
+      JSON.stringify({
+        mode: "enforce",
+        tools: [],
+        default_tool_decision: "none",
+        models: null,
+        budgets: [{ id: "daily-models", scope: "workspace", window: "day", limit_microusd: limit }],
+        retention: { mode: "keep", keep: ["prompt", "tool_input", "tool_output"] },
+      });
+    const put = (limit: number) => worker.api(`/v1/workspaces/${worker.workspace}/policy`, { method: "PUT", body: policy(limit) });
+    expect((await put(4500)).status).toBe(200);
+    // Another agent on the computer spends the day's budget: one Claude Code call priced at $0.0045.
+    claudeSession(computer, "budget-spender", { model: "claude-sonnet-4-5", usage: { input_tokens: 1000, output_tokens: 100 } });
+    const { agent: a } = agent();
+    a.start();
+    const before = payments.refunds.length;
+    const refused = await eventually(async () => {
+      const o = await a.handle(refund("C-1"));
+      return o.status === "refused" ? o : null;
+    }, "the budget refusal to reach the agent");
+    expect(refused.reason).toMatch(/^budget exhausted: daily-models allows \$0\.00 for the workspace in today \(UTC\)/);
+    expect(payments.refunds.length).toBe(before);
+    expect((await put(1_000_000)).status).toBe(200);
+    await eventually(async () => (await a.handle(refund("C-2"))).status === "refunded", "the raised budget to reach the agent");
+    a.end();
+  });
+
+  it("fails closed when tacho does not answer: the refund is not issued", async () => {
+    const before = payments.refunds.length;
+    const { agent: a } = agent([NODE, join(import.meta.dirname, "no-such-tacho.js")]);
+    expect(await a.handle(refund("D-1"))).toMatchObject({
+      status: "refused",
+      reason: expect.stringMatching(/^fails closed: tacho exited/),
+    });
+    expect(payments.refunds.length).toBe(before);
+  });
+});

@@ -1,0 +1,147 @@
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { type BudgetClause, ROUTES } from "../../protocol/index.ts";
+import { workspaceObject } from "../../workers/lib/policy-store.ts";
+import { enrollHost, hostCall, ingest, op, seedWorkspace, TestRun, type TestHost, hostPolicyOf, openPush } from "./support.ts";
+
+const policyInput = (budgets: BudgetClause[], mode: "enforce" | "observe" = "enforce") => ({
+  mode,
+  tools: [],
+  default_tool_decision: "none",
+  models: null,
+  budgets,
+  retention: { mode: "keep", keep: ["prompt"] },
+});
+
+async function setBudgets(token: string, workspaceId: string, budgets: BudgetClause[]) {
+  const res = await op(token, `/v1/workspaces/${workspaceId}/policy`, { method: "PUT", json: policyInput(budgets) });
+  expect(res.status).toBe(200);
+}
+
+const policyOf = hostPolicyOf;
+
+/** A host's push connection, counting pushes (a test waits for a count, never for a time). */
+async function listen(h: TestHost) {
+  const conn = await openPush(h);
+  return { seen: conn.messages, ws: conn.ws!, until: conn.received };
+}
+
+describe("budgets", () => {
+  it("lists a workspace's day budget as exhausted once spend reaches it, pushes that to connected hosts, and lifts it when raised", async () => {
+    const { token, workspaceId } = await seedWorkspace();
+    const host = await enrollHost(token);
+    await setBudgets(token, workspaceId, [{ id: "daily", scope: "workspace", window: "day", limit_microusd: 9000 }]);
+    const push = await listen(host);
+    const run = new TestRun(host);
+    run.start();
+    run.llm();
+    await ingest(host, [run.part()]);
+    expect((await policyOf(host)).exhausted_budgets ?? []).toEqual([]);
+    run.llm();
+    await ingest(host, [run.part()]);
+    await push.until(1);
+    const policy = await policyOf(host);
+    const midnight = new Date();
+    midnight.setUTCHours(24, 0, 0, 0);
+    expect(policy.exhausted_budgets).toEqual([
+      { budget: "daily", scope: "workspace", window: "day", until_ms: midnight.getTime(), spent_microusd: 9000, limit_microusd: 9000 },
+    ]);
+    expect(push.seen[0]).toEqual({
+      type: "policy",
+      etag: (await hostCall(host, "GET", "/v1/policy")).headers.get("etag")!.replaceAll('"', ""),
+    });
+    await setBudgets(token, workspaceId, [{ id: "daily", scope: "workspace", window: "day", limit_microusd: 20_000 }]);
+    await push.until(2);
+    expect((await policyOf(host)).exhausted_budgets ?? []).toEqual([]);
+    push.ws.close();
+  });
+
+  it("limits each run on its own: an exhausted run is listed by id, only in its own host's policy", async () => {
+    const { token, workspaceId } = await seedWorkspace();
+    const [a, b] = [await enrollHost(token), await enrollHost(token)];
+    await setBudgets(token, workspaceId, [{ id: "per-run", scope: "run", window: "run", limit_microusd: 4500 }]);
+    const big = new TestRun(a);
+    big.llm();
+    const small = new TestRun(a);
+    small.llm({ usage: { input_tokens: 10, output_tokens: 1 } });
+    await ingest(a, [big.part(), small.part()]);
+    expect((await policyOf(a)).exhausted_budgets).toEqual([expect.objectContaining({ budget: "per-run", run: big.chain, until_ms: null })]);
+    expect((await policyOf(b)).exhausted_budgets ?? []).toEqual([]);
+  });
+
+  it("counts each host on its own under a host budget", async () => {
+    const { token, workspaceId } = await seedWorkspace();
+    const [a, b] = [await enrollHost(token), await enrollHost(token)];
+    await setBudgets(token, workspaceId, [{ id: "box", scope: "host", window: "month", limit_microusd: 4500 }]);
+    const run = new TestRun(a);
+    run.llm();
+    await ingest(a, [run.part()]);
+    expect((await policyOf(a)).exhausted_budgets).toEqual([expect.objectContaining({ budget: "box", scope: "host", window: "month" })]);
+    expect((await policyOf(b)).exhausted_budgets ?? []).toEqual([]);
+  });
+
+  it("leases budget to a recorder with one writer: a lease that would pass a limit is refused until another is settled", async () => {
+    const { workspaceId } = await seedWorkspace();
+    const hub = workspaceObject(env, workspaceId);
+    const clauses: BudgetClause[] = [{ id: "per-run", scope: "run", window: "run", limit_microusd: 9000 }];
+    const req = { hostId: "host_x", runId: `run_${"1".repeat(32)}`, microusd: 5000, ttlMs: 60_000 };
+    const now = Date.now();
+    const [first, second] = await Promise.all([hub.lease(req, clauses, now), hub.lease(req, clauses, now)]);
+    const granted = [first, second].filter((l) => l.granted);
+    expect(granted).toHaveLength(1);
+    const refused = [first, second].find((l) => !l.granted);
+    expect(refused).toMatchObject({ granted: false, exhausted: { budget: "per-run", run: req.runId, spent_microusd: 10_000 } });
+    await hub.settle((granted[0] as { lease_id: string }).lease_id, clauses, now);
+    expect(await hub.lease(req, clauses, now)).toMatchObject({ granted: true, microusd: 5000 });
+    // An expired lease no longer holds budget back.
+    expect(await hub.lease(req, clauses, now + 120_000)).toMatchObject({ granted: true });
+  });
+
+  it("refuses a bad budget clause with 400 naming the field, and keeps the policy as it was", async () => {
+    const { token, workspaceId } = await seedWorkspace();
+    await setBudgets(token, workspaceId, [{ id: "ok", scope: "workspace", window: "month", limit_microusd: 1 }]);
+    const bad: unknown[] = [
+      [{ id: "neg", scope: "workspace", window: "day", limit_microusd: -1 }],
+      [{ id: "scope", scope: "planet", window: "day", limit_microusd: 1 }],
+      [{ id: "window", scope: "run", window: "week", limit_microusd: 1 }],
+      [
+        { id: "twice", scope: "run", window: "run", limit_microusd: 1 },
+        { id: "twice", scope: "host", window: "day", limit_microusd: 1 },
+      ],
+    ];
+    for (const budgets of bad) {
+      const res = await op(token, `/v1/workspaces/${workspaceId}/policy`, { method: "PUT", json: { ...policyInput([]), budgets } });
+      expect(res.status).toBe(400);
+      const body = (await res.json()) as { issues: { fieldErrors: Record<string, unknown> } };
+      expect(Object.keys(body.issues.fieldErrors)).toContain("budgets");
+    }
+    const now = (await (await op(token, `/v1/workspaces/${workspaceId}/policy`)).json()) as { policy: { budgets: BudgetClause[] } };
+    expect(now.policy.budgets).toEqual([{ id: "ok", scope: "workspace", window: "month", limit_microusd: 1 }]);
+  });
+});
+
+describe("budget leases over the host-signed route", () => {
+  it("grants a lease, refuses one past the limit with 409 naming the scope, frees budget on settle, and refuses bad input", async () => {
+    const { token, workspaceId } = await seedWorkspace();
+    const host = await enrollHost(token);
+    await setBudgets(token, workspaceId, [{ id: "per-run", scope: "run", window: "run", limit_microusd: 9000 }]);
+    const run = `run_${"2".repeat(32)}`;
+    const lease = (json: unknown) => hostCall(host, "POST", ROUTES.budgetLease, JSON.stringify(json));
+    const first = await lease({ run, microusd: 9000 });
+    expect(first.status).toBe(201);
+    const granted = (await first.json()) as { lease_id: string; microusd: number; expires_ms: number };
+    expect(granted).toMatchObject({ granted: true, microusd: 9000 });
+    // The lease reached the limit: the run is listed as exhausted until the lease is settled.
+    expect((await policyOf(host)).exhausted_budgets).toEqual([expect.objectContaining({ run, budget: "per-run" })]);
+    const refused = await lease({ run, microusd: 1 });
+    expect(refused.status).toBe(409);
+    expect(await refused.json()).toMatchObject({ error: "budget_exhausted", exhausted: { budget: "per-run", run } });
+    expect((await hostCall(host, "DELETE", ROUTES.budgetSettle(granted.lease_id))).status).toBe(200);
+    expect((await policyOf(host)).exhausted_budgets ?? []).toEqual([]);
+    expect((await lease({ run, microusd: 1 })).status).toBe(201);
+    for (const bad of [{ run, microusd: -5 }, { run: "run_nope", microusd: 5 }, { run, microusd: 5, ttl_ms: 1 }, { run }]) {
+      const res = await lease(bad);
+      expect(res.status).toBe(400);
+    }
+  });
+});

@@ -1,0 +1,121 @@
+import { env } from "cloudflare:workers";
+import { beforeAll, describe, expect, it } from "vitest";
+import { openPolicy, publicKeyOf, ROUTES, type SignedPolicy, signRequest } from "../../protocol/index.ts";
+import { workspaceObject } from "../../workers/lib/policy-store.ts";
+import { SERVER_SECRET } from "../support/sample-run.ts";
+import { BASE, enrollHost, hostCall, ingest, op, openPush, seedWorkspace, TestRun, type TestHost } from "./support.ts";
+
+let token: string;
+let workspaceId: string;
+let host: TestHost;
+
+beforeAll(async () => {
+  ({ token, workspaceId } = await seedWorkspace());
+  host = await enrollHost(token);
+});
+
+const connect = openPush;
+
+async function policyEtag(h: TestHost) {
+  const res = await hostCall(h, "GET", "/v1/policy");
+  return {
+    etag: res.headers.get("etag")!.replaceAll('"', ""),
+    policy: openPolicy((await res.json()) as SignedPolicy, publicKeyOf(SERVER_SECRET)),
+  };
+}
+
+describe("policy push", () => {
+  it("pushes a run's pause to its host's connection, naming the ETag the host's policy now has", async () => {
+    const conn = await connect(host);
+    expect(conn.res.status).toBe(101);
+    const run = new TestRun(host);
+    run.start();
+    await ingest(host, [run.part()]);
+    expect((await op(token, `/v1/runs/${run.chain}/pause`, { method: "POST" })).status).toBe(200);
+    const [first] = await conn.received(1);
+    const now = await policyEtag(host);
+    expect(first).toEqual({ type: "policy", etag: now.etag });
+    expect(now.policy.paused_runs).toEqual([run.chain]);
+    await op(token, `/v1/runs/${run.chain}/resume`, { method: "POST" });
+    const second = (await conn.received(2))[1]!;
+    expect(second.etag).toBe((await policyEtag(host)).etag);
+    expect(second.etag).not.toBe(first!.etag);
+    conn.ws!.close();
+  });
+
+  it("pushes every operator change that reaches a host's policy: policy, workspace mode, suspension, agent pause", async () => {
+    const h = await enrollHost(token);
+    const conn = await connect(h);
+    const changes: [string, { method: string; json?: unknown }][] = [
+      [`/v1/workspaces/${workspaceId}`, { method: "PATCH", json: { mode: "observe" } }],
+      [`/v1/workspaces/${workspaceId}`, { method: "PATCH", json: { mode: "enforce" } }],
+      [
+        `/v1/workspaces/${workspaceId}/policy`,
+        {
+          method: "PUT",
+          json: {
+            mode: "enforce",
+            tools: [{ id: "no-rm", tool: "Bash", command: "rm *", decision: "deny", reason: "no rm" }],
+            default_tool_decision: "none",
+            models: null,
+            budgets: [],
+            retention: { mode: "keep", keep: ["prompt"] },
+          },
+        },
+      ],
+      [`/v1/hosts/${h.id}/suspend`, { method: "POST" }],
+      [`/v1/hosts/${h.id}/resume`, { method: "POST" }],
+      ["/v1/agents/codex/pause", { method: "POST", json: { host: h.id } }],
+      ["/v1/agents/codex/resume", { method: "POST", json: {} }],
+    ];
+    for (const [i, [path, init]] of changes.entries()) {
+      expect((await op(token, path, init)).status, path).toBe(200);
+      const got = await conn.received(i + 1);
+      expect(got[i]!.etag, path).toBe((await policyEtag(h)).etag);
+    }
+    expect(conn.messages).toHaveLength(changes.length);
+    conn.ws!.close();
+  });
+
+  it("refuses a connection with a bad signature, a replayed nonce, or from a suspended host, and keeps none of them", async () => {
+    const h = await enrollHost(token);
+    const before = await workspaceObject(env, workspaceId).connectedHosts();
+    const bad = await connect(h, (s) => ({ ...s, "x-oxagen-signature": "0".repeat(128) }));
+    expect(bad.res.status).toBe(401);
+    expect(await bad.res.json()).toMatchObject({ error: "bad_signature" });
+    const auth = signRequest(h.secret, {
+      origin: BASE,
+      method: "GET",
+      pathAndQuery: ROUTES.push,
+      hostId: h.id,
+      headers: {},
+      body: new Uint8Array(),
+    });
+    const first = await connect(h, () => auth);
+    expect(first.res.status).toBe(101);
+    first.ws!.close();
+    const replay = await connect(h, () => auth);
+    expect(replay.res.status).toBe(401);
+    expect(await replay.res.json()).toMatchObject({ error: "replayed" });
+    await op(token, `/v1/hosts/${h.id}/suspend`, { method: "POST" });
+    const suspended = await connect(h);
+    expect(suspended.res.status).toBe(403);
+    expect(await suspended.res.json()).toMatchObject({ error: "host_suspended" });
+    expect((await workspaceObject(env, workspaceId).connectedHosts()).filter((x) => x === h.id && !before.includes(x))).toEqual([]);
+  });
+
+  it("answers a plain GET with 426 and no connection", async () => {
+    const res = await hostCall(host, "GET", ROUTES.push);
+    expect(res.status).toBe(426);
+    expect(await res.json()).toMatchObject({ error: "upgrade_required" });
+  });
+
+  it("answers the recorder's ping without a push", async () => {
+    const conn = await connect(host);
+    const pong = new Promise<unknown>((r) => conn.ws!.addEventListener("message", (ev) => r(ev.data), { once: true }));
+    conn.ws!.send("ping");
+    expect(await pong).toBe("pong");
+    expect(conn.messages).toEqual([]);
+    conn.ws!.close();
+  });
+});

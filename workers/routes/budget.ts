@@ -1,0 +1,51 @@
+import { eq } from "drizzle-orm";
+import { Hono } from "hono";
+import { z } from "zod";
+import { BudgetLeaseRequest, ROUTES } from "../../protocol/index.ts";
+import { authenticateHost, requireActive } from "../auth/host.ts";
+import type { AppEnv } from "../body.ts";
+import { db, schema } from "../db/client.ts";
+import { notFound } from "../errors.ts";
+import { loadPolicy, workspaceObject } from "../lib/policy-store.ts";
+import { pushPolicies } from "../lib/push.ts";
+import { check, jsonBody, valid } from "../validate.ts";
+
+const LeaseParam = z.object({ id: z.string().regex(/^lease_[0-9a-f]{32}$/) });
+
+/**
+ * Collector-facing: budget leases, for the gateway to reserve against before it forwards a call
+ * (docs/api.md, "Budget leases"). A lease holds budget as spent for its run, its host and the
+ * workspace until it is settled or expires; a lease that would take a scope past its limit is
+ * refused (409 `budget_exhausted`, naming the scope). The calls' real cost arrives with their
+ * `llm_call` frames, priced by the server.
+ */
+export const budget = new Hono<AppEnv>()
+  .post(ROUTES.budgetLease, async (c) => {
+    const host = await authenticateHost(c);
+    requireActive(host);
+    const req = check(BudgetLeaseRequest, jsonBody(c, "lease request"), "lease request");
+    const owner = await db(c.env).select({ hostId: schema.runs.hostId }).from(schema.runs).where(eq(schema.runs.id, req.run)).get();
+    if (owner && owner.hostId !== host.id) throw notFound("run");
+    const { policy } = await loadPolicy(c.env, host.workspaceId);
+    const answer = await workspaceObject(c.env, host.workspaceId).lease(
+      { hostId: host.id, runId: req.run, microusd: req.microusd, ttlMs: req.ttl_ms },
+      policy.budgets,
+      Date.now(),
+    );
+    if (!answer.granted) {
+      const { host: _h, ...scope } = answer.exhausted;
+      return c.json({ error: "budget_exhausted", message: `The lease would pass the budget ${scope.budget}.`, exhausted: scope }, 409);
+    }
+    const { changed, ...lease } = answer;
+    // A lease that reaches a limit exhausts the scope for everyone: the hosts hear of it at once.
+    if (changed) await pushPolicies(c.env, host.workspaceId);
+    return c.json(lease, 201);
+  })
+  .delete("/v1/host/budget/leases/:id", valid("param", LeaseParam), async (c) => {
+    const host = await authenticateHost(c);
+    requireActive(host);
+    const { policy } = await loadPolicy(c.env, host.workspaceId);
+    const { changed } = await workspaceObject(c.env, host.workspaceId).settle(c.req.valid("param").id, policy.budgets, Date.now(), host.id);
+    if (changed) await pushPolicies(c.env, host.workspaceId);
+    return c.json({ settled: true });
+  });

@@ -1,0 +1,158 @@
+import { DurableObject } from "cloudflare:workers";
+import type { BudgetClause } from "../protocol/index.ts";
+import { utcDay } from "./spend/price.ts";
+import { type ExhaustedScope, exhaustedKey, exhaustedScopes, type RunSpend, takeSpend } from "./workspace/budgets.ts";
+import { migrate } from "./workspace/schema.ts";
+
+/** The header the Worker names an authenticated host by when it hands the object a push connection. */
+export const PUSH_HOST_HEADER = "x-oxagen-push-host";
+
+/** What a host's push connection receives: the ETag its policy now has. */
+export interface PolicyPush {
+  type: "policy";
+  etag: string;
+}
+
+/** A lease of budget (see {@link WorkspaceObject.lease}). */
+export type LeaseAnswer =
+  | { granted: true; lease_id: string; microusd: number; expires_ms: number; changed: boolean }
+  | { granted: false; exhausted: ExhaustedScope };
+
+/**
+ * One per workspace (`env.WORKSPACES.idFromName(workspaceId)`): the one writer of its budget
+ * counters, and the hub its hosts' recorders hold a WebSocket to for policy pushes. Connections use
+ * the WebSocket Hibernation API: an idle one keeps no object in memory, and the ping a recorder
+ * sends is answered without waking it.
+ */
+export class WorkspaceObject extends DurableObject<Env> {
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    void ctx.blockConcurrencyWhile(async () => migrate(ctx.storage));
+    ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair("ping", "pong"));
+  }
+
+  /** Accepts a push connection the Worker already authenticated (the host named in {@link PUSH_HOST_HEADER}). */
+  override async fetch(request: Request): Promise<Response> {
+    const host = request.headers.get(PUSH_HOST_HEADER);
+    if (!host || request.headers.get("upgrade")?.toLowerCase() !== "websocket") return new Response(null, { status: 400 });
+    const pair = new WebSocketPair();
+    this.ctx.acceptWebSocket(pair[1], [host]);
+    return new Response(null, { status: 101, webSocket: pair[0] });
+  }
+
+  // A recorder only listens; anything it sends besides the auto-answered ping is ignored.
+  override webSocketMessage(): void {}
+
+  override webSocketClose(ws: WebSocket, code: number): void {
+    try {
+      ws.close(code === 1005 || code === 1006 ? 1000 : code, "closed");
+    } catch {
+      // Already closed.
+    }
+  }
+
+  /** Sends each host's new ETag to its connections; answers how many connections it reached. */
+  push(etags: Record<string, string>): number {
+    let sent = 0;
+    for (const [host, etag] of Object.entries(etags)) {
+      const message = JSON.stringify({ type: "policy", etag } satisfies PolicyPush);
+      for (const ws of this.ctx.getWebSockets(host)) {
+        try {
+          ws.send(message);
+          sent++;
+        } catch {
+          // A connection closing as we send: its recorder reconnects and polls meanwhile.
+        }
+      }
+    }
+    return sent;
+  }
+
+  /** The hosts with a push connection open now. */
+  connectedHosts(): string[] {
+    return [...new Set(this.ctx.getWebSockets().flatMap((ws) => this.ctx.getTags(ws)))];
+  }
+
+  /** Closes every push connection of a host (it was unenrolled). */
+  disconnect(host: string): void {
+    for (const ws of this.ctx.getWebSockets(host)) ws.close(1008, "unenrolled");
+  }
+
+  /**
+   * Takes runs' spend totals. Answers whether the set of exhausted scopes changed (then the
+   * caller pushes the hosts' new policies) and when it last changed.
+   */
+  report(rows: RunSpend[], clauses: BudgetClause[], now: number): { changed: boolean; changedMs: number } {
+    return this.ctx.storage.transactionSync(() => {
+      takeSpend(this.ctx.storage.sql, rows);
+      return this.#settleChange(clauses, now);
+    });
+  }
+
+  /**
+   * The exhausted scopes that concern one host (the workspace's, its own, its runs'), and when the
+   * exhausted set last changed (the host policy's `issued_ms` is at least that).
+   */
+  exhausted(hostId: string, clauses: BudgetClause[], now: number): { scopes: ExhaustedScope[]; changedMs: number } {
+    return this.ctx.storage.transactionSync(() => {
+      const { changedMs } = this.#settleChange(clauses, now);
+      return { scopes: exhaustedScopes(this.ctx.storage.sql, clauses, now, hostId), changedMs };
+    });
+  }
+
+  /**
+   * Leases budget for calls not yet priced (the gateway's reservation): `microusd` is held as spent
+   * for the run, its host and the workspace until the lease is settled or expires. Refused, with
+   * the scope, when it would take any clause of the run's scopes past its limit. One writer, so two
+   * leases never both take the last of a budget.
+   */
+  lease(req: { hostId: string; runId: string; microusd: number; ttlMs: number }, clauses: BudgetClause[], now: number): LeaseAnswer {
+    return this.ctx.storage.transactionSync(() => {
+      const sql = this.ctx.storage.sql;
+      const id = `lease_${crypto.randomUUID().replaceAll("-", "")}`;
+      const expires = now + req.ttlMs;
+      sql.exec(
+        "INSERT INTO leases (id, host_id, run_id, day, microusd, expires_ms) VALUES (?, ?, ?, ?, ?, ?)",
+        id,
+        req.hostId,
+        req.runId,
+        utcDay(now),
+        req.microusd,
+        expires,
+      );
+      // Past the limit with the lease counted (reaching it exactly is allowed: the next lease is refused).
+      const over = exhaustedScopes(sql, clauses, now, req.hostId).find(
+        (s) => (s.run === undefined || s.run === req.runId) && s.spent_microusd > s.limit_microusd,
+      );
+      if (over) {
+        sql.exec("DELETE FROM leases WHERE id = ?", id);
+        return { granted: false, exhausted: over };
+      }
+      const { changed } = this.#settleChange(clauses, now);
+      return { granted: true, lease_id: id, microusd: req.microusd, expires_ms: expires, changed };
+    });
+  }
+
+  /** Ends a lease (its calls are priced from the record as they arrive); unknown or expired leases are a no-op. */
+  settle(leaseId: string, clauses: BudgetClause[], now: number, hostId?: string): { changed: boolean; changedMs: number } {
+    return this.ctx.storage.transactionSync(() => {
+      const sql = this.ctx.storage.sql;
+      // Only the host that took a lease may settle it (a settle of another's lease is a no-op).
+      if (hostId === undefined) sql.exec("DELETE FROM leases WHERE id = ?", leaseId);
+      else sql.exec("DELETE FROM leases WHERE id = ? AND host_id = ?", leaseId, hostId);
+      sql.exec("DELETE FROM leases WHERE expires_ms <= ?", now);
+      return this.#settleChange(clauses, now);
+    });
+  }
+
+  #settleChange(clauses: BudgetClause[], now: number): { changed: boolean; changedMs: number } {
+    const sql = this.ctx.storage.sql;
+    const key = exhaustedKey(exhaustedScopes(sql, clauses, now));
+    const meta = sql.exec<{ changed_ms: number; exhausted: string }>("SELECT changed_ms, exhausted FROM meta WHERE id = 1").toArray()[0];
+    if (meta && meta.exhausted === key) return { changed: false, changedMs: meta.changed_ms };
+    const changedMs = Math.max(now, (meta?.changed_ms ?? 0) + 1);
+    sql.exec("INSERT OR REPLACE INTO meta (id, changed_ms, exhausted) VALUES (1, ?, ?)", changedMs, key);
+    // The first look at a workspace with nothing exhausted is no change anybody must hear of.
+    return { changed: meta !== undefined || key !== "[]", changedMs };
+  }
+}

@@ -1,0 +1,88 @@
+import type { BudgetClause, ExhaustedBudget } from "../../protocol/index.ts";
+import { utcDay } from "../spend/price.ts";
+
+/** One run's spend total of one UTC day, as its ChainObject counts it. */
+export interface RunSpend {
+  runId: string;
+  hostId: string;
+  day: string;
+  microusd: number;
+}
+
+/** An exhausted scope, with the host it concerns (null: every host of the workspace). */
+export interface ExhaustedScope extends ExhaustedBudget {
+  host: string | null;
+}
+
+/** Where a clause's window started and when it ends (null: the run's lifetime). */
+function windowOf(window: BudgetClause["window"], now: number): { from: string | null; until: number | null } {
+  const d = new Date(now);
+  if (window === "day") return { from: utcDay(now), until: Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate() + 1) };
+  if (window === "month") return { from: `${utcDay(now).slice(0, 7)}-01`, until: Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1) };
+  return { from: null, until: null };
+}
+
+/**
+ * The scopes whose spend (priced calls plus the budget leased and not yet settled) reached their
+ * clause's limit at `now`. A `run` scope or window counts per run; `host` per host; `workspace`
+ * once. `onlyHost` narrows to the scopes that concern one host (its runs, itself, the workspace);
+ * a host or workspace scope with no spend yet is exhausted only by a limit of 0.
+ */
+export function exhaustedScopes(sql: SqlStorage, clauses: BudgetClause[], now: number, onlyHost?: string): ExhaustedScope[] {
+  const out: ExhaustedScope[] = [];
+  for (const c of clauses) {
+    const { from, until } = windowOf(c.window, now);
+    const perRun = c.scope === "run" || c.window === "run";
+    const group = perRun ? "run_id, host_id" : c.scope === "host" ? "host_id" : "";
+    const where: string[] = [];
+    const args: SqlStorageValue[] = [];
+    if (from !== null) {
+      where.push("day >= ?");
+      args.push(from);
+    }
+    if (onlyHost !== undefined && (perRun || c.scope === "host")) {
+      where.push("host_id = ?");
+      args.push(onlyHost);
+    }
+    const filter = where.length > 0 ? `WHERE ${where.join(" AND ")}` : "";
+    const rows = sql
+      .exec<{ run_id?: string; host_id?: string; spent: number }>(
+        `SELECT ${group ? `${group}, ` : ""}sum(microusd) AS spent FROM (
+           SELECT run_id, host_id, day, microusd FROM run_spend
+           UNION ALL SELECT run_id, host_id, day, microusd FROM leases WHERE expires_ms > ${now}
+         ) ${filter} ${group ? `GROUP BY ${group}` : ""}`,
+        ...args,
+      )
+      .toArray();
+    const base = { budget: c.id, scope: c.scope, window: c.window, until_ms: until, limit_microusd: c.limit_microusd };
+    if (!group || (c.scope === "host" && onlyHost !== undefined && rows.length === 0)) {
+      const spent = rows[0]?.spent ?? 0;
+      if (spent >= c.limit_microusd) out.push({ ...base, spent_microusd: spent, host: c.scope === "host" ? (onlyHost ?? null) : null });
+      continue;
+    }
+    for (const r of rows) {
+      if (r.spent < c.limit_microusd) continue;
+      out.push({ ...base, spent_microusd: r.spent, host: r.host_id ?? null, ...(perRun && r.run_id ? { run: r.run_id } : {}) });
+    }
+  }
+  return out;
+}
+
+/** Takes each run's day totals, keeping the larger of what is held and what arrives (totals only grow). */
+export function takeSpend(sql: SqlStorage, rows: RunSpend[]): void {
+  for (const r of rows) {
+    sql.exec(
+      `INSERT INTO run_spend (run_id, day, host_id, microusd) VALUES (?, ?, ?, ?)
+       ON CONFLICT (run_id, day) DO UPDATE SET microusd = max(microusd, excluded.microusd)`,
+      r.runId,
+      r.day,
+      r.hostId,
+      r.microusd,
+    );
+  }
+}
+
+/** A stable text of an exhausted set (spent amounts left out: only which scopes are exhausted matters). */
+export function exhaustedKey(scopes: ExhaustedScope[]): string {
+  return JSON.stringify(scopes.map((s) => [s.budget, s.host, s.run ?? null, s.until_ms, s.limit_microusd]).sort());
+}
