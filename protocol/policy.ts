@@ -136,6 +136,27 @@ export const Policy = z.strictObject({
       .refine((roles) => new Set(roles).size === roles.length, "a role is named twice"),
   }),
 });
+
+/**
+ * The fields of a policy the server owns (its workspace, host and issue time, and the operator's
+ * stops: paused runs and agents, suspended hosts, exhausted budgets): a `zod` omit mask. What is
+ * left is what an operator may set (`PUT /v1/workspaces/:id/policy`).
+ */
+export const SERVER_OWNED_POLICY_FIELDS = {
+  v: true,
+  workspace: true,
+  host: true,
+  issued_ms: true,
+  paused_runs: true,
+  suspended_hosts: true,
+  paused_agents: true,
+  exhausted_budgets: true,
+} as const;
+
+/** A policy as read, without the fields the server owns: what an operator may put back. */
+export function editablePolicy(policy: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(policy).filter(([k]) => !(k in SERVER_OWNED_POLICY_FIELDS)));
+}
 /** One of {@link Policy}. */
 export type Policy = z.infer<typeof Policy>;
 

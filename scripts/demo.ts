@@ -12,7 +12,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "no
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { runIdFor } from "../protocol/index.ts";
+import { editablePolicy, runIdFor } from "../protocol/index.ts";
 
 const ROOT = join(import.meta.dirname, "..");
 const NODE = process.execPath;
@@ -89,16 +89,7 @@ async function main(): Promise<number> {
   // Before enrolling, so the policy the computer caches at enrollment already holds the clause.
   say("1. Adding a policy clause: refunds over $100 need a person …");
   const current = (await (await api(`/v1/workspaces/${workspace}/policy`)).json()) as { policy: Policy };
-  const {
-    v: _v,
-    workspace: _w,
-    issued_ms: _i,
-    paused_runs: _p,
-    suspended_hosts: _s,
-    paused_agents: _a,
-    exhausted_budgets: _b,
-    ...editable
-  } = current.policy;
+  const editable = editablePolicy(current.policy);
   const clause = {
     id: "demo-refunds",
     tool: "stripe_refund",

@@ -6,7 +6,7 @@ import { expect } from "vitest";
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { runIdFor } from "../../protocol/index.ts";
+import { editablePolicy, runIdFor } from "../../protocol/index.ts";
 import { enrollLine, enrollmentToken } from "../../scripts/dev-setup.ts";
 import { eventually, QUICK_RECORDER } from "../support/e2e.ts";
 import { installCollector, type Installed } from "../support/package.ts";
@@ -53,16 +53,7 @@ export async function enrolledComputer(
   const pkg = installCollector();
   const worker = await startWorker();
   const current = (await (await worker.api(`/v1/workspaces/${worker.workspace}/policy`)).json()) as { policy: Record<string, unknown> };
-  const {
-    v: _v,
-    workspace: _w,
-    issued_ms: _i,
-    paused_runs: _p,
-    suspended_hosts: _s,
-    paused_agents: _a,
-    exhausted_budgets: _b,
-    ...editable
-  } = current.policy;
+  const editable = editablePolicy(current.policy);
   const put = await worker.api(`/v1/workspaces/${worker.workspace}/policy`, {
     method: "PUT",
     body: JSON.stringify({ ...editable, tools: CLAUSES, ...policy }),

@@ -1,6 +1,6 @@
 import { eq } from "drizzle-orm";
 import type { z } from "zod";
-import { Policy } from "../../protocol/index.ts";
+import { Policy, SERVER_OWNED_POLICY_FIELDS } from "../../protocol/index.ts";
 import { db, schema } from "../db/client.ts";
 import { notFound } from "../errors.ts";
 import { parseRoles, signedPolicy, updatePolicy } from "./policy-store.ts";
@@ -10,16 +10,7 @@ import { pushPolicies } from "./push.ts";
  * What an operator may set of a policy; the server owns the rest (workspace, host, issue time,
  * paused runs and agents, suspended hosts, exhausted budgets).
  */
-export const PolicyInput = Policy.omit({
-  v: true,
-  workspace: true,
-  host: true,
-  issued_ms: true,
-  paused_runs: true,
-  suspended_hosts: true,
-  paused_agents: true,
-  exhausted_budgets: true,
-});
+export const PolicyInput = Policy.omit(SERVER_OWNED_POLICY_FIELDS);
 /** One of {@link PolicyInput}. */
 export type PolicyInput = z.output<typeof PolicyInput>;
 
