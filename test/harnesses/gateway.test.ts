@@ -2,6 +2,7 @@
 // `tacho enroll --gateway` (nothing in their environment names a base URL), the workspace policy's
 // `upstreams` sending the calls on to a scripted vendor, and the real Worker: each model call is
 // recorded once, by the gateway; the run reaches the gateway tier; a refusal reaches the screen.
+import { editablePolicy } from "../../protocol/index.ts";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -111,7 +112,7 @@ describe("the gateway, with the real harnesses", () => {
     const cached = () => JSON.parse(c.tacho(["status", "--json", "--offline"]).stdout).policy?.etag as string | undefined;
     const was = cached();
     const current = (await (await c.worker.api(`/v1/workspaces/${c.worker.workspace}/policy`)).json()) as { policy: Json };
-    const { v: _v, workspace: _w, issued_ms: _i, paused_runs: _p, suspended_hosts: _s, host: _h, ...editable } = current.policy;
+    const editable = editablePolicy(current.policy);
     const put = await c.worker.api(`/v1/workspaces/${c.worker.workspace}/policy`, {
       method: "PUT",
       body: JSON.stringify({ ...editable, models: ["some-other-model"] }),
