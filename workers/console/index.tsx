@@ -3,10 +3,11 @@ import { eq } from "drizzle-orm";
 import { type Context, Hono } from "hono";
 import { getCookie } from "hono/cookie";
 import { HTTPException } from "hono/http-exception";
-import { BUNDLE_V2_PAYLOAD_TYPE, bytesToHex } from "../../protocol/index.ts";
+import { AgentName, BUNDLE_V2_PAYLOAD_TYPE, bytesToHex } from "../../protocol/index.ts";
 import { db, schema } from "../db/client.ts";
 import { AppError } from "../errors.ts";
 import { signingKey } from "../keys.ts";
+import { agentPauses, setAgentPaused, withPauses } from "../lib/agent-pauses.ts";
 import { runCoverage } from "../lib/coverage.ts";
 import { signedPolicy } from "../lib/policy-store.ts";
 import { spendSince } from "../lib/spend.ts";
@@ -99,8 +100,23 @@ export const consoleApp = new Hono<ConsoleEnv>()
   .get("/console", async (c) => {
     const rows = await db(c.env).select().from(schema.hosts).where(eq(schema.hosts.workspaceId, c.var.workspaceId)).all();
     const now = Date.now();
-    const hosts = await Promise.all(rows.map(async (h) => ({ host: hostView(h), agents: await agentsOf(c.env, h, now) })));
-    return c.html(<AgentsPage ctx={pageCtx(c)} hosts={hosts} />);
+    const [hosts, pauses] = await Promise.all([
+      Promise.all(
+        rows.map(async (h) => ({ host: hostView(h), agents: await withPauses(c.env, c.var.workspaceId, await agentsOf(c.env, h, now)) })),
+      ),
+      agentPauses(c.env, c.var.workspaceId),
+    ]);
+    const everywhere = pauses.filter((p) => p.host === "*").map((p) => p.name);
+    return c.html(<AgentsPage ctx={pageCtx(c)} hosts={hosts} pausedEverywhere={everywhere} />);
+  })
+  .post("/console/agents/:action{pause|resume}", async (c) => {
+    const form = checkedForm(c);
+    const name = AgentName.safeParse(form.get("name"));
+    if (!name.success) throw new AppError(400, "invalid_request", "No such agent name.");
+    const hostId = form.get("host") ?? "";
+    const host = hostId === "" ? null : await ownHost(c.env, c.var.workspaceId, hostId);
+    await setAgentPaused(c.env, c.var.workspaceId, name.data, host, c.req.param("action") === "pause");
+    return c.redirect("/console", 303);
   })
   .get("/console/runs", async (c) => {
     const { status, page } = await runsPage(c.env, c.var.workspaceId, pageCtx(c), c.req.query());
