@@ -151,6 +151,7 @@ export const consoleApp = new Hono<ConsoleEnv>()
         next={frames.next}
         serverKey={{ keyId: key.keyId, pub: bytesToHex(key.pub) }}
         notice={notice}
+        byModel={detail.byModel}
       />,
     );
   })
@@ -225,11 +226,11 @@ export const consoleApp = new Hono<ConsoleEnv>()
   })
   .get("/console/spend", async (c) => {
     const days = 30;
-    const [spend, { policy }] = await Promise.all([
-      spendSince(c.env, c.var.workspaceId, Date.now() - days * 24 * 60 * 60_000),
-      signedPolicy(c.env, c.var.workspaceId),
-    ]);
-    return c.html(<SpendPage ctx={pageCtx(c)} days={days} spend={spend} budgets={policy.budgets} />);
+    const fromMs = Date.now() - days * 24 * 60 * 60_000;
+    const [spend, { policy }] = await Promise.all([spendSince(c.env, c.var.workspaceId, fromMs), signedPolicy(c.env, c.var.workspaceId)]);
+    return c.html(
+      <SpendPage ctx={pageCtx(c)} days={days} from={new Date(fromMs).toISOString().slice(0, 10)} spend={spend} budgets={policy.budgets} />,
+    );
   })
   .get("/console/policy", async (c) => c.html(await policyPage(c.env, pageCtx(c))))
   .post("/console/policy", async (c) => {
