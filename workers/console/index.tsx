@@ -7,7 +7,7 @@ import { AgentName, BUNDLE_V2_PAYLOAD_TYPE, bytesToHex } from "../../protocol/in
 import { db, schema } from "../db/client.ts";
 import { AppError } from "../errors.ts";
 import { signingKey } from "../keys.ts";
-import { agentPauses, setAgentPaused, withPauses } from "../lib/agent-pauses.ts";
+import { agentPauses, markPaused, setAgentPaused } from "../lib/agent-pauses.ts";
 import { runCoverage } from "../lib/coverage.ts";
 import { signedPolicy } from "../lib/policy-store.ts";
 import { spendSince } from "../lib/spend.ts";
@@ -100,12 +100,10 @@ export const consoleApp = new Hono<ConsoleEnv>()
   .get("/console", async (c) => {
     const rows = await db(c.env).select().from(schema.hosts).where(eq(schema.hosts.workspaceId, c.var.workspaceId)).all();
     const now = Date.now();
-    const [hosts, pauses] = await Promise.all([
-      Promise.all(
-        rows.map(async (h) => ({ host: hostView(h), agents: await withPauses(c.env, c.var.workspaceId, await agentsOf(c.env, h, now)) })),
-      ),
-      agentPauses(c.env, c.var.workspaceId),
-    ]);
+    const pauses = await agentPauses(c.env, c.var.workspaceId);
+    const hosts = await Promise.all(
+      rows.map(async (h) => ({ host: hostView(h), agents: markPaused(await agentsOf(c.env, h, now), pauses) })),
+    );
     const everywhere = pauses.filter((p) => p.host === "*").map((p) => p.name);
     return c.html(<AgentsPage ctx={pageCtx(c)} hosts={hosts} pausedEverywhere={everywhere} />);
   })

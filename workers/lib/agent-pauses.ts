@@ -72,12 +72,17 @@ export async function setAgentPaused(env: Env, workspaceId: string, name: string
   return { name, host: host?.id ?? null, paused: applies, pauses };
 }
 
+/** {@link markPaused} with the workspace's pauses read from D1. */
+export async function withPauses<T extends { host_id: string; name: string }>(env: Env, workspaceId: string, list: T[]) {
+  return markPaused(list, await agentPauses(env, workspaceId));
+}
+
 /**
  * Marks each listed agent paused when it is paused on its host or on every host; `paused_where`
  * says which (`workspace` wins when both hold).
  */
-export async function withPauses<T extends { host_id: string; name: string }>(env: Env, workspaceId: string, list: T[]) {
-  const paused = new Set((await agentPauses(env, workspaceId)).map((r) => `${r.host} ${r.name}`));
+export function markPaused<T extends { host_id: string; name: string }>(list: T[], pauses: { name: string; host: string }[]) {
+  const paused = new Set(pauses.map((r) => `${r.host} ${r.name}`));
   return list.map((a) => {
     const where = paused.has(`* ${a.name}`) ? "workspace" : paused.has(`${a.host_id} ${a.name}`) ? "host" : null;
     return { ...a, paused: where !== null, paused_where: where as "workspace" | "host" | null };
