@@ -260,8 +260,27 @@ describe("the operator console in a browser", () => {
     const text = await page.locator("main").innerText();
     expect(text).toContain("By harness or agent");
     expect(text).toContain(AGENT);
+    expect(text).toContain("By model");
     expect(await unlabelled()).toEqual([]);
     await shot("spend");
+  });
+
+  it("pauses an agent on its computer: its next session is stopped; resuming lets it start", async () => {
+    const fs = await import("node:fs");
+    const etag = () =>
+      (JSON.parse(fs.readFileSync(join(a.env.OXAGEN_HOME!, "recorder-status.json"), "utf8")) as { policy_etag: string }).policy_etag;
+    await page.goto(`${worker.url}/console`);
+    let before = etag();
+    await page.getByRole("button", { name: new RegExp(`^Pause ${AGENT} on .* \\(${aHost}\\)$`) }).click();
+    await page.waitForURL(`${worker.url}/console`);
+    expect(await page.locator(`section:has(h2:has-text("${aHost}")) tr:has-text("${AGENT}")`).innerText()).toContain("on this computer");
+    await eventually(async () => etag() !== before, "the recorder to fetch the policy that pauses the agent");
+    expect(hook(a, "after-pause", { hook_event_name: "SessionStart", cwd: a.home })).toMatchObject({ continue: false });
+    before = etag();
+    await page.getByRole("button", { name: new RegExp(`^Resume ${AGENT} on .* \\(${aHost}\\)$`) }).click();
+    await page.waitForURL(`${worker.url}/console`);
+    await eventually(async () => etag() !== before, "the recorder to fetch the policy that resumes the agent");
+    expect(hook(a, "after-resume", { hook_event_name: "SessionStart", cwd: a.home })).toEqual({});
   });
 
   it("Computers: suspends one, and shows a new enrollment token's tacho enroll line once", async () => {

@@ -4,7 +4,7 @@ import { eq } from "drizzle-orm";
 import { BODY_HEADERS, bodyRef } from "../../protocol/index.ts";
 import { db, schema } from "../../workers/db/client.ts";
 import { CSP } from "../../workers/console/index.tsx";
-import { BASE, enrollHost, hostCall, ingest, op, seedRuns, seedWorkspace, TestRun, type TestHost } from "./support.ts";
+import { BASE, enrollHost, hostCall, hostPolicyOf, ingest, op, seedRuns, seedWorkspace, TestRun, type TestHost } from "./support.ts";
 
 const HOSTILE = `<script>alert("x")</script><img src=x onerror=alert(1)>`;
 const LOCAL = "http://127.0.0.1:8787";
@@ -278,6 +278,61 @@ describe("state-changing forms", () => {
     expect((await (await op(token, `/v1/hosts/${host.id}`)).json()) as object).toMatchObject({ status: "active" });
   });
 
+  it("pauses and resumes an agent on one computer and across the workspace, pushing each change to the host's policy", async () => {
+    const agentOf = async () => {
+      const list = (await (await op(token, "/v1/agents")).json()) as {
+        agents: { host_id: string; name: string; paused_where: string | null }[];
+      };
+      return list.agents.find((a) => a.host_id === host.id && a.name === "claude-code")?.paused_where;
+    };
+    const pausedAgents = async () => (await hostPolicyOf(host)).paused_agents ?? [];
+    const b = await signedIn();
+    const csrf = await csrfOf(b);
+    const here = { name: "claude-code", host: host.id };
+    expect(await agentOf()).toBeNull();
+    expect((await b.page("/console")).html).toMatch(new RegExp(`aria-label="Pause claude-code on [^"]* \\(${host.id}\\)"`));
+
+    expect((await b.fetch("/console/agents/pause", { form: here })).status).toBe(403);
+    expect((await b.fetch("/console/agents/pause", { form: { ...here, csrf: "f".repeat(48) } })).status).toBe(403);
+    expect((await b.fetch("/console/agents/pause", { form: { ...here, csrf }, headers: { origin: "https://evil.example" } })).status).toBe(
+      403,
+    );
+    expect(await agentOf()).toBeNull();
+
+    const paused = await b.fetch("/console/agents/pause", { form: { ...here, csrf } });
+    expect(paused.status).toBe(303);
+    expect(paused.headers.get("location")).toBe("/console");
+    expect(await agentOf()).toBe("host");
+    expect(await pausedAgents()).toEqual(["claude-code"]);
+    let html = (await b.page("/console")).html;
+    expect(html).toContain("on this computer");
+    expect(html).toMatch(new RegExp(`aria-label="Resume claude-code on [^"]* \\(${host.id}\\)"`));
+    expect((await b.fetch("/console/agents/resume", { form: { ...here, csrf } })).status).toBe(303);
+    expect(await agentOf()).toBeNull();
+    expect(await pausedAgents()).toEqual([]);
+
+    expect((await b.fetch("/console/agents/pause", { form: { name: "claude-code", host: "", csrf } })).status).toBe(303);
+    expect(await agentOf()).toBe("workspace");
+    expect(await pausedAgents()).toEqual(["claude-code"]);
+    html = (await b.page("/console")).html;
+    expect(html).toContain("Paused across the workspace");
+    expect(html).toContain('aria-label="Resume claude-code across the workspace"');
+    expect((await b.fetch("/console/agents/resume", { form: { name: "claude-code", host: "", csrf } })).status).toBe(303);
+    expect(await agentOf()).toBeNull();
+    expect(await pausedAgents()).toEqual([]);
+
+    expect((await b.fetch("/console/agents/pause", { form: { name: "never-seen", host: "", csrf } })).status).toBe(404);
+    expect((await b.fetch("/console/agents/pause", { form: { name: "", csrf } })).status).toBe(400);
+  });
+
+  it("refuses a read-only operator's agent pause with 403", async () => {
+    const minted = (await (await op(token, "/v1/tokens", { json: { name: "reader2", scope: "read" } })).json()) as { token: string };
+    const b = await signedIn(minted.token);
+    const csrf = await csrfOf(b);
+    expect((await b.fetch("/console/agents/pause", { form: { name: "claude-code", host: "", csrf } })).status).toBe(403);
+    expect(await hostPolicyOf(host)).not.toHaveProperty("paused_agents");
+  });
+
   it("shows a new enrollment token's tacho enroll line once", async () => {
     const b = await signedIn();
     const csrf = await csrfOf(b, "/console/computers");
@@ -373,6 +428,25 @@ describe("a run's pages", () => {
     expect(runPage).toMatch(/oxagen verify run_[0-9a-f]{32}\.oxagen\.jsonl --server-key [0-9a-f]{64}/);
   });
 
+  it("shows the run's spend by model, an unpriced call counted and not shown as $0", async () => {
+    const run = new TestRun(host);
+    run.start();
+    run.llm();
+    run.llm({ model: "claude-imaginary-9", path: "transcript" });
+    await ingest(host, [run.part()]);
+    const b = await signedIn();
+    const { res, html } = await b.page(`/console/runs/${run.chain}`);
+    expect(res.status).toBe(200);
+    expect(html).toContain("plus 1 unpriced call");
+    const row = (model: string) => new RegExp(`<th scope="row" class="mono">${model}</th>((?:<td[^>]*>[^<]*</td>)+)`).exec(html)?.[1];
+    expect(row("claude-sonnet-4-5")).toMatch(
+      /^<td>anthropic<\/td><td>1<\/td><td>1<\/td><td>0<\/td><td>1000<\/td><td>100<\/td><td>\$0\.0045<\/td>/,
+    );
+    expect(row("claude-imaginary-9")).toMatch(
+      /^<td>anthropic<\/td><td>1<\/td><td>0<\/td><td>1<\/td><td>1000<\/td><td>100<\/td><td>unpriced<\/td><td class="mono">—<\/td>$/,
+    );
+  });
+
   it("answers 404 for another workspace's run and for a body no frame names", async () => {
     const { token: theirs } = await seedWorkspace();
     const run = new TestRun(host);
@@ -406,5 +480,21 @@ describe("the spend page", () => {
     expect(row(new Date(now - 2 * day).toISOString().slice(0, 10))).toEqual(["1", "$0.00"]);
     expect(row(host.id)).toEqual(["3", "$1.75"]);
     expect(html).not.toContain("$10.75");
+  });
+
+  it("breaks the period's model calls down by model from the priced calls", async () => {
+    const run = new TestRun(host);
+    run.start();
+    // $1.25/M input and $10/M output: 2,250 millionths each.
+    run.llm({ vendor: "openai", model: "gpt-5-codex" });
+    run.llm({ vendor: "openai", model: "gpt-5-codex" });
+    run.llm({ model: "model-nobody-prices" });
+    await ingest(host, [run.part()]);
+    const b = await signedIn();
+    const { html } = await b.page("/console/spend");
+    expect(html).toContain("By model");
+    const row = (model: string) => new RegExp(`<th scope="row" class="mono">${model}</th>((?:<td[^>]*>[^<]*</td>)+)`).exec(html)?.[1];
+    expect(row("gpt-5-codex")).toMatch(/^<td>openai<\/td><td>2<\/td><td>2<\/td><td>0<\/td><td>2000<\/td><td>200<\/td><td>\$0\.0045<\/td>/);
+    expect(row("model-nobody-prices")).toContain("<td>unpriced</td>");
   });
 });

@@ -3,10 +3,11 @@ import { eq } from "drizzle-orm";
 import { type Context, Hono } from "hono";
 import { getCookie } from "hono/cookie";
 import { HTTPException } from "hono/http-exception";
-import { BUNDLE_V2_PAYLOAD_TYPE, bytesToHex } from "../../protocol/index.ts";
+import { AgentName, BUNDLE_V2_PAYLOAD_TYPE, bytesToHex } from "../../protocol/index.ts";
 import { db, schema } from "../db/client.ts";
 import { AppError } from "../errors.ts";
 import { signingKey } from "../keys.ts";
+import { agentPauses, markPaused, setAgentPaused } from "../lib/agent-pauses.ts";
 import { runCoverage } from "../lib/coverage.ts";
 import { signedPolicy } from "../lib/policy-store.ts";
 import { spendSince } from "../lib/spend.ts";
@@ -99,8 +100,21 @@ export const consoleApp = new Hono<ConsoleEnv>()
   .get("/console", async (c) => {
     const rows = await db(c.env).select().from(schema.hosts).where(eq(schema.hosts.workspaceId, c.var.workspaceId)).all();
     const now = Date.now();
-    const hosts = await Promise.all(rows.map(async (h) => ({ host: hostView(h), agents: await agentsOf(c.env, h, now) })));
-    return c.html(<AgentsPage ctx={pageCtx(c)} hosts={hosts} />);
+    const pauses = await agentPauses(c.env, c.var.workspaceId);
+    const hosts = await Promise.all(
+      rows.map(async (h) => ({ host: hostView(h), agents: markPaused(await agentsOf(c.env, h, now), pauses) })),
+    );
+    const everywhere = pauses.filter((p) => p.host === "*").map((p) => p.name);
+    return c.html(<AgentsPage ctx={pageCtx(c)} hosts={hosts} pausedEverywhere={everywhere} />);
+  })
+  .post("/console/agents/:action{pause|resume}", async (c) => {
+    const form = checkedForm(c);
+    const name = AgentName.safeParse(form.get("name"));
+    if (!name.success) throw new AppError(400, "invalid_request", "No such agent name.");
+    const hostId = form.get("host") ?? "";
+    const host = hostId === "" ? null : await ownHost(c.env, c.var.workspaceId, hostId);
+    await setAgentPaused(c.env, c.var.workspaceId, name.data, host, c.req.param("action") === "pause");
+    return c.redirect("/console", 303);
   })
   .get("/console/runs", async (c) => {
     const { status, page } = await runsPage(c.env, c.var.workspaceId, pageCtx(c), c.req.query());
@@ -135,6 +149,7 @@ export const consoleApp = new Hono<ConsoleEnv>()
         next={frames.next}
         serverKey={{ keyId: key.keyId, pub: bytesToHex(key.pub) }}
         notice={notice}
+        byModel={detail.byModel}
       />,
     );
   })
@@ -209,11 +224,11 @@ export const consoleApp = new Hono<ConsoleEnv>()
   })
   .get("/console/spend", async (c) => {
     const days = 30;
-    const [spend, { policy }] = await Promise.all([
-      spendSince(c.env, c.var.workspaceId, Date.now() - days * 24 * 60 * 60_000),
-      signedPolicy(c.env, c.var.workspaceId),
-    ]);
-    return c.html(<SpendPage ctx={pageCtx(c)} days={days} spend={spend} budgets={policy.budgets} />);
+    const fromMs = Date.now() - days * 24 * 60 * 60_000;
+    const [spend, { policy }] = await Promise.all([spendSince(c.env, c.var.workspaceId, fromMs), signedPolicy(c.env, c.var.workspaceId)]);
+    return c.html(
+      <SpendPage ctx={pageCtx(c)} days={days} from={new Date(fromMs).toISOString().slice(0, 10)} spend={spend} budgets={policy.budgets} />,
+    );
   })
   .get("/console/policy", async (c) => c.html(await policyPage(c.env, pageCtx(c))))
   .post("/console/policy", async (c) => {

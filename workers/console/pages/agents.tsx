@@ -10,11 +10,13 @@ type AgentView = {
   last_seen_ms: number | null;
   last_delivered_ms: number | null;
   pending_since_ms: number | null;
+  paused: boolean;
+  paused_where: "host" | "workspace" | null;
 };
 type HostView = { id: string; hostname: string; status: string; last_seen_ms: number | null };
 
 /** The Wrapped agents panel: every harness and custom agent per computer, with its health and why. */
-export function AgentsPage(props: { ctx: PageContext; hosts: { host: HostView; agents: AgentView[] }[] }) {
+export function AgentsPage(props: { ctx: PageContext; hosts: { host: HostView; agents: AgentView[] }[]; pausedEverywhere: string[] }) {
   const all = props.hosts.flatMap((h) => h.agents);
   const counts = new Map<string, number>();
   for (const a of all) counts.set(a.health, (counts.get(a.health) ?? 0) + 1);
@@ -22,9 +24,22 @@ export function AgentsPage(props: { ctx: PageContext; hosts: { host: HostView; a
     <Layout title="Wrapped agents" here="/console" ctx={props.ctx}>
       <h1>Wrapped agents</h1>
       <p class="muted">
-        Every harness and custom agent on every enrolled computer, with its health as the server sees it. Pausing an agent comes with live
-        policy push (not in this console yet); a run can be paused from its page, a computer suspended here.
+        Every harness and custom agent on every enrolled computer, with its health as the server sees it. Pausing an agent, on one computer
+        or across the workspace, refuses the next tool call and prompt of every session of it and is pushed to the recorders at once; a run
+        can be paused from its page, a computer suspended here.
       </p>
+      {props.pausedEverywhere.length > 0 ? (
+        <section aria-labelledby="paused-everywhere">
+          <h2 id="paused-everywhere">Paused across the workspace</h2>
+          <ul>
+            {props.pausedEverywhere.map((name) => (
+              <li>
+                <strong>{name}</strong> <AgentAction ctx={props.ctx} name={name} host={null} hostname={null} pause={false} />
+              </li>
+            ))}
+          </ul>
+        </section>
+      ) : null}
       {all.length === 0 ? (
         <p class="notice">No computer is enrolled yet. Mint an enrollment token on the Computers page.</p>
       ) : (
@@ -66,7 +81,7 @@ export function AgentsPage(props: { ctx: PageContext; hosts: { host: HostView; a
           </p>
           <table>
             <caption class="muted">Agents on {host.hostname}</caption>
-            <Head cols={["Agent", "Kind", "Health", "Why", "Last seen", "Last delivered", "Pending since", "Runs"]} />
+            <Head cols={["Agent", "Kind", "Health", "Why", "Last seen", "Last delivered", "Pending since", "Paused", "Runs"]} />
             <tbody>
               {agents.map((a) => (
                 <tr>
@@ -86,6 +101,25 @@ export function AgentsPage(props: { ctx: PageContext; hosts: { host: HostView; a
                     <When ms={a.pending_since_ms} />
                   </td>
                   <td>
+                    {a.paused_where === "workspace" ? (
+                      <>
+                        <State value="paused" /> across the workspace{" "}
+                        <AgentAction ctx={props.ctx} name={a.name} host={null} hostname={null} pause={false} />
+                      </>
+                    ) : a.paused_where === "host" ? (
+                      <>
+                        <State value="paused" /> on this computer{" "}
+                        <AgentAction ctx={props.ctx} name={a.name} host={host.id} hostname={host.hostname} pause={false} />{" "}
+                        <AgentAction ctx={props.ctx} name={a.name} host={null} hostname={null} pause />
+                      </>
+                    ) : (
+                      <>
+                        no <AgentAction ctx={props.ctx} name={a.name} host={host.id} hostname={host.hostname} pause />{" "}
+                        <AgentAction ctx={props.ctx} name={a.name} host={null} hostname={null} pause />
+                      </>
+                    )}
+                  </td>
+                  <td>
                     <a
                       href={`/console/runs?${new URLSearchParams({ host: host.id, agent: a.name })}`}
                       aria-label={`Runs of ${a.name} on ${host.hostname}`}
@@ -100,5 +134,22 @@ export function AgentsPage(props: { ctx: PageContext; hosts: { host: HostView; a
         </section>
       ))}
     </Layout>
+  );
+}
+
+/** Pause or resume an agent on one computer (`host`) or across the workspace (`host` null). */
+function AgentAction(props: { ctx: PageContext; name: string; host: string | null; hostname: string | null; pause: boolean }) {
+  const verb = props.pause ? "Pause" : "Resume";
+  const where = props.host === null ? "everywhere" : "here";
+  const whereLong = props.host === null ? "across the workspace" : `on ${props.hostname} (${props.host})`;
+  return (
+    <Action
+      action={`/console/agents/${props.pause ? "pause" : "resume"}`}
+      csrf={props.ctx.csrf}
+      label={`${verb} ${where}`}
+      name={`${verb} ${props.name} ${whereLong}`}
+      hidden={{ name: props.name, host: props.host ?? "" }}
+      danger={props.pause}
+    />
   );
 }

@@ -1,6 +1,7 @@
 /** @jsxImportSource hono/jsx */
 import type { Gap } from "../../../protocol/index.ts";
 import type { RunRow } from "../../lib/run-rows.ts";
+import { type ModelSpend, ModelSpendTable } from "./spend-models.tsx";
 import { Action, Layout, type PageContext, State, usd, When, Head } from "../layout.tsx";
 
 /** A stored frame as the chain pages it. */
@@ -104,6 +105,7 @@ export function RunPage(props: {
   next: number | null;
   serverKey: { keyId: string; pub: string };
   notice: string | null;
+  byModel: ModelSpend[];
 }) {
   const r = props.run;
   const file = `${r.id}.oxagen.jsonl`;
@@ -147,7 +149,12 @@ export function RunPage(props: {
           <strong>{r.grade}</strong>: {r.gradeReason}
         </dd>
         <dt>Spend</dt>
-        <dd>{usd(r.spendMicrousd)} (as the run's row holds it; by model with issue 12's pricing)</dd>
+        <dd>
+          {usd(r.spendMicrousd)} priced by the server
+          {r.unpricedCalls > 0
+            ? `, plus ${r.unpricedCalls} unpriced call${r.unpricedCalls === 1 ? "" : "s"} (model or vendor not in the price table)`
+            : ""}
+        </dd>
         <dt>Frames</dt>
         <dd>
           {r.frameCount} stored, {r.lockCount} locks, {props.heldFrames} held waiting for earlier frames
@@ -179,6 +186,14 @@ export function RunPage(props: {
           </span>
         )}
       </div>
+      <section aria-labelledby="spend-by-model">
+        <h2 id="spend-by-model">Spend by model</h2>
+        <ModelSpendTable
+          rows={props.byModel}
+          caption="The run's model calls, priced by the server from the usage its record holds"
+          empty="No model call in this run's record."
+        />
+      </section>
       <h2 id="verify">Verify an export</h2>
       <p>Check the downloaded bundle offline, with the server key pinned:</p>
       <pre>{`oxagen verify ${file} --server-key ${props.serverKey.pub}`}</pre>

@@ -3,6 +3,7 @@ import type { Policy } from "../../../protocol/index.ts";
 import type { SpendRow } from "../../lib/spend.ts";
 import { Head, Layout, type PageContext, usd } from "../layout.tsx";
 import { BudgetTable } from "./policy.tsx";
+import { type ModelSpend, ModelSpendTable } from "./spend-models.tsx";
 
 function Breakdown(props: { title: string; label: string; rows: SpendRow[] }) {
   return (
@@ -34,7 +35,8 @@ function Breakdown(props: { title: string; label: string; rows: SpendRow[] }) {
 export function SpendPage(props: {
   ctx: PageContext;
   days: number;
-  spend: { day: SpendRow[]; agent: SpendRow[]; host: SpendRow[] };
+  from: string;
+  spend: { day: SpendRow[]; agent: SpendRow[]; host: SpendRow[]; model: ModelSpend[] };
   budgets: Policy["budgets"];
 }) {
   const total = props.spend.day.reduce((n, r) => n + r.microusd, 0);
@@ -45,17 +47,30 @@ export function SpendPage(props: {
         {usd(total)} over the last {props.days} days (UTC, by each run's last frame), summed from the runs' own spend as the runs list shows
         it. A run whose model calls did not pass the gateway holds what its harness reported; a Cursor run holds none.
       </p>
-      <p class="notice">Spend by model, and each budget's use against its limit, come with pricing and budget counters (issue 12).</p>
       <Breakdown title="By day" label="Day" rows={props.spend.day} />
       <Breakdown title="By harness or agent" label="Harness or agent" rows={props.spend.agent} />
       <Breakdown title="By computer" label="Computer" rows={props.spend.host} />
+      <section aria-labelledby="by-model">
+        <h2 id="by-model">By model</h2>
+        <ModelSpendTable
+          rows={props.spend.model}
+          caption={`Every model call since ${props.from} (UTC, by the day of the call), priced by the server`}
+          empty="No model call in this period."
+        />
+      </section>
       <h2>Budget clauses</h2>
       {props.budgets.length === 0 ? (
         <p>
           No budget clause. Add one on the <a href="/console/policy">Policy</a> page.
         </p>
       ) : (
-        <BudgetTable budgets={props.budgets} />
+        <>
+          <BudgetTable budgets={props.budgets} />
+          <p class="muted">
+            Each clause's use against its limit is not shown here yet: the workspace's budget counters answer only which scopes are
+            exhausted.
+          </p>
+        </>
       )}
     </Layout>
   );
