@@ -57,6 +57,8 @@ describe("the mandate, live", () => {
     expect((await post(`/v1/runs/${run}/resume`)).status).toBe(200);
     await eventually(async () => denied(tool(session)) === null, "the resume to reach the hook");
     // Two changes, two pushes, two fetches: nothing else fetched the policy (the polls are an hour apart).
+    // The counts come from recorder-status.json, written every 200 ms: wait for it to catch up.
+    await eventually(async () => status().policy_fetches - fetchesBefore >= 2, "the status file to count both fetches");
     expect(status().push.pushes - pushesBefore).toBe(2);
     expect(status().policy_fetches - fetchesBefore).toBe(2);
   });
