@@ -8,22 +8,14 @@
 //
 //   BENCH_FRAMES  frames in the run (default 100,000)
 //   BENCH_STATE   the state folder (default <tmp>/oxagen-export-<frames>), kept for the next run
+import { hostFetch } from "./host-fetch.ts";
 import { spawn, spawnSync } from "node:child_process";
 import { createWriteStream, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import {
-  bodyRef,
-  bytesToHex,
-  type Frame,
-  newSecretKey,
-  publicKeyOf,
-  runIdFor,
-  signRequest,
-  type SignedLock,
-} from "../../protocol/index.ts";
+import { bodyRef, bytesToHex, type Frame, newSecretKey, publicKeyOf, runIdFor, type SignedLock } from "../../protocol/index.ts";
 import { useNodeCrypto } from "../../collector/lib/node-crypto.ts";
 import { AGENT, BODIES, HOST_PUBLIC, HOST_SECRET, SESSION, sampleSteps } from "../../test/support/sample-run.ts";
 import { ensureDatabase, ROOT, waitHealthy, WRANGLER } from "../dev-setup.ts";
@@ -84,6 +76,7 @@ try {
       body: JSON.stringify({ token, public_key: bytesToHex(HOST_PUBLIC), hostname: "bench-export", harnesses: [AGENT] }),
     });
     const hostId = ((await enrolled.json()) as { host_id: string }).host_id;
+    const host = { id: hostId, secret: HOST_SECRET };
     const start = performance.now();
     let frames: Frame[] = [];
     let locks: SignedLock[] = [];
@@ -93,21 +86,7 @@ try {
       const body = Buffer.from(
         JSON.stringify({ chains: [{ chain, run: { harness: AGENT, agent: AGENT, session_id: SESSION }, frames, locks }] }),
       );
-      const res = await fetch(`${url}/v1/ingest`, {
-        method: "POST",
-        headers: {
-          "content-type": "application/json",
-          ...signRequest(HOST_SECRET, {
-            origin: url,
-            method: "POST",
-            pathAndQuery: "/v1/ingest",
-            hostId,
-            headers: { "content-type": "application/json" },
-            body,
-          }),
-        },
-        body,
-      });
+      const res = await hostFetch(url, host, "POST", "/v1/ingest", { "content-type": "application/json" }, body);
       const ack = ((await res.json()) as { chains?: { status: string; stored: number }[] }).chains?.[0];
       if (res.status !== 200 || ack?.status !== "accepted") throw new Error(`ingest answered ${res.status} ${JSON.stringify(ack)}`);
       sent += frames.length;
@@ -116,7 +95,7 @@ try {
       if (sent % 100_000 < BATCH) process.stderr.write(`ingested ${sent} frames\n`);
     };
     const extraToolCalls = Math.max(0, Math.ceil((FRAMES - 6) / 4));
-    for (const { frame, lock } of sampleSteps({ lockEvery: 100, extraToolCalls, host: { id: hostId, secret: HOST_SECRET } })) {
+    for (const { frame, lock } of sampleSteps({ lockEvery: 100, extraToolCalls, host })) {
       if (frame) frames.push({ seq: frame.seq, t: frame.t, kind: frame.kind, payload: frame.payload });
       if (lock) locks.push({ payload: lock.payload, sig: lock.sig });
       if (frames.length >= BATCH) await send();
@@ -137,14 +116,7 @@ try {
       const path = `/v1/bodies/${sha}`;
       const body = Buffer.from(text);
       const headers = { "x-oxagen-run": chain, "x-oxagen-role": role, "content-type": "application/octet-stream" };
-      const res = await fetch(`${url}${path}`, {
-        method: "PUT",
-        headers: {
-          ...headers,
-          ...signRequest(HOST_SECRET, { origin: url, method: "PUT", pathAndQuery: path, hostId, headers, body }),
-        },
-        body,
-      });
+      const res = await hostFetch(url, host, "PUT", path, headers, body);
       if (res.status !== 201 && res.status !== 200) throw new Error(`body upload answered ${res.status} ${await res.text()}`);
     }
     writeFileSync(marker, JSON.stringify({ hostId, chain, frames: sent, ingestSeconds: (performance.now() - start) / 1000 }));

@@ -9,22 +9,14 @@
 //   BENCH_BATCHES       batches of the one run (default 20)
 //   BENCH_MANY_BATCHES  batches of each of the 50 runs (default 2)
 //   BENCH_ROUNDS        rounds of each measurement, medians reported (default 3)
+import { hostFetch } from "./host-fetch.ts";
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import {
-  bytesToHex,
-  ChainWriter,
-  type Frame,
-  newSecretKey,
-  publicKeyOf,
-  runIdFor,
-  type SignedLock,
-  signRequest,
-} from "../../protocol/index.ts";
+import { bytesToHex, ChainWriter, type Frame, newSecretKey, publicKeyOf, runIdFor, type SignedLock } from "../../protocol/index.ts";
 import { useNodeCrypto } from "../../collector/lib/node-crypto.ts";
 import { ensureDatabase, ROOT, waitHealthy, WRANGLER } from "../dev-setup.ts";
 
@@ -143,21 +135,7 @@ try {
   const ingest = async (part: Part): Promise<number> => {
     const body = Buffer.from(JSON.stringify({ chains: [part] }));
     const start = performance.now();
-    const res = await fetch(`${url}/v1/ingest`, {
-      method: "POST",
-      headers: {
-        "content-type": "application/json",
-        ...signRequest(secret, {
-          origin: url,
-          method: "POST",
-          pathAndQuery: "/v1/ingest",
-          hostId,
-          headers: { "content-type": "application/json" },
-          body,
-        }),
-      },
-      body,
-    });
+    const res = await hostFetch(url, { id: hostId, secret }, "POST", "/v1/ingest", { "content-type": "application/json" }, body);
     const answer = (await res.json()) as { chains?: { stored: number; status: string; locks_stored: number }[] };
     const ack = answer.chains?.[0];
     if (res.status !== 200 || ack?.status !== "accepted" || ack.locks_stored !== 1)
