@@ -569,7 +569,7 @@ describe("budgets on the spend and run pages", () => {
     expect(cells("&lt;script&gt;.*?")).toEqual([["the workspace", "$0.0045", "$0.0090", "50%", "within", day]]);
     expect(cells("box")[0]!.slice(0, 5)).toEqual([h.id, "$0.0045", "$1.00", "0%", "within"]);
     expect(html).toMatch(
-      /<meter min="0" max="4500" high="3600" optimum="0" value="4500" aria-label="per-run: run budget for the run&#39;s lifetime, run_[0-9a-f]{32}: 100% of the limit">/,
+      /<meter min="0" max="4500" low="2250" high="3600" optimum="0" value="4500" aria-label="per-run: run budget for the run&#39;s lifetime, run_[0-9a-f]{32}: 100% of the limit">/,
     );
     // The chart: an image with a title, the day's figure on its bar, and the same figure in the table.
     const today = new Date().toISOString().slice(0, 10);

@@ -42,6 +42,7 @@ export function BudgetUseTable(props: { clauses: ClauseUse[]; caption: string })
                   <meter
                     min={0}
                     max={Math.max(1, c.limit_microusd)}
+                    low={Math.floor(c.limit_microusd / 2)}
                     high={Math.floor(c.limit_microusd * 0.8)}
                     optimum={0}
                     value={Math.min(u.spent_microusd, Math.max(1, c.limit_microusd))}
