@@ -1,4 +1,5 @@
 /** @jsxImportSource hono/jsx */
+import type { Child } from "hono/jsx";
 import type { BudgetUse } from "../../lib/budget-use.ts";
 import type { SpendRow } from "../../lib/spend.ts";
 import { BudgetUseTable } from "../budget-use.tsx";
@@ -6,7 +7,7 @@ import { daysBetween, SpendByDayChart } from "../chart.tsx";
 import { Head, Layout, type PageContext, usd, When } from "../layout.tsx";
 import { type ModelSpend, ModelSpendTable } from "./spend-models.tsx";
 
-function Breakdown(props: { title: string; label: string; rows: SpendRow[]; chart?: unknown }) {
+function Breakdown(props: { title: string; label: string; rows: SpendRow[]; chart?: Child }) {
   return (
     <section>
       <h2>{props.title}</h2>
