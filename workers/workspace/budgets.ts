@@ -40,7 +40,7 @@ export interface ClauseUse {
   limit_microusd: number;
   /** When the window ends (the next UTC day or month; null: a run's lifetime). */
   until_ms: number | null;
-  /** Largest spend first; a workspace clause has exactly one. */
+  /** Largest spend first when `top` is given; a workspace clause has exactly one. */
   uses: ScopeUse[];
   /** Scope instances with spend left out past `top`. */
   more: number;
@@ -52,7 +52,7 @@ export interface UseFilter {
   onlyHost?: string;
   /** Only this run among per-run scopes. */
   onlyRun?: string;
-  /** At most this many instances per clause, the largest spend first. */
+  /** At most this many instances per clause, the largest spend first (unset: all, in no set order). */
   top?: number;
 }
 
@@ -87,7 +87,7 @@ export function budgetUse(sql: SqlStorage, clauses: BudgetClause[], now: number,
         `SELECT ${group ? `${group}, ` : ""}sum(microusd) AS spent FROM (
            SELECT run_id, host_id, day, microusd FROM run_spend
            UNION ALL SELECT run_id, host_id, day, microusd FROM leases WHERE expires_ms > ${now}
-         ) ${filter} ${group ? `GROUP BY ${group} ORDER BY spent DESC, ${group}` : ""}`,
+         ) ${filter} ${group ? `GROUP BY ${group}` : ""} ${group && f.top !== undefined ? `ORDER BY spent DESC, ${group}` : ""}`,
         ...args,
       )
       .toArray();
