@@ -26,3 +26,4 @@ export * from "./api.ts";
 export * from "./auth.ts";
 export * from "./policy.ts";
 export * from "./redact.ts";
+export * from "./usd.ts";

@@ -15,6 +15,7 @@ import { sha256Hex } from "./hash.ts";
 import { AgentName, HostId, RunId } from "./ids.ts";
 import { parseRecordJson, toRecordJson, type RecordJsonValue } from "./json.ts";
 import { pae } from "./lock.ts";
+import { formatUsd } from "./usd.ts";
 
 /** The most paused runs a host's policy lists; pausing one more answers 409. */
 export const MAX_PAUSED_RUNS_PER_HOST = 1000;
@@ -242,10 +243,9 @@ export function exhaustedFor(policy: Policy, runId: string | null, now: number):
 
 /** The sentence a budget refusal gives. */
 export function budgetReason(b: ExhaustedBudget): string {
-  const usd = (micro: number) => `$${(micro / 1_000_000).toFixed(2)}`;
   const window = b.window === "run" ? "this run" : b.window === "day" ? "today (UTC)" : "this month (UTC)";
   const scope = b.scope === "run" ? "the run" : b.scope === "host" ? "this computer" : "the workspace";
-  return `budget exhausted: ${b.budget} allows ${usd(b.limit_microusd)} for ${scope} in ${window}, and ${usd(b.spent_microusd)} is spent`;
+  return `budget exhausted: ${b.budget} allows ${formatUsd(b.limit_microusd)} for ${scope} in ${window}, and ${formatUsd(b.spent_microusd)} is spent`;
 }
 
 /**

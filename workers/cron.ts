@@ -1,4 +1,4 @@
-import { and, eq, inArray, isNotNull, isNull, lt, sql } from "drizzle-orm";
+import { and, eq, inArray, isNotNull, isNull, lt, lte, or, sql } from "drizzle-orm";
 import type { ChainSummary } from "./chain/types.ts";
 import { db, schema } from "./db/client.ts";
 import { PENDING_DEGRADED_MS } from "./lib/health.ts";
@@ -57,8 +57,28 @@ export async function markDegraded(env: Env, now: number): Promise<void> {
   ]);
 }
 
+/** Console sessions deleted per invocation; a backlog drains over the next ones. */
+export const SESSION_SWEEP_BATCH = 500;
+
+/**
+ * Deletes console sessions that can no longer sign anybody in: expired, or revoked by sign-out.
+ * Answers how many it deleted.
+ */
+export async function sweepConsoleSessions(env: Env, now: number): Promise<number> {
+  const d = db(env);
+  const s = schema.consoleSessions;
+  const dead = d
+    .select({ id: s.id })
+    .from(s)
+    .where(or(lte(s.expiresMs, now), isNotNull(s.revokedMs)))
+    .limit(SESSION_SWEEP_BATCH);
+  const res = await d.delete(s).where(inArray(s.id, dead)).run();
+  return res.meta.changes ?? 0;
+}
+
 export async function scheduled(controller: ScheduledController, env: Env, ctx: ExecutionContext): Promise<void> {
   const now = controller.scheduledTime;
   ctx.waitUntil(markDegraded(env, now));
+  ctx.waitUntil(sweepConsoleSessions(env, now));
   await closeQuietRuns(env, now);
 }

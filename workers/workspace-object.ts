@@ -1,7 +1,16 @@
 import { DurableObject } from "cloudflare:workers";
 import type { BudgetClause } from "../protocol/index.ts";
 import { utcDay } from "./spend/price.ts";
-import { type ExhaustedScope, exhaustedKey, exhaustedScopes, type RunSpend, takeSpend } from "./workspace/budgets.ts";
+import {
+  budgetUse,
+  type ClauseUse,
+  type ExhaustedScope,
+  exhaustedKey,
+  exhaustedScopes,
+  type RunSpend,
+  takeSpend,
+  type UseFilter,
+} from "./workspace/budgets.ts";
 import { migrate } from "./workspace/schema.ts";
 
 /** The header the Worker names an authenticated host by when it hands the object a push connection. */
@@ -98,6 +107,14 @@ export class WorkspaceObject extends DurableObject<Env> {
       const { changedMs } = this.#settleChange(clauses, now);
       return { scopes: exhaustedScopes(this.ctx.storage.sql, clauses, now, hostId), changedMs };
     });
+  }
+
+  /**
+   * Each clause's use in its current window: per scope instance, the spend (priced plus leased)
+   * against the limit, by the same rule that decides what is exhausted. Read-only.
+   */
+  use(clauses: BudgetClause[], now: number, filter: UseFilter = {}): ClauseUse[] {
+    return budgetUse(this.ctx.storage.sql, clauses, now, filter);
   }
 
   /**

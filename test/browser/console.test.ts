@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { type BrowserContext, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runIdFor } from "../../protocol/index.ts";
-import { type Computer, daemonUp, drained, enroll, eventually, newComputer, oxagen, runDaemon } from "../support/e2e.ts";
+import { type Computer, claudeSession, daemonUp, drained, enroll, eventually, newComputer, oxagen, runDaemon } from "../support/e2e.ts";
 import { NODE, ROOT, TACHO } from "../support/recorder.ts";
 import { type LocalWorker, startWorker } from "../support/worker.ts";
 
@@ -255,14 +255,62 @@ describe("the operator console in a browser", () => {
     expect(verified.stdout).toContain(`custom agent ${AGENT}`);
   });
 
-  it("Spend: the runs' spend by day, agent and computer, and the budget clauses", async () => {
+  it("Spend: the runs' spend charted by day, by agent and computer, and each budget clause's use against its limit", async () => {
+    const budgets = [
+      { id: "team-daily", scope: "workspace", window: "day", limit_microusd: 5_000_000 },
+      { id: "per-run", scope: "run", window: "run", limit_microusd: 4000 },
+      { id: "per-computer", scope: "host", window: "month", limit_microusd: 20_000_000 },
+    ];
+    const put = await worker.api(`/v1/workspaces/${worker.workspace}/policy`, {
+      method: "PUT",
+      body: JSON.stringify({
+        mode: "enforce",
+        tools: [],
+        default_tool_decision: "none",
+        models: null,
+        budgets,
+        retention: { mode: "keep", keep: ["prompt"] },
+      }),
+    });
+    expect(put.status).toBe(200);
+    // A Claude Code session on A whose transcript holds one model call the server prices at $0.0045.
+    const session = "spend-1";
+    const claude = claudeSession(a, session, { model: "claude-sonnet-4-5", usage: { input_tokens: 1000, output_tokens: 100 } });
+    const spendRun = runIdFor(aHost, "claude-code", session);
+    // Once the hook refuses the run's next step, its recorder holds the policy that says so: no push is still on its way.
+    await eventually(async () => {
+      const answer = claude("PreToolUse", { tool_name: "Bash", tool_input: { command: "ls" }, tool_use_id: "b1" });
+      return (answer.hookSpecificOutput as { permissionDecision?: string } | undefined)?.permissionDecision === "deny";
+    }, "the per-run budget refusal to reach the hook");
     await page.goto(`${worker.url}/console/spend`);
     const text = await page.locator("main").innerText();
     expect(text).toContain("By harness or agent");
     expect(text).toContain(AGENT);
     expect(text).toContain("By model");
+    const chart = page.getByRole("img", { name: /^Spend by day, .* \(UTC\): \$0\.0045 in all$/ });
+    expect(await chart.count()).toBe(1);
+    const budgetTable = page.locator("#budgets + table");
+    const row = (clause: string) => budgetTable.locator(`tr:has(th:text-matches("^${clause}:"))`);
+    expect(await row("per-run").innerText()).toMatch(
+      new RegExp(`${spendRun}\\s+\\$0\\.0045\\s+\\$0\\.0040\\s+112%\\s+exhausted\\s+when the run ends`),
+    );
+    expect(await row("team-daily").innerText()).toMatch(/the workspace\s+\$0\.0045\s+\$5\.00\s+0%\s+within\s+\d{4}-\d\d-\d\d 00:00:00Z/);
+    expect(await row("per-computer").innerText()).toMatch(new RegExp(`${aHost}\\s+\\$0\\.0045\\s+\\$20\\.00\\s+0%\\s+within`));
+    const meter = page.getByRole("meter", { name: new RegExp(`^per-run: .*${spendRun}: 112% of the limit$`) });
+    expect(await meter.getAttribute("value")).toBe("4000");
+    // The API answers the same figures the page shows.
+    const api = (await (await worker.api("/v1/spend/budgets")).json()) as {
+      clauses: { budget: string; uses: { spent_microusd: number }[] }[];
+    };
+    expect(api.clauses.map((c) => [c.budget, c.uses[0]?.spent_microusd])).toEqual([
+      ["team-daily", 4500],
+      ["per-run", 4500],
+      ["per-computer", 4500],
+    ]);
     expect(await unlabelled()).toEqual([]);
     await shot("spend");
+    await page.goto(`${worker.url}/console/runs/${spendRun}`);
+    expect(await page.locator("#run-budgets + table").innerText()).toContain("exhausted");
   });
 
   it("pauses an agent on its computer: its next session is stopped; resuming lets it start", async () => {

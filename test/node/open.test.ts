@@ -67,6 +67,20 @@ describe("tacho open", () => {
     expect(bad.code).toBe(2);
   });
 
+  it("--run says so when the session's start was compacted out of the journal, and points at this computer's runs", async () => {
+    const home = await makeHome({ server: "https://oxagen.example" });
+    const project = mkdtempSync(join(tmpdir(), "oxagen-open-"));
+    journalChain(home.dir, RUN_B, "/elsewhere", Date.now());
+    // What the recorder leaves once a chain's frames were acknowledged: one snapshot line, no agent_start.
+    const snap = { k: "snap", run: { harness: "claude-code", agent: null, session_id: "s" }, w: {}, stored: 9, frames: [], locks: [] };
+    writeFileSync(join(home.dir, "journal", `${RUN_A}.jsonl`), `${JSON.stringify(snap)}\n`);
+    const r = await runIn(project, ["open", "--run"], { OXAGEN_HOME: home.dir, DISPLAY: "", WAYLAND_DISPLAY: "" });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain(`no session whose start is still in this computer's journal ran in ${project}`);
+    expect(r.stderr).toContain("1 older session's start was shipped and compacted away");
+    expect(r.stderr).toMatch(/find it among this computer's runs: https:\/\/oxagen\.example\/console\/runs\?host=[\w-]+\n/);
+  });
+
   it("says so when this computer is not enrolled", async () => {
     const r = await run(TACHO, ["open"], { env: { OXAGEN_HOME: mkdtempSync(join(tmpdir(), "oxagen-open-")) } });
     expect(r.code).toBe(1);

@@ -1,8 +1,8 @@
-import { env } from "cloudflare:workers";
+import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { type BudgetClause, ROUTES } from "../../protocol/index.ts";
 import { workspaceObject } from "../../workers/lib/policy-store.ts";
-import { enrollHost, hostCall, ingest, op, seedWorkspace, TestRun, type TestHost, hostPolicyOf, openPush } from "./support.ts";
+import { BASE, enrollHost, hostCall, ingest, op, seedWorkspace, TestRun, type TestHost, hostPolicyOf, openPush } from "./support.ts";
 
 const policyInput = (budgets: BudgetClause[], mode: "enforce" | "observe" = "enforce") => ({
   mode,
@@ -143,5 +143,131 @@ describe("budget leases over the host-signed route", () => {
       const res = await lease(bad);
       expect(res.status).toBe(400);
     }
+  });
+});
+
+describe("each budget clause's use", () => {
+  const clauses: BudgetClause[] = [
+    { id: "ws-day", scope: "workspace", window: "day", limit_microusd: 10_000 },
+    { id: "box", scope: "host", window: "month", limit_microusd: 6000 },
+    { id: "per-run", scope: "run", window: "run", limit_microusd: 5000 },
+  ];
+  const r = (n: number) => `run_${String(n).repeat(32)}`;
+  const now = Date.UTC(2026, 0, 15, 12);
+
+  async function counters() {
+    const { workspaceId } = await seedWorkspace();
+    const hub = workspaceObject(env, workspaceId);
+    await hub.report(
+      [
+        { runId: r(1), hostId: "host_a", day: "2026-01-15", microusd: 6000 },
+        { runId: r(2), hostId: "host_a", day: "2026-01-15", microusd: 1000 },
+        { runId: r(3), hostId: "host_b", day: "2026-01-15", microusd: 2000 },
+        { runId: r(4), hostId: "host_b", day: "2026-01-14", microusd: 3000 },
+        { runId: r(5), hostId: "host_b", day: "2025-12-31", microusd: 500 },
+      ],
+      clauses,
+      now,
+    );
+    expect(await hub.lease({ hostId: "host_b", runId: r(3), microusd: 1000, ttlMs: 60_000 }, clauses, now)).toMatchObject({
+      granted: true,
+    });
+    return hub;
+  }
+
+  it("answers per scope instance, in the clause's window, priced plus leased, by the rule that decides what is exhausted", async () => {
+    const hub = await counters();
+    const use = await hub.use(clauses, now, { top: 2 });
+    expect(use).toEqual([
+      {
+        budget: "ws-day",
+        scope: "workspace",
+        window: "day",
+        limit_microusd: 10_000,
+        until_ms: Date.UTC(2026, 0, 16),
+        uses: [{ host: null, spent_microusd: 10_000 }],
+        more: 0,
+      },
+      {
+        budget: "box",
+        scope: "host",
+        window: "month",
+        limit_microusd: 6000,
+        until_ms: Date.UTC(2026, 1, 1),
+        // host_b's December run is outside this month's window; its lease is inside.
+        uses: [
+          { host: "host_a", spent_microusd: 7000 },
+          { host: "host_b", spent_microusd: 6000 },
+        ],
+        more: 0,
+      },
+      {
+        budget: "per-run",
+        scope: "run",
+        window: "run",
+        limit_microusd: 5000,
+        until_ms: null,
+        // The top two by spend (a tie ordered by id); three more runs left out.
+        uses: [
+          { host: "host_a", run: r(1), spent_microusd: 6000 },
+          { host: "host_b", run: r(3), spent_microusd: 3000 },
+        ],
+        more: 3,
+      },
+    ]);
+    // What reached its limit here is exactly what the hosts' policies list as exhausted.
+    const exhausted = (await hub.exhausted("host_a", clauses, now)).scopes.map((s) => [s.budget, s.host, s.run ?? null]);
+    expect(exhausted).toEqual([
+      ["ws-day", null, null],
+      ["box", "host_a", null],
+      ["per-run", "host_a", r(1)],
+    ]);
+    // Once the lease expires it no longer counts.
+    const later = await hub.use(clauses, now + 120_000, { top: 2 });
+    expect(later[0]!.uses).toEqual([{ host: null, spent_microusd: 9000 }]);
+    expect(later[2]!.uses[1]).toEqual({ host: "host_b", run: r(4), spent_microusd: 3000 });
+  });
+
+  it("narrows to one run's scopes, and answers 0 for a host with no spend", async () => {
+    const hub = await counters();
+    const one = await hub.use(clauses, now, { onlyHost: "host_b", onlyRun: r(3) });
+    expect(one.map((c) => c.uses)).toEqual([
+      [{ host: null, spent_microusd: 10_000 }],
+      [{ host: "host_b", spent_microusd: 6000 }],
+      [{ host: "host_b", run: r(3), spent_microusd: 3000 }],
+    ]);
+    const idle = await hub.use(clauses, now, { onlyHost: "host_idle" });
+    expect(idle.map((c) => c.uses)).toEqual([[{ host: null, spent_microusd: 10_000 }], [{ host: "host_idle", spent_microusd: 0 }], []]);
+  });
+
+  it("GET /v1/spend/budgets answers the same for an operator, validated", async () => {
+    const { token, workspaceId } = await seedWorkspace();
+    expect(await (await op(token, "/v1/spend/budgets")).json()).toMatchObject({ clauses: [] });
+    const host = await enrollHost(token);
+    await setBudgets(token, workspaceId, [
+      { id: "daily", scope: "workspace", window: "day", limit_microusd: 9000 },
+      { id: "per-run", scope: "run", window: "run", limit_microusd: 4500 },
+    ]);
+    const run = new TestRun(host);
+    run.start();
+    run.llm();
+    await ingest(host, [run.part()]);
+    const res = await op(token, "/v1/spend/budgets?top=5");
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { now_ms: number; clauses: { budget: string; uses: unknown[] }[] };
+    expect(body.clauses.map((c) => [c.budget, c.uses])).toEqual([
+      ["daily", [{ host: null, spent_microusd: 4500 }]],
+      ["per-run", [{ host: host.id, run: run.chain, spent_microusd: 4500 }]],
+    ]);
+    expect(await (await op(token, `/v1/spend/budgets?run=${run.chain}`)).json()).toMatchObject({
+      clauses: [{ budget: "daily" }, { budget: "per-run", uses: [{ run: run.chain }] }],
+    });
+    for (const q of ["?top=0", "?top=x", "?colour=red", "?top=501"]) {
+      const bad = await op(token, `/v1/spend/budgets${q}`);
+      expect(bad.status).toBe(400);
+      expect(await bad.json()).toMatchObject({ error: "invalid_request" });
+    }
+    const anon = await exports.default.fetch(`${BASE}/v1/spend/budgets`);
+    expect(anon.status).toBe(401);
   });
 });

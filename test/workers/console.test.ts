@@ -1,9 +1,11 @@
 import { env, exports } from "cloudflare:workers";
+import { createExecutionContext, createScheduledController, waitOnExecutionContext } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
 import { eq } from "drizzle-orm";
 import { BODY_HEADERS, bodyRef } from "../../protocol/index.ts";
 import { db, schema } from "../../workers/db/client.ts";
 import { CSP } from "../../workers/console/index.tsx";
+import worker from "../../workers/index.ts";
 import { BASE, enrollHost, hostCall, hostPolicyOf, ingest, op, seedRuns, seedWorkspace, TestRun, type TestHost } from "./support.ts";
 
 const HOSTILE = `<script>alert("x")</script><img src=x onerror=alert(1)>`;
@@ -150,6 +152,29 @@ describe("signing in and out", () => {
     const again = await replay.fetch("/console");
     expect(again.status).toBe(303);
     expect(again.headers.get("location")).toBe("/console/sign-in?why=signed_out");
+  });
+
+  it("the cron deletes revoked sessions at once and expired ones once they expire; a live one stays", async () => {
+    const before = new Set((await db(env).select({ id: schema.consoleSessions.id }).from(schema.consoleSessions).all()).map((r) => r.id));
+    const live = await signedIn();
+    const out = await signedIn();
+    await out.fetch("/console/sign-out", { form: { csrf: await csrfOf(out) } });
+    const mine = async () =>
+      (await db(env).select().from(schema.consoleSessions).all()).filter((r) => !before.has(r.id)).map((r) => r.revokedMs === null);
+    expect((await mine()).sort()).toEqual([false, true]);
+    const cron = async (scheduledTime: number) => {
+      const ctx = createExecutionContext();
+      await worker.scheduled(createScheduledController({ scheduledTime, cron: "*/5 * * * *" }), env, ctx);
+      await waitOnExecutionContext(ctx);
+    };
+    await cron(Date.now());
+    expect(await mine()).toEqual([true]);
+    expect((await live.fetch("/console")).status).toBe(200);
+    await cron(Date.now() + 12 * 60 * 60_000 + 60_000);
+    expect(await mine()).toEqual([]);
+    const gone = await live.fetch("/console");
+    expect(gone.status).toBe(303);
+    expect(gone.headers.get("location")).toBe("/console/sign-in");
   });
 
   it("a session dies with its operator token", async () => {
@@ -496,5 +521,77 @@ describe("the spend page", () => {
     const row = (model: string) => new RegExp(`<th scope="row" class="mono">${model}</th>((?:<td[^>]*>[^<]*</td>)+)`).exec(html)?.[1];
     expect(row("gpt-5-codex")).toMatch(/^<td>openai<\/td><td>2<\/td><td>2<\/td><td>0<\/td><td>2000<\/td><td>200<\/td><td>\$0\.0045<\/td>/);
     expect(row("model-nobody-prices")).toContain("<td>unpriced</td>");
+  });
+});
+
+describe("budgets on the spend and run pages", () => {
+  it("shows each clause's use against its limit, an exhausted run, escaped clause ids, and spend by day as an SVG chart", async () => {
+    const ws = await seedWorkspace();
+    const h = await enrollHost(ws.token);
+    const put = await op(ws.token, `/v1/workspaces/${ws.workspaceId}/policy`, {
+      method: "PUT",
+      json: {
+        mode: "enforce",
+        tools: [],
+        default_tool_decision: "none",
+        models: null,
+        budgets: [
+          { id: HOSTILE, scope: "workspace", window: "day", limit_microusd: 9000 },
+          { id: "per-run", scope: "run", window: "run", limit_microusd: 4500 },
+          { id: "box", scope: "host", window: "month", limit_microusd: 1_000_000 },
+        ],
+        retention: { mode: "keep", keep: ["prompt"] },
+      },
+    });
+    expect(put.status).toBe(200);
+    const run = new TestRun(h);
+    // Frames from a minute ago: the runs-based breakdowns count a run by its last frame's day.
+    run.t = Date.now() - 60_000;
+    run.start();
+    run.llm();
+    await ingest(h, [run.part()]);
+    const b = await signedIn(ws.token);
+    const { res, html } = await b.page("/console/spend");
+    expect(res.status).toBe(200);
+    expect(html).not.toContain("<script>");
+    expect(html).toContain("&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;");
+    const cells = (clause: string) =>
+      [...html.matchAll(new RegExp(`<tr><th scope="row">${clause}: [^<]*</th>(.*?)</tr>`, "g"))].map((m) =>
+        [...m[1]!.matchAll(/<td[^>]*>(.*?)<\/td>/g)].map((c) => c[1]!.replace(/<meter[^>]*>.*?<\/meter>\s*/, "").replace(/<[^>]+>/g, "")),
+      );
+    const until = new Date();
+    until.setUTCHours(24, 0, 0, 0);
+    const day = until
+      .toISOString()
+      .replace("T", " ")
+      .replace(/\.\d+Z$/, "Z");
+    expect(cells("per-run")).toEqual([[run.chain, "$0.0045", "$0.0045", "100%", "exhausted", "when the run ends"]]);
+    expect(cells("&lt;script&gt;.*?")).toEqual([["the workspace", "$0.0045", "$0.0090", "50%", "within", day]]);
+    expect(cells("box")[0]!.slice(0, 5)).toEqual([h.id, "$0.0045", "$1.00", "0%", "within"]);
+    expect(html).toMatch(
+      /<meter min="0" max="4500" low="2250" high="3600" optimum="0" value="4500" aria-label="per-run: run budget for the run&#39;s lifetime, run_[0-9a-f]{32}: 100% of the limit">/,
+    );
+    // The chart: an image with a title, the day's figure on its bar, and the same figure in the table.
+    const today = new Date().toISOString().slice(0, 10);
+    expect(html).toMatch(/<svg class="chart" viewBox="0 0 720 180" role="img" aria-labelledby="spend-chart-title"/);
+    expect(html).toMatch(
+      /<title id="spend-chart-title">Spend by day, \d{4}-\d\d-\d\d to \d{4}-\d\d-\d\d \(UTC\): \$0\.0045 in all<\/title>/,
+    );
+    expect(html).toContain(`<title>${today}: $0.0045</title>`);
+    expect(html).toContain(`<th scope="row" class="mono">${today}</th><td>1</td><td>$0.0045</td>`);
+    expect(html.match(/<rect class="bar"/g)).toHaveLength(31);
+    // The run's page shows the clauses that apply to it.
+    const page = (await b.page(`/console/runs/${run.chain}`)).html;
+    expect(page).toContain('<h2 id="run-budgets">Budgets</h2>');
+    expect(page).toMatch(/<th scope="row">per-run: [^<]*<\/th><td><a href="\/console\/runs\/run_[0-9a-f]{32}">/);
+    expect(page).toContain('<span class="state state-exhausted">exhausted</span>');
+  });
+
+  it("says so when the workspace has no budget clause", async () => {
+    const ws = await seedWorkspace();
+    const b = await signedIn(ws.token);
+    const { html } = await b.page("/console/spend");
+    expect(html).toContain("No budget clause.");
+    expect(html).toMatch(/<title id="spend-chart-title">Spend by day, [^<]*: \$0\.00 in all<\/title>/);
   });
 });

@@ -7,9 +7,9 @@ import { AgentName, BUNDLE_V2_PAYLOAD_TYPE, bytesToHex } from "../../protocol/in
 import { db, schema } from "../db/client.ts";
 import { AppError } from "../errors.ts";
 import { signingKey } from "../keys.ts";
+import { budgetUseOf } from "../lib/budget-use.ts";
 import { agentPauses, markPaused, setAgentPaused } from "../lib/agent-pauses.ts";
 import { runCoverage } from "../lib/coverage.ts";
-import { signedPolicy } from "../lib/policy-store.ts";
 import { spendSince } from "../lib/spend.ts";
 import { exportFileName, exportRun, ownRun, pauseRun, resumeRun, runDetail, sealRun } from "../lib/runs.ts";
 import { EnrollmentTtlMinutes, mintEnrollmentToken } from "../lib/tokens.ts";
@@ -47,6 +47,8 @@ export const CSP = "default-src 'none'; style-src 'self'; img-src 'self'; form-a
 const RUN_ID = "run_[0-9a-f]{32}";
 const TIMELINE_PAGE = 200;
 const BODY_SHOWN_BYTES = 256 * 1024;
+/** Per-run and per-host budget scopes the Spend page lists per clause, the largest spend first. */
+const BUDGET_TOP = 10;
 
 const pageCtx = (c: Context<ConsoleEnv>): PageContext => ({
   workspaceId: c.var.workspaceId,
@@ -123,10 +125,11 @@ export const consoleApp = new Hono<ConsoleEnv>()
   .get(`/console/runs/:id{${RUN_ID}}`, async (c) => {
     const row = await ownRun(c.env, c.var.workspaceId, c.req.param("id"));
     const from = Math.max(0, Number.parseInt(c.req.query("from") ?? "0", 10) || 0);
-    const [detail, frames, key] = await Promise.all([
+    const [detail, frames, key, budgets] = await Promise.all([
       runDetail(c.env, row),
       c.env.CHAINS.get(c.env.CHAINS.idFromName(row.id)).frames(from, TIMELINE_PAGE),
       signingKey(c.env),
+      budgetUseOf(c.env, c.var.workspaceId, { onlyHost: row.hostId, onlyRun: row.id }),
     ]);
     const done = c.req.query("done");
     const notice =
@@ -150,6 +153,7 @@ export const consoleApp = new Hono<ConsoleEnv>()
         serverKey={{ keyId: key.keyId, pub: bytesToHex(key.pub) }}
         notice={notice}
         byModel={detail.byModel}
+        budgets={budgets}
       />,
     );
   })
@@ -225,9 +229,12 @@ export const consoleApp = new Hono<ConsoleEnv>()
   .get("/console/spend", async (c) => {
     const days = 30;
     const fromMs = Date.now() - days * 24 * 60 * 60_000;
-    const [spend, { policy }] = await Promise.all([spendSince(c.env, c.var.workspaceId, fromMs), signedPolicy(c.env, c.var.workspaceId)]);
+    const [spend, budgets] = await Promise.all([
+      spendSince(c.env, c.var.workspaceId, fromMs),
+      budgetUseOf(c.env, c.var.workspaceId, { top: BUDGET_TOP }),
+    ]);
     return c.html(
-      <SpendPage ctx={pageCtx(c)} days={days} from={new Date(fromMs).toISOString().slice(0, 10)} spend={spend} budgets={policy.budgets} />,
+      <SpendPage ctx={pageCtx(c)} days={days} from={new Date(fromMs).toISOString().slice(0, 10)} spend={spend} budgets={budgets} />,
     );
   })
   .get("/console/policy", async (c) => c.html(await policyPage(c.env, pageCtx(c))))

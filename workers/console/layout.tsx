@@ -93,10 +93,8 @@ export function When(props: { ms: number | null | undefined }) {
   return <time datetime={iso}>{iso.replace("T", " ").replace(/\.\d+Z$/, "Z")}</time>;
 }
 
-/** Millionths of a US dollar as dollars. */
-export function usd(micro: number): string {
-  return `$${(micro / 1_000_000).toFixed(micro > 0 && micro < 10_000 ? 4 : 2)}`;
-}
+/** Millionths of a US dollar as dollars (one formatter, shared with the API's sentences). */
+export { formatUsd as usd } from "../../protocol/index.ts";
 
 /** A POST button carrying the session's CSRF token. */
 export function Action(props: {

@@ -26,6 +26,11 @@ pre { background: var(--soft); border: 1px solid var(--line); padding: .75rem; o
 .state-degraded, .state-closed, .state-paused, .state-suspended { color: var(--warn); }
 .state-down, .state-crashed, .state-sealed, .state-unenrolled { color: var(--bad); }
 .state-not_wrapped { color: var(--muted); }
+.state-within { color: var(--ok); } .state-exhausted { color: var(--bad); font-weight: 600; }
+svg.chart { width: 100%; max-width: 45rem; height: auto; display: block; margin: .5rem 0; }
+svg.chart .bar { fill: var(--accent); } svg.chart .axis { stroke: var(--line); }
+svg.chart .label { fill: var(--muted); font-size: 12px; }
+td.use { white-space: nowrap; } td.use meter { width: 8rem; vertical-align: middle; }
 form.inline { display: inline; }
 button, .button { font: inherit; padding: .3rem .8rem; border: 1px solid var(--line); border-radius: .4rem; background: var(--soft); color: var(--fg); cursor: pointer; text-decoration: none; display: inline-block; }
 button.danger { border-color: var(--bad); color: var(--bad); }

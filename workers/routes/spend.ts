@@ -2,6 +2,7 @@ import { Hono } from "hono";
 import { z } from "zod";
 import { operatorAuth, type OperatorEnv } from "../auth/operator.ts";
 import { db } from "../db/client.ts";
+import { budgetUseOf } from "../lib/budget-use.ts";
 import { SPEND_GROUPS, spendTotals } from "../spend/query.ts";
 import { valid } from "../validate.ts";
 
@@ -27,9 +28,25 @@ const Query = z
   })
   .refine((q) => !q.from || !q.to || q.from <= q.to, { message: "from is after to", path: ["from"] });
 
-/** Spend: every model call the server priced, grouped by run, host, agent, model, day or month. */
-export const spend = new Hono<OperatorEnv>().use("/v1/spend", operatorAuth).get("/v1/spend", valid("query", Query), async (c) => {
-  const q = c.req.valid("query");
-  const rows = await spendTotals(db(c.env), { workspaceId: c.var.workspaceId, ...q }, q.group_by, q.limit);
-  return c.json({ group_by: q.group_by, from: q.from ?? null, to: q.to ?? null, rows });
+const BudgetsQuery = z.strictObject({
+  host: z.string().min(1).max(64).optional(),
+  run: z.string().min(1).max(64).optional(),
+  top: z.coerce.number().int().min(1).max(500).default(20),
 });
+
+/**
+ * Spend: every model call the server priced, grouped by run, host, agent, model, day or month;
+ * and each budget clause's use against its limit in its current window.
+ */
+export const spend = new Hono<OperatorEnv>()
+  .use("/v1/spend", operatorAuth)
+  .use("/v1/spend/budgets", operatorAuth)
+  .get("/v1/spend", valid("query", Query), async (c) => {
+    const q = c.req.valid("query");
+    const rows = await spendTotals(db(c.env), { workspaceId: c.var.workspaceId, ...q }, q.group_by, q.limit);
+    return c.json({ group_by: q.group_by, from: q.from ?? null, to: q.to ?? null, rows });
+  })
+  .get("/v1/spend/budgets", valid("query", BudgetsQuery), async (c) => {
+    const q = c.req.valid("query");
+    return c.json(await budgetUseOf(c.env, c.var.workspaceId, { onlyHost: q.host, onlyRun: q.run, top: q.top }));
+  });

@@ -22,15 +22,48 @@ function windowOf(window: BudgetClause["window"], now: number): { from: string |
   return { from: null, until: null };
 }
 
+/** One scope instance's spend in a clause's current window (the workspace, a host, or a run). */
+export interface ScopeUse {
+  /** The host it concerns (null: every host of the workspace). */
+  host: string | null;
+  /** The run, when the clause's scope or window is `run`. */
+  run?: string;
+  /** Priced calls plus the budget leased and not yet settled, in millionths of a US dollar. */
+  spent_microusd: number;
+}
+
+/** A clause's use: its scope instances' spend against its limit in the window that holds `now`. */
+export interface ClauseUse {
+  budget: string;
+  scope: BudgetClause["scope"];
+  window: BudgetClause["window"];
+  limit_microusd: number;
+  /** When the window ends (the next UTC day or month; null: a run's lifetime). */
+  until_ms: number | null;
+  /** Largest spend first when `top` is given; a workspace clause has exactly one. */
+  uses: ScopeUse[];
+  /** Scope instances with spend left out past `top`. */
+  more: number;
+}
+
+/** Which scope instances {@link budgetUse} answers for. */
+export interface UseFilter {
+  /** Only the scopes that concern one host (its runs, itself, the workspace). */
+  onlyHost?: string;
+  /** Only this run among per-run scopes. */
+  onlyRun?: string;
+  /** At most this many instances per clause, the largest spend first (unset: all, in no set order). */
+  top?: number;
+}
+
 /**
- * The scopes whose spend (priced calls plus the budget leased and not yet settled) reached their
- * clause's limit at `now`. A `run` scope or window counts per run; `host` per host; `workspace`
- * once. `onlyHost` narrows to the scopes that concern one host (its runs, itself, the workspace);
- * a host or workspace scope with no spend yet is exhausted only by a limit of 0.
+ * Each clause's spend (priced calls plus the budget leased and not yet settled) per scope
+ * instance in the window that holds `now`. A `run` scope or window counts per run; `host` per
+ * host; `workspace` once. A host or workspace scope with no spend yet answers 0 for the host
+ * asked about (or the workspace); per-run and per-host scopes without spend are not listed.
  */
-export function exhaustedScopes(sql: SqlStorage, clauses: BudgetClause[], now: number, onlyHost?: string): ExhaustedScope[] {
-  const out: ExhaustedScope[] = [];
-  for (const c of clauses) {
+export function budgetUse(sql: SqlStorage, clauses: BudgetClause[], now: number, f: UseFilter = {}): ClauseUse[] {
+  return clauses.map((c) => {
     const { from, until } = windowOf(c.window, now);
     const perRun = c.scope === "run" || c.window === "run";
     const group = perRun ? "run_id, host_id" : c.scope === "host" ? "host_id" : "";
@@ -40,9 +73,13 @@ export function exhaustedScopes(sql: SqlStorage, clauses: BudgetClause[], now: n
       where.push("day >= ?");
       args.push(from);
     }
-    if (onlyHost !== undefined && (perRun || c.scope === "host")) {
+    if (f.onlyHost !== undefined && (perRun || c.scope === "host")) {
       where.push("host_id = ?");
-      args.push(onlyHost);
+      args.push(f.onlyHost);
+    }
+    if (f.onlyRun !== undefined && perRun) {
+      where.push("run_id = ?");
+      args.push(f.onlyRun);
     }
     const filter = where.length > 0 ? `WHERE ${where.join(" AND ")}` : "";
     const rows = sql
@@ -50,22 +87,30 @@ export function exhaustedScopes(sql: SqlStorage, clauses: BudgetClause[], now: n
         `SELECT ${group ? `${group}, ` : ""}sum(microusd) AS spent FROM (
            SELECT run_id, host_id, day, microusd FROM run_spend
            UNION ALL SELECT run_id, host_id, day, microusd FROM leases WHERE expires_ms > ${now}
-         ) ${filter} ${group ? `GROUP BY ${group}` : ""}`,
+         ) ${filter} ${group ? `GROUP BY ${group}` : ""} ${group && f.top !== undefined ? `ORDER BY spent DESC, ${group}` : ""}`,
         ...args,
       )
       .toArray();
-    const base = { budget: c.id, scope: c.scope, window: c.window, until_ms: until, limit_microusd: c.limit_microusd };
-    if (!group || (c.scope === "host" && onlyHost !== undefined && rows.length === 0)) {
-      const spent = rows[0]?.spent ?? 0;
-      if (spent >= c.limit_microusd) out.push({ ...base, spent_microusd: spent, host: c.scope === "host" ? (onlyHost ?? null) : null });
-      continue;
+    const base = { budget: c.id, scope: c.scope, window: c.window, limit_microusd: c.limit_microusd, until_ms: until };
+    if (!group || (c.scope === "host" && f.onlyHost !== undefined && rows.length === 0)) {
+      const host = c.scope === "host" ? (f.onlyHost ?? null) : null;
+      return { ...base, uses: [{ host, spent_microusd: rows[0]?.spent ?? 0 }], more: 0 };
     }
-    for (const r of rows) {
-      if (r.spent < c.limit_microusd) continue;
-      out.push({ ...base, spent_microusd: r.spent, host: r.host_id ?? null, ...(perRun && r.run_id ? { run: r.run_id } : {}) });
-    }
-  }
-  return out;
+    const uses = rows.map((r) => ({ host: r.host_id ?? null, ...(perRun && r.run_id ? { run: r.run_id } : {}), spent_microusd: r.spent }));
+    const top = f.top ?? uses.length;
+    return { ...base, uses: uses.slice(0, top), more: Math.max(0, uses.length - top) };
+  });
+}
+
+/**
+ * The scopes whose spend reached their clause's limit at `now` ({@link budgetUse}'s rule);
+ * `onlyHost` narrows to the scopes that concern one host. A host or workspace scope with no
+ * spend yet is exhausted only by a limit of 0.
+ */
+export function exhaustedScopes(sql: SqlStorage, clauses: BudgetClause[], now: number, onlyHost?: string): ExhaustedScope[] {
+  return budgetUse(sql, clauses, now, { onlyHost }).flatMap(({ uses, more: _more, ...c }) =>
+    uses.filter((u) => u.spent_microusd >= c.limit_microusd).map((u) => ({ ...c, ...u })),
+  );
 }
 
 /** Takes each run's day totals, keeping the larger of what is held and what arrives (totals only grow). */

@@ -29,14 +29,17 @@ export async function open(args: string[]): Promise<number> {
     const given = positionals[0];
     if (given !== undefined && !RunId.safeParse(given).success)
       throw new UsageError(`tacho open: ${given} is not a run id (run_ and 32 hex)`);
-    const run = given ?? sessionRunIn(process.cwd());
-    if (!run) {
-      throw new ExitError(
-        1,
-        `tacho open: no session recorded on this computer ran in ${process.cwd()}; name a run: tacho open --run RUN_ID`,
-      );
+    const found = given === undefined ? sessionRunIn(process.cwd()) : { run: given, unknown: 0 };
+    if (!found.run) {
+      const runs = new URL(`/console/runs?host=${encodeURIComponent(host.host_id)}`, host.server).toString();
+      // A chain whose start was shipped and compacted out of the journal no longer says where it ran.
+      const why =
+        found.unknown > 0
+          ? `no session whose start is still in this computer's journal ran in ${process.cwd()} (${found.unknown} older session${found.unknown === 1 ? "'s start was" : "s' starts were"} shipped and compacted away, so where they ran is not known here)`
+          : `no session recorded on this computer ran in ${process.cwd()}`;
+      throw new ExitError(1, `tacho open: ${why}; name a run: tacho open --run RUN_ID, or find it among this computer's runs: ${runs}`);
     }
-    path = `/console/runs/${run}`;
+    path = `/console/runs/${found.run}`;
   }
   const url = new URL(path, host.server).toString();
   const opened = !values.print && (await openBrowser(url));
@@ -47,22 +50,26 @@ export async function open(args: string[]): Promise<number> {
 /**
  * The run of the most recent session whose first frame says it started in `dir` or below it, from
  * the recorder's journal (the chains written last first). A chain whose agent_start was already
- * compacted away is not found.
+ * shipped and compacted away cannot say where it ran: `unknown` counts those searched.
  */
-export function sessionRunIn(dir: string): string | null {
+export function sessionRunIn(dir: string): { run: string | null; unknown: number } {
   const journal = statePath("journal");
-  if (!existsSync(journal)) return null;
+  if (!existsSync(journal)) return { run: null, unknown: 0 };
   const chains = readdirSync(journal)
     .filter((n) => /^run_[0-9a-f]{32}\.jsonl$/.test(n))
     .map((n) => ({ n, at: statSync(join(journal, n)).mtimeMs }))
     .sort((a, b) => b.at - a.at)
     .slice(0, SEARCHED_CHAINS);
   const here = resolve(dir);
+  let unknown = 0;
   for (const { n } of chains) {
-    const cwd = startCwd(readFileSync(join(journal, n), "utf8"));
-    if (cwd !== null && within(here, cwd)) return n.slice(0, -".jsonl".length);
+    const text = readFileSync(join(journal, n), "utf8");
+    const cwd = startCwd(text);
+    if (cwd === null) {
+      if (text.startsWith('{"k":"snap"')) unknown++;
+    } else if (within(here, cwd)) return { run: n.slice(0, -".jsonl".length), unknown };
   }
-  return null;
+  return { run: null, unknown };
 }
 
 function startCwd(text: string): string | null {

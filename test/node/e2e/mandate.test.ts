@@ -101,7 +101,7 @@ describe("the mandate, live", () => {
     ]);
     const pre = () => claude("PreToolUse", { tool_name: "Bash", tool_input: { command: "ls" }, tool_use_id: "t1" });
     const reason = await eventually(async () => denied(pre()), "the budget refusal to reach the hook");
-    expect(reason).toMatch(/^budget exhausted: per-run allows \$0\.00 for the run in this run/);
+    expect(reason).toMatch(/^budget exhausted: per-run allows \$0\.0040 for the run in this run, and \$0\.0045 is spent/);
     expect(
       (await worker.api(`/v1/workspaces/${worker.workspace}/policy`, { method: "PUT", body: JSON.stringify(policy(1_000_000)) })).status,
     ).toBe(200);

@@ -28,7 +28,7 @@ export function policyForm(p: Policy): PolicyForm {
   };
 }
 
-/** The budget clauses with their limits (the Policy and Spend pages). */
+/** The budget clauses with their limits (the Policy page; the Spend page shows their use). */
 export function BudgetTable(props: { budgets: Policy["budgets"] }) {
   return (
     <table>

@@ -1,6 +1,8 @@
 /** @jsxImportSource hono/jsx */
 import type { Gap } from "../../../protocol/index.ts";
+import type { BudgetUse } from "../../lib/budget-use.ts";
 import type { RunRow } from "../../lib/run-rows.ts";
+import { BudgetUseTable } from "../budget-use.tsx";
 import { type ModelSpend, ModelSpendTable } from "./spend-models.tsx";
 import { Action, Layout, type PageContext, State, usd, When, Head } from "../layout.tsx";
 
@@ -106,6 +108,7 @@ export function RunPage(props: {
   serverKey: { keyId: string; pub: string };
   notice: string | null;
   byModel: ModelSpend[];
+  budgets: BudgetUse;
 }) {
   const r = props.run;
   const file = `${r.id}.oxagen.jsonl`;
@@ -194,6 +197,15 @@ export function RunPage(props: {
           empty="No model call in this run's record."
         />
       </section>
+      {props.budgets.clauses.length > 0 ? (
+        <section aria-labelledby="run-budgets">
+          <h2 id="run-budgets">Budgets</h2>
+          <BudgetUseTable
+            clauses={props.budgets.clauses}
+            caption="The clauses that apply to this run, for it, its computer and the workspace, in each clause's current window"
+          />
+        </section>
+      ) : null}
       <h2 id="verify">Verify an export</h2>
       <p>Check the downloaded bundle offline, with the server key pinned:</p>
       <pre>{`oxagen verify ${file} --server-key ${props.serverKey.pub}`}</pre>

@@ -1,14 +1,17 @@
 /** @jsxImportSource hono/jsx */
-import type { Policy } from "../../../protocol/index.ts";
+import type { Child } from "hono/jsx";
+import type { BudgetUse } from "../../lib/budget-use.ts";
 import type { SpendRow } from "../../lib/spend.ts";
-import { Head, Layout, type PageContext, usd } from "../layout.tsx";
-import { BudgetTable } from "./policy.tsx";
+import { BudgetUseTable } from "../budget-use.tsx";
+import { daysBetween, SpendByDayChart } from "../chart.tsx";
+import { Head, Layout, type PageContext, usd, When } from "../layout.tsx";
 import { type ModelSpend, ModelSpendTable } from "./spend-models.tsx";
 
-function Breakdown(props: { title: string; label: string; rows: SpendRow[] }) {
+function Breakdown(props: { title: string; label: string; rows: SpendRow[]; chart?: Child }) {
   return (
     <section>
       <h2>{props.title}</h2>
+      {props.chart}
       {props.rows.length === 0 ? (
         <p class="muted">No run in this period.</p>
       ) : (
@@ -31,15 +34,20 @@ function Breakdown(props: { title: string; label: string; rows: SpendRow[] }) {
   );
 }
 
-/** Spend over the last days, from the run rows; the budget clauses beside it. */
+/** Spend over the last days, from the run rows, charted by day; each budget clause's use against its limit. */
 export function SpendPage(props: {
   ctx: PageContext;
   days: number;
   from: string;
   spend: { day: SpendRow[]; agent: SpendRow[]; host: SpendRow[]; model: ModelSpend[] };
-  budgets: Policy["budgets"];
+  budgets: BudgetUse;
 }) {
   const total = props.spend.day.reduce((n, r) => n + r.microusd, 0);
+  const days = daysBetween(props.from, new Date(props.budgets.now_ms).toISOString().slice(0, 10));
+  const byDay = new Map(props.spend.day.map((r) => [r.key, r.microusd]));
+  const chart = (
+    <SpendByDayChart days={days} microusd={byDay} title={`Spend by day, ${days[0]} to ${days.at(-1)} (UTC): ${usd(total)} in all`} />
+  );
   return (
     <Layout title="Spend" here="/console/spend" ctx={props.ctx}>
       <h1>Spend</h1>
@@ -47,7 +55,7 @@ export function SpendPage(props: {
         {usd(total)} over the last {props.days} days (UTC, by each run's last frame), summed from the runs' own spend as the runs list shows
         it. A run whose model calls did not pass the gateway holds what its harness reported; a Cursor run holds none.
       </p>
-      <Breakdown title="By day" label="Day" rows={props.spend.day} />
+      <Breakdown title="By day" label="Day" rows={props.spend.day} chart={chart} />
       <Breakdown title="By harness or agent" label="Harness or agent" rows={props.spend.agent} />
       <Breakdown title="By computer" label="Computer" rows={props.spend.host} />
       <section aria-labelledby="by-model">
@@ -58,20 +66,25 @@ export function SpendPage(props: {
           empty="No model call in this period."
         />
       </section>
-      <h2>Budget clauses</h2>
-      {props.budgets.length === 0 ? (
-        <p>
-          No budget clause. Add one on the <a href="/console/policy">Policy</a> page.
-        </p>
-      ) : (
-        <>
-          <BudgetTable budgets={props.budgets} />
-          <p class="muted">
-            Each clause's use against its limit is not shown here yet: the workspace's budget counters answer only which scopes are
-            exhausted.
+      <section aria-labelledby="budgets">
+        <h2 id="budgets">Budgets: use against each clause</h2>
+        {props.budgets.clauses.length === 0 ? (
+          <p>
+            No budget clause. Add one on the <a href="/console/policy">Policy</a> page.
           </p>
-        </>
-      )}
+        ) : (
+          <>
+            <BudgetUseTable
+              clauses={props.budgets.clauses}
+              caption="Spend in each clause's current window: priced model calls plus budget the gateways hold leased, as the server enforces it"
+            />
+            <p class="muted">
+              As of <When ms={props.budgets.now_ms} />. A scope is exhausted once its spend reaches the limit: its model calls are refused
+              until the window ends or the limit is raised. Per-run clauses show the runs with the most spend.
+            </p>
+          </>
+        )}
+      </section>
     </Layout>
   );
 }
