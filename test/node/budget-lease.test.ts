@@ -14,10 +14,11 @@ class Server implements LeaseServer {
   readonly asked: string[] = [];
   spent = 0;
   down = false;
-  constructor(
-    public limit: number,
-    public now = 0,
-  ) {}
+  limit: number;
+  now = 0;
+  constructor(limit: number) {
+    this.limit = limit;
+  }
   held(): number {
     let n = this.spent;
     for (const l of this.leases.values()) if (l.expires > this.now) n += l.microusd;
