@@ -129,7 +129,12 @@ describe("budget reservations at the gateway, three computers, one budget", () =
     });
     // Every call is either refused or at the upstream, its stream open, before any stream ends.
     let refusedSoFar = 0;
-    const counted = calls.map((c) => c.then((o) => (o.forwarded ? o : (refusedSoFar++, o))));
+    const counted = calls.map((c) =>
+      c.then((o) => {
+        if (!o.forwarded) refusedSoFar++;
+        return o;
+      }),
+    );
     await eventually(async () => upstream.seen.length + refusedSoFar === CALLS, "every call forwarded or refused", 120_000);
     const inFlight = upstream.seen.length;
     release();
