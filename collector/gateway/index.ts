@@ -24,28 +24,38 @@ export function upstreamOf(recorder: Recorder, vendor: Vendor): URL {
  * leases its calls reserve against (docs/collector.md, "Budget reservations").
  */
 export function recorderSink(recorder: Recorder, secret: () => string | null, leases?: BudgetLeases): GatewaySink {
+  // A call that holds a reservation was checked against the budget by the server's lease, which
+  // counts the leases too: the pushed exhaustion (which a lease reaching the limit also sets) does
+  // not refuse it again. A call let through unreserved (server unreachable) is still refused by it.
+  const ctx = (reserved: boolean) => {
+    const p = recorder.policy;
+    return { hostId: recorder.host.host_id, policy: reserved && p ? { ...p, policy: { ...p.policy, exhausted_budgets: [] } } : p };
+  };
   return {
     secret,
     runId: (session) => recorder.gatewayRun(session),
     reserve: (call, api, mr) => {
       // Only a call of a run, under a policy with budgets, of a model the price table knows: an
       // unpriced call is not counted by spend either, and an untied one has no run to lease for.
-      const ctx = { hostId: recorder.host.host_id, policy: recorder.policy };
       if (!leases || !call.runId?.startsWith("run_") || !recorder.policy?.policy.budgets.length) return null;
       // A call the policy refuses anyway (a stop, a model not allowed) reserves nothing.
-      if (!decideModelCall(call, ctx).forward) return null;
+      if (!decideModelCall(call, ctx(true)).forward) return null;
       const max = maxCostOf(api, mr, new Date());
       if (max === null) return null;
       const held = leases.reserve(call.runId, max);
       const hold = (h: Held): BudgetHold =>
         "refused" in h
-          ? { refused: h.refused, done: () => {} }
-          : { refused: null, done: (model, usage) => leases.done(h, realCostOf(api.vendor, model, usage, new Date())) };
+          ? { refused: h.refused, reserved: false, done: () => {} }
+          : {
+              refused: null,
+              reserved: h.microusd > 0,
+              done: (model, usage) => leases.done(h, realCostOf(api.vendor, model, usage, new Date())),
+            };
       return held instanceof Promise ? held.then(hold) : hold(held);
     },
     decide: (call, hold) => {
       const later = hold?.refused ? () => ({ reason: hold.refused as string, rule: "budget" }) : undefined;
-      return decideModelCall(call, { hostId: recorder.host.host_id, policy: recorder.policy }, later);
+      return decideModelCall(call, ctx(hold?.reserved === true), later);
     },
     record: (session, steps, t, id) => {
       recorder.recordGateway(session, steps, t, id);

@@ -48,6 +48,8 @@ export interface GatewaySink {
 export interface BudgetHold {
   /** The reason the budget has no room for the call; null when it is reserved (or let through). */
   refused: string | null;
+  /** Whether the call holds a reservation the server's lease granted (false: let through unreserved, or refused). */
+  reserved: boolean;
   /** Replaces the reservation with what the call cost (its usage; null when nothing was billed). */
   done(model: string, usage: Seen["usage"]): void;
 }
