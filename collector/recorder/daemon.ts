@@ -249,7 +249,8 @@ export async function startDaemon(host: HostConfig, log: (msg: string) => void):
       for (const t of timers) clearInterval(t);
       push.stop();
       await Promise.all([socket.close(), (http as Listening | null)?.close(), (gateway as Gateway | null)?.listening.close()]);
-      await leases.stop();
+      // What the runs' slices hold free goes back while the last frames ship (a down server waits out its timeout meanwhile).
+      const givingBack = leases.stop();
       const enrolled = existsSync(statePath("host.json"));
       if (enrolled) {
         replayer.drain();
@@ -258,6 +259,7 @@ export async function startDaemon(host: HostConfig, log: (msg: string) => void):
       shipper.kick(0);
       // A last chance to deliver; the timer is ref'd so the process stays up for it.
       await new Promise((r) => setTimeout(r, envMs("OXAGEN_STOP_FLUSH_MS", 1500)));
+      await givingBack;
       await shipper.stop();
       if (enrolled) writeStatus(Date.now());
       journal.close();
