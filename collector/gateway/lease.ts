@@ -269,11 +269,11 @@ export class BudgetLeases {
     s.asking = (async (): Promise<Heard> => {
       const reply = await this.#server.resize(id, 0, this.#o.ttlMs);
       if (reply.granted) s.expires = reply.expires_ms;
-      else if ("gone" in reply) {
-        s.leaseId = null;
-        s.held = 0;
-      }
-      return reply.granted ? "granted" : "nothing";
+      if (reply.granted || !("gone" in reply)) return this.#heard(s, reply);
+      // Expired: a call waiting on the renewal asks again, for a new lease.
+      s.leaseId = null;
+      s.held = 0;
+      return "granted";
     })().finally(() => {
       s.asking = null;
     });

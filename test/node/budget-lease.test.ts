@@ -113,6 +113,10 @@ describe("the gateway's budget leases", () => {
     server.now += 40_000;
     reserved(leases.reserve(RUN, 1000) as Held);
     expect(server.asked.at(-1)).toBe("resize 0");
+    // A call that does not fit while a renewal is out waits for it, then for the growth it needs.
+    server.now += 1;
+    expect(reserved(await leases.reserve(RUN, 20_000)).microusd).toBe(20_000);
+    expect(server.asked.slice(-2)).toEqual(["resize 0", "resize 96000"]);
   });
 
   it("serves a burst past the slice with one request for all the waiting calls", async () => {
