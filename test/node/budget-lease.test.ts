@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { maxCostOf } from "../../collector/gateway/cost.ts";
+import { maxCostOf, roundUp } from "../../collector/gateway/cost.ts";
 import { readModelRequest, routeOf } from "../../collector/gateway/apis.ts";
 import { BudgetLeases, type Held, type LeaseReply, type LeaseServer, type Reservation } from "../../collector/gateway/lease.ts";
 import { priceCall } from "../../protocol/price.ts";
@@ -211,21 +211,23 @@ describe("a call's maximum cost", () => {
     const body = Buffer.from(JSON.stringify({ model: "claude-sonnet-4-5", max_tokens: 1000, messages: [{ role: "user", content: "hi" }] }));
     const mr = readModelRequest(messages.api, body);
     expect(mr.maxOutputTokens).toBe(1000);
-    const asInput = priceCall("anthropic", "claude-sonnet-4-5", { input_tokens: body.length, output_tokens: 1000 }, at)!;
-    const asWrite = priceCall(
-      "anthropic",
-      "claude-sonnet-4-5",
-      { input_tokens: 0, cache_write_tokens: body.length, output_tokens: 1000 },
-      at,
-    )!;
+    // Both rounded up to four significant binary digits (at most 12.5% more), the price cache's buckets.
+    const [input, output] = [roundUp(body.length), roundUp(1000)];
+    expect(input).toBeGreaterThanOrEqual(body.length);
+    expect(input).toBeLessThanOrEqual(body.length * 1.125);
+    expect(output).toBe(1024);
+    const asInput = priceCall("anthropic", "claude-sonnet-4-5", { input_tokens: input, output_tokens: output }, at)!;
+    const asWrite = priceCall("anthropic", "claude-sonnet-4-5", { input_tokens: 0, cache_write_tokens: input, output_tokens: output }, at)!;
     expect(asWrite).toBeGreaterThan(asInput);
     expect(maxCostOf(messages.api, mr, at)).toBe(asWrite);
+    // A call of the same size, from the cache: the same answer.
+    expect(maxCostOf(messages.api, readModelRequest(messages.api, Buffer.from(body)), at)).toBe(asWrite);
   });
 
   it("takes the vendor's default output when the request sets no cap, and none for a model the table does not know", () => {
     const body = Buffer.from(JSON.stringify({ model: "gpt-5-codex", input: "hi", stream: true }));
     const cost = maxCostOf(responses.api, readModelRequest(responses.api, body), at);
-    expect(cost).toBeGreaterThanOrEqual(priceCall("openai", "gpt-5-codex", { input_tokens: body.length, output_tokens: 16_384 }, at)!);
+    expect(cost).toBe(priceCall("openai", "gpt-5-codex", { input_tokens: roundUp(body.length), output_tokens: 16_384 }, at));
     const unknown = Buffer.from(JSON.stringify({ model: "no-such-model", input: "hi" }));
     expect(maxCostOf(responses.api, readModelRequest(responses.api, unknown), at)).toBeNull();
   });
