@@ -154,3 +154,22 @@ export const BudgetLeaseRequest = z.strictObject({
   microusd: z.number().int().positive().max(1_000_000_000),
   ttl_ms: z.number().int().min(1000).max(3_600_000).default(600_000),
 });
+
+/**
+ * `PATCH /v1/host/budget/leases/:id`: change a lease's amount by `add_microusd` (negative gives
+ * budget back, never below 0) and hold it `ttl_ms` from now. Growing is refused like a new lease.
+ */
+export const BudgetLeaseResize = z.strictObject({
+  add_microusd: z.number().int().min(-1_000_000_000).max(1_000_000_000),
+  ttl_ms: z.number().int().min(1000).max(3_600_000).default(600_000),
+});
+
+/** A granted (or resized) lease: its id, the amount it holds now, and when it expires. */
+export const BudgetLeaseGrant = z.object({
+  granted: z.literal(true),
+  lease_id: z.string().regex(/^lease_[0-9a-f]{32}$/),
+  microusd: z.number().int().nonnegative(),
+  expires_ms: z.number().int(),
+});
+/** One of {@link BudgetLeaseGrant}. */
+export type BudgetLeaseGrant = z.infer<typeof BudgetLeaseGrant>;

@@ -27,6 +27,9 @@ export type LeaseAnswer =
   | { granted: true; lease_id: string; microusd: number; expires_ms: number; changed: boolean }
   | { granted: false; exhausted: ExhaustedScope };
 
+/** A resized lease (see {@link WorkspaceObject.resize}): a lease answer, or gone (unknown, expired, another host's). */
+export type ResizeAnswer = LeaseAnswer | { granted: false; gone: true };
+
 /**
  * One per workspace (`env.WORKSPACES.idFromName(workspaceId)`): the one writer of its budget
  * counters, and the hub its hosts' recorders hold a WebSocket to for policy pushes. Connections use
@@ -93,7 +96,7 @@ export class WorkspaceObject extends DurableObject<Env> {
    */
   report(rows: RunSpend[], clauses: BudgetClause[], now: number): { changed: boolean; changedMs: number } {
     return this.ctx.storage.transactionSync(() => {
-      takeSpend(this.ctx.storage.sql, rows);
+      takeSpend(this.ctx.storage.sql, rows, now);
       return this.#settleChange(clauses, now);
     });
   }
@@ -147,6 +150,41 @@ export class WorkspaceObject extends DurableObject<Env> {
       }
       const { changed } = this.#settleChange(clauses, now);
       return { granted: true, lease_id: id, microusd: req.microusd, expires_ms: expires, changed };
+    });
+  }
+
+  /**
+   * Changes a lease's amount by `addMicrousd` (never below 0) and sets its expiry to `now + ttlMs`:
+   * the gateway grows its slice when it runs low, gives back what it does not need, and keeps a
+   * lease alive while its calls run. Growing is refused like a new lease (the lease stays as it
+   * was); shrinking is always granted. Gone for a lease that is unknown, expired or another host's.
+   */
+  resize(req: { hostId: string; leaseId: string; addMicrousd: number; ttlMs: number }, clauses: BudgetClause[], now: number): ResizeAnswer {
+    return this.ctx.storage.transactionSync(() => {
+      const sql = this.ctx.storage.sql;
+      const held = sql
+        .exec<{ run_id: string; microusd: number; expires_ms: number }>(
+          "SELECT run_id, microusd, expires_ms FROM leases WHERE id = ? AND host_id = ? AND expires_ms > ?",
+          req.leaseId,
+          req.hostId,
+          now,
+        )
+        .toArray()[0];
+      if (!held) return { granted: false, gone: true };
+      const microusd = Math.max(0, held.microusd + req.addMicrousd);
+      const expires = now + req.ttlMs;
+      sql.exec("UPDATE leases SET microusd = ?, expires_ms = ? WHERE id = ?", microusd, expires, req.leaseId);
+      if (microusd > held.microusd) {
+        const over = exhaustedScopes(sql, clauses, now, req.hostId).find(
+          (s) => (s.run === undefined || s.run === held.run_id) && s.spent_microusd > s.limit_microusd,
+        );
+        if (over) {
+          sql.exec("UPDATE leases SET microusd = ?, expires_ms = ? WHERE id = ?", held.microusd, held.expires_ms, req.leaseId);
+          return { granted: false, exhausted: over };
+        }
+      }
+      const { changed } = this.#settleChange(clauses, now);
+      return { granted: true, lease_id: req.leaseId, microusd, expires_ms: expires, changed };
     });
   }
 

@@ -49,6 +49,16 @@ export interface ModelRequest {
   /** The bytes sent upstream: the client's, or with `stream_options.include_usage` added (then `injected`). */
   bytes: Buffer;
   injected: boolean;
+  /** The output cap the request sets (`max_tokens`, `max_output_tokens`, `max_completion_tokens`); null when it sets none. */
+  maxOutputTokens: number | null;
+}
+
+function outputCap(o: Record<string, unknown> | null): number | null {
+  for (const k of ["max_tokens", "max_output_tokens", "max_completion_tokens"]) {
+    const v = o?.[k];
+    if (typeof v === "number" && Number.isSafeInteger(v) && v > 0) return v;
+  }
+  return null;
 }
 
 /** Reads a model request's body; an unreadable body is forwarded as it is, its model `unknown`. */
@@ -59,9 +69,9 @@ export function readModelRequest(api: Api, body: Buffer): ModelRequest {
   if (o && api.name === "chat" && stream && obj(o.stream_options)?.include_usage !== true) {
     // Without it a Chat Completions stream carries no usage; its chunk is taken out again on the way back.
     const bytes = Buffer.from(JSON.stringify({ ...o, stream_options: { ...obj(o.stream_options), include_usage: true } }));
-    return { model, stream, bytes, injected: true };
+    return { model, stream, bytes, injected: true, maxOutputTokens: outputCap(o) };
   }
-  return { model, stream, bytes: body, injected: false };
+  return { model, stream, bytes: body, injected: false, maxOutputTokens: outputCap(o) };
 }
 
 /**
@@ -96,10 +106,17 @@ export const GATEWAY_HEADERS = ["x-oxagen-agent", "x-oxagen-session-id", HOOK_SE
 export function vendorError(
   vendor: Vendor,
   status: number,
-  kind: "refused" | "not_found" | "upstream" | "unauthorized",
+  kind: "refused" | "budget" | "not_found" | "upstream" | "unauthorized",
   message: string,
   code: string,
 ) {
+  // A spending limit, as each vendor answers its own: Anthropic a 400 invalid_request_error ("You have
+  // reached your specified workspace API usage limits"), OpenAI a 429 insufficient_quota. Neither
+  // is a rate limit to wait out: OpenAI's SDK retries a 429 twice, and the gateway refuses each retry at once.
+  if (kind === "budget")
+    return vendor === "anthropic"
+      ? { status: 400, body: { type: "error", error: { type: "invalid_request_error", message } } }
+      : { status: 429, body: { error: { message, type: "insufficient_quota", param: null, code: "insufficient_quota" } } };
   if (vendor === "anthropic") {
     const type = { refused: "permission_error", not_found: "not_found_error", upstream: "api_error", unauthorized: "authentication_error" }[
       kind

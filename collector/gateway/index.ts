@@ -1,9 +1,11 @@
 import type { HostConfig } from "../lib/state.ts";
-import { decideModelCall, type LaterCheck } from "../recorder/decide.ts";
+import { decideModelCall } from "../recorder/decide.ts";
 import { type Listening, listenLoopback } from "../recorder/listener.ts";
 import type { Recorder } from "../recorder/recorder.ts";
 import type { Vendor } from "./apis.ts";
-import { emptyStats, gatewayHandler, type GatewaySink, type GatewayStats } from "./proxy.ts";
+import { maxCostOf, realCostOf } from "./cost.ts";
+import type { BudgetLeases, Held } from "./lease.ts";
+import { type BudgetHold, emptyStats, gatewayHandler, type GatewaySink, type GatewayStats } from "./proxy.ts";
 
 export { emptyStats, type GatewayStats } from "./proxy.ts";
 
@@ -17,12 +19,44 @@ export function upstreamOf(recorder: Recorder, vendor: Vendor): URL {
   return new URL(recorder.policy?.policy.upstreams?.[vendor] ?? process.env[ENV[vendor]] ?? VENDOR_URLS[vendor]);
 }
 
-/** The gateway's view of the recorder: its policy, its chains, its one append path. */
-export function recorderSink(recorder: Recorder, secret: () => string | null, later?: LaterCheck): GatewaySink {
+/**
+ * The gateway's view of the recorder: its policy, its chains, its one append path, and the budget
+ * leases its calls reserve against (docs/collector.md, "Budget reservations").
+ */
+export function recorderSink(recorder: Recorder, secret: () => string | null, leases?: BudgetLeases): GatewaySink {
+  // A call that holds a reservation was checked against the budget by the server's lease, which
+  // counts the leases too: the pushed exhaustion (which a lease reaching the limit also sets) does
+  // not refuse it again. A call let through unreserved (server unreachable) is still refused by it.
+  const ctx = (reserved: boolean) => {
+    const p = recorder.policy;
+    return { hostId: recorder.host.host_id, policy: reserved && p ? { ...p, policy: { ...p.policy, exhausted_budgets: [] } } : p };
+  };
   return {
     secret,
     runId: (session) => recorder.gatewayRun(session),
-    decide: (call) => decideModelCall(call, { hostId: recorder.host.host_id, policy: recorder.policy }, later),
+    reserve: (call, api, mr) => {
+      // Only a call of a run, under a policy with budgets, of a model the price table knows: an
+      // unpriced call is not counted by spend either, and an untied one has no run to lease for.
+      if (!leases || !call.runId?.startsWith("run_") || !recorder.policy?.policy.budgets.length) return null;
+      // A call the policy refuses anyway (a stop, a model not allowed) reserves nothing.
+      if (!decideModelCall(call, ctx(true)).forward) return null;
+      const max = maxCostOf(api, mr, new Date());
+      if (max === null) return null;
+      const held = leases.reserve(call.runId, max);
+      const hold = (h: Held): BudgetHold =>
+        "refused" in h
+          ? { refused: h.refused, reserved: false, done: () => {} }
+          : {
+              refused: null,
+              reserved: h.microusd > 0,
+              done: (model, usage) => leases.done(h, realCostOf(api.vendor, model, usage, new Date())),
+            };
+      return held instanceof Promise ? held.then(hold) : hold(held);
+    },
+    decide: (call, hold) => {
+      const later = hold?.refused ? () => ({ reason: hold.refused as string, rule: "budget" }) : undefined;
+      return decideModelCall(call, ctx(hold?.reserved === true), later);
+    },
     record: (session, steps, t, id) => {
       recorder.recordGateway(session, steps, t, id);
     },
@@ -44,7 +78,11 @@ export async function startGateway(
   recorder: Recorder,
   secret: () => string | null,
   stats: GatewayStats = emptyStats(),
+  leases?: BudgetLeases,
 ): Promise<Gateway> {
-  const listening = await listenLoopback(host.ports.gateway, gatewayHandler(host.ports.gateway, recorderSink(recorder, secret), stats));
+  const listening = await listenLoopback(
+    host.ports.gateway,
+    gatewayHandler(host.ports.gateway, recorderSink(recorder, secret, leases), stats),
+  );
   return { listening, stats };
 }

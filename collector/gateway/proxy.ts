@@ -19,7 +19,7 @@ import {
 } from "./apis.ts";
 import { answeredStep, type Carried, gatewayCallId, llmCallStep, refusalStep } from "./record.ts";
 import { SseSplitter } from "./sse.ts";
-import { usageOnlyChunk } from "./usage.ts";
+import { type Seen, usageOnlyChunk } from "./usage.ts";
 
 /** A session a call names in its headers (apis.ts `sessionOfHeaders`). */
 export type GatewaySession = NonNullable<ReturnType<typeof sessionOfHeaders>>;
@@ -28,7 +28,13 @@ export type GatewaySession = NonNullable<ReturnType<typeof sessionOfHeaders>>;
 export interface GatewaySink {
   /** The run a session's call belongs to (for a paused run); null for a call tied to none. */
   runId(session: GatewaySession | null): string | null;
-  decide(call: ModelCall): ModelVerdict;
+  /**
+   * The budget: reserves the call's maximum cost before it is checked (waiting for the server only
+   * when the run's slice cannot hold it); absent or null when nothing is reserved.
+   */
+  reserve?(call: ModelCall, api: Api, mr: ModelRequest): BudgetHold | Promise<BudgetHold> | null;
+  /** The policy's check of a call, with its budget hold (refused when the hold has no room). */
+  decide(call: ModelCall, hold?: BudgetHold | null): ModelVerdict;
   /** Appends frames to the session's chain (the computer's own when null), once per id; through the recorder's one append path. */
   record(session: GatewaySession | null, steps: Step[], t: number, id: string | null): void;
   retention(): Policy["retention"] | null;
@@ -36,6 +42,16 @@ export interface GatewaySink {
   /** The enrollment's secret every call must carry (header x-oxagen-hook-secret); null for an enrollment without one. */
   secret(): string | null;
   log(msg: string): void;
+}
+
+/** A call's budget reservation (see collector/gateway/lease.ts): why it has none, and how it ends. */
+export interface BudgetHold {
+  /** The reason the budget has no room for the call; null when it is reserved (or let through). */
+  refused: string | null;
+  /** Whether the call holds a reservation the server's lease granted (false: let through unreserved, or refused). */
+  reserved: boolean;
+  /** Replaces the reservation with what the call cost (its usage; null when nothing was billed). */
+  done(model: string, usage: Seen["usage"]): void;
 }
 
 /** What `tacho status` shows of the gateway. */
@@ -182,16 +198,30 @@ export function gatewayHandler(port: number, sink: GatewaySink, stats: GatewaySt
       }
       const body = Buffer.concat(chunks);
       const mr = readModelRequest(api, body);
-      const verdict = sink.decide({ model: mr.model, runId: sink.runId(session), agent: session?.harness ?? null });
-      if (verdict.record) sink.record(session, [refusalStep(verdict.record)], t, null);
-      if (!verdict.forward) {
-        stats.refused++;
-        const reason = verdict.record?.reason ?? "refused by the workspace's policy";
-        const e = vendorError(api.vendor, 403, "refused", `Oxagen refused this model call: ${reason}`, verdict.record?.rule ?? "policy");
-        sendJson(res, e.status, e.body, { "x-oxagen-refused": verdict.record?.rule ?? "policy" });
-        return;
-      }
-      forwardModel({ req, res, api, mr, session, url, t, started, sink, stats, fail });
+      const call = { model: mr.model, runId: sink.runId(session), agent: session?.harness ?? null };
+      const go = (hold: BudgetHold | null) => {
+        const verdict = sink.decide(call, hold);
+        if (verdict.record) sink.record(session, [refusalStep(verdict.record)], t, null);
+        if (!verdict.forward) {
+          hold?.done(mr.model, null);
+          stats.refused++;
+          const rule = verdict.record?.rule ?? "policy";
+          const reason = verdict.record?.reason ?? "refused by the workspace's policy";
+          const e = vendorError(
+            api.vendor,
+            403,
+            rule === "budget" ? "budget" : "refused",
+            `Oxagen refused this model call: ${reason}`,
+            rule,
+          );
+          sendJson(res, e.status, e.body, { "x-oxagen-refused": rule });
+          return;
+        }
+        forwardModel({ req, res, api, mr, session, url, t, started, sink, stats, fail, hold });
+      };
+      const hold = sink.reserve?.(call, api, mr) ?? null;
+      if (hold instanceof Promise) void hold.then(go);
+      else go(hold);
     });
   };
 }
@@ -230,6 +260,7 @@ interface Call {
   sink: GatewaySink;
   stats: GatewayStats;
   fail: (m: string) => void;
+  hold: BudgetHold | null;
 }
 
 function forwardModel(c: Call): void {
@@ -262,6 +293,7 @@ function forwardModel(c: Call): void {
       if (o) meter.json(o);
     }
     const seen = meter.seen();
+    c.hold?.done(seen.model ?? mr.model, seen.usage);
     const carried: Carried = {
       vendor: api.vendor,
       model: mr.model,
@@ -339,6 +371,7 @@ function forwardModel(c: Call): void {
       return;
     }
     finished = true;
+    c.hold?.done(mr.model, null);
     c.fail(`${target.origin}: ${err.message}`);
     stats.answered++;
     sink.record(c.session, [answeredStep("upstream_unreachable", 502, api.vendor, mr.model)], c.t, null);

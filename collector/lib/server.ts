@@ -3,7 +3,7 @@ import type { HostConfig } from "./state.ts";
 
 /** A host-signed call's options: header names lowercase, as protocol/auth.ts signs them. */
 export interface HostFetchOptions {
-  method?: "GET" | "POST" | "PUT" | "DELETE";
+  method?: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
   body?: Uint8Array;
   headers?: Record<string, string>;
   timeoutMs?: number;

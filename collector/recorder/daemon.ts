@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { emptyStats, type Gateway, startGateway } from "../gateway/index.ts";
+import { BudgetLeases, httpLeaseServer } from "../gateway/lease.ts";
 import { useNodeCrypto } from "../lib/node-crypto.ts";
 import { readHost, stateDir, statePath, writeStateFile, type HostConfig } from "../lib/state.ts";
 import { Journal } from "./journal.ts";
@@ -114,12 +115,13 @@ export async function startDaemon(host: HostConfig, log: (msg: string) => void):
   };
   await bindHttp();
   const gatewayStats = emptyStats();
+  const leases = new BudgetLeases(httpLeaseServer(host), { idleMs: envMs("OXAGEN_LEASE_IDLE_MS", 120_000), log });
   let gateway: Gateway | null = null;
   let gatewayError: string | null = null;
   const bindGateway = async () => {
     if (gateway) return;
     try {
-      gateway = await startGateway(host, recorder, secret, gatewayStats);
+      gateway = await startGateway(host, recorder, secret, gatewayStats, leases);
       gatewayError = null;
       log(`model gateway on 127.0.0.1:${host.ports.gateway}`);
     } catch (err) {
@@ -214,6 +216,10 @@ export async function startDaemon(host: HostConfig, log: (msg: string) => void):
       recorder.lockAll(Date.now());
     }),
     every(envMs("OXAGEN_PID_POLL_MS", 5000), () => recorder.endGone(Date.now())),
+    // Budget a run's gateway calls no longer need goes back to the workspace (ended or quiet runs).
+    every(envMs("OXAGEN_LEASE_SWEEP_MS", 30_000), () =>
+      leases.sweep((run) => recorder.journal.chains.get(run)?.writer.state.final === true),
+    ),
     every(envMs("OXAGEN_SOURCES_INTERVAL_MS", 5000), () => sources.tick()),
     every(envMs("OXAGEN_HOOKLESS_INTERVAL_MS", 60_000), () => sources.scanHookless(started)),
     every(envMs("OXAGEN_POLICY_INTERVAL_MS", 5 * 60_000), () => void refreshPolicy()),
@@ -243,6 +249,8 @@ export async function startDaemon(host: HostConfig, log: (msg: string) => void):
       for (const t of timers) clearInterval(t);
       push.stop();
       await Promise.all([socket.close(), (http as Listening | null)?.close(), (gateway as Gateway | null)?.listening.close()]);
+      // What the runs' slices hold free goes back while the last frames ship (a down server waits out its timeout meanwhile).
+      const givingBack = leases.stop();
       const enrolled = existsSync(statePath("host.json"));
       if (enrolled) {
         replayer.drain();
@@ -251,6 +259,7 @@ export async function startDaemon(host: HostConfig, log: (msg: string) => void):
       shipper.kick(0);
       // A last chance to deliver; the timer is ref'd so the process stays up for it.
       await new Promise((r) => setTimeout(r, envMs("OXAGEN_STOP_FLUSH_MS", 1500)));
+      await givingBack;
       await shipper.stop();
       if (enrolled) writeStatus(Date.now());
       journal.close();

@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { defaultPolicy, hostChainId, type Policy, runIdFor, sha256Hex, verifyChain } from "../../protocol/index.ts";
 import { emptyStats, recorderSink } from "../../collector/gateway/index.ts";
+import { BudgetLeases, type LeaseReply } from "../../collector/gateway/lease.ts";
 import { gatewayHandler } from "../../collector/gateway/proxy.ts";
 import { listenLoopback } from "../../collector/recorder/listener.ts";
 import { redact } from "../../protocol/redact.ts";
@@ -46,13 +47,14 @@ async function gateway(
   policy?: Partial<Policy>,
   upstreamUrl?: string,
   secret: string | null = null,
+  leases?: BudgetLeases,
 ): Promise<GatewayRig> {
   const r = rig();
   if (policy) r.recorder.policy = { policy: { ...defaultPolicy("ws_test", 1), ...policy }, etag: "etag-test" };
   const up = await startUpstream(script);
   const stats = emptyStats();
   const port = await freePort();
-  const sink = { ...recorderSink(r.recorder, () => secret), upstream: () => new URL(upstreamUrl ?? up.url) };
+  const sink = { ...recorderSink(r.recorder, () => secret, leases), upstream: () => new URL(upstreamUrl ?? up.url) };
   const listening = await listenLoopback(port, gatewayHandler(port, sink, stats));
   const g: GatewayRig = {
     r,
@@ -664,3 +666,79 @@ async function until(check: () => boolean): Promise<void> {
   for (let i = 0; i < 3000 && !check(); i++) await new Promise((r) => setTimeout(r, 10));
   expect(check()).toBe(true);
 }
+
+describe("gateway: budget reservations", () => {
+  const BUDGETS = [{ id: "daily", scope: "workspace" as const, window: "day" as const, limit_microusd: 1_000_000 }];
+  const EXHAUSTED = [
+    {
+      budget: "daily",
+      scope: "workspace" as const,
+      window: "day" as const,
+      until_ms: Date.now() + 86_400_000,
+      spent_microusd: 1_000_000,
+      limit_microusd: 1_000_000,
+    },
+  ];
+  /** A lease server that answers every request with `reply` (the real one is tested in test/workers/budgets.test.ts and e2e). */
+  const server = (reply: LeaseReply) => {
+    const asked: string[] = [];
+    const answer = async (what: string) => {
+      asked.push(what);
+      return reply;
+    };
+    return { asked, leases: new BudgetLeases({ open: (run, m) => answer(`open ${run} ${m}`), resize: (_id, m) => answer(`resize ${m}`) }) };
+  };
+  const stream = () => ({ headers: SSE_HEADERS, chunks: responsesStream({ id: "resp_b", model: "gpt-5", text: "hi", usage: USAGE }) });
+  const USAGE = { input_tokens: 10, output_tokens: 5, total_tokens: 15 };
+
+  it("refuses a call the lease has no room for as OpenAI refuses a spend limit (429 insufficient_quota), never reaching the vendor, with a policy_decision of rule budget", async () => {
+    const s = server({ granted: false, exhausted: { budget: "daily", spent_microusd: 1_000_001, limit_microusd: 1_000_000 } });
+    const g = await gateway(stream, { budgets: BUDGETS }, undefined, null, s.leases);
+    const err = await openai(g)
+      .responses.create({ model: "gpt-5", input: "hi", stream: true, max_output_tokens: 100 })
+      .catch((e: unknown) => e as InstanceType<typeof OpenAI.APIError>);
+    expect(err).toBeInstanceOf(OpenAI.APIError);
+    expect((err as InstanceType<typeof OpenAI.APIError>).status).toBe(429);
+    expect((err as InstanceType<typeof OpenAI.APIError>).error).toMatchObject({
+      type: "insufficient_quota",
+      code: "insufficient_quota",
+      message: expect.stringMatching(
+        /^Oxagen refused this model call: the budget daily \(\$1\.0000\) has no room left for this call: this call may cost up to \$0\.\d{4}$/,
+      ),
+    });
+    expect(g.up.seen).toHaveLength(0);
+    // One lease asked for, then (from the refusal's figures) just the room left, refused too: nothing per call beyond that.
+    expect(s.asked).toEqual([
+      expect.stringMatching(new RegExp(`^open ${AGENT} \\d+$`)),
+      expect.stringMatching(new RegExp(`^open ${AGENT} \\d+$`)),
+    ]);
+    expect(payloadsOf(g.r.frames(AGENT), "policy_decision")).toEqual([
+      expect.objectContaining({ path: "gateway", subject: "model", decision: "deny", rule: "budget", model: "gpt-5" }),
+    ]);
+  });
+
+  it("fails open when the server cannot be asked: forwarded unreserved, unless the policy already lists the budget exhausted; a reserved call is not refused by that list", async () => {
+    const down = server({ granted: false, unreachable: "connect ECONNREFUSED" });
+    const g = await gateway(stream, { budgets: BUDGETS }, undefined, null, down.leases);
+    const ok = await openai(g).responses.create({ model: "gpt-5", input: "hi", stream: true });
+    for await (const _ of ok) {
+    }
+    expect(g.up.seen).toHaveLength(1);
+    expect(down.asked).toHaveLength(1);
+    g.r.recorder.policy = { policy: { ...g.r.recorder.policy!.policy, exhausted_budgets: EXHAUSTED }, etag: "etag-2" };
+    const err = await openai(g)
+      .responses.create({ model: "gpt-5", input: "hi", stream: true })
+      .catch((e: unknown) => e as InstanceType<typeof OpenAI.APIError>);
+    expect((err as InstanceType<typeof OpenAI.APIError>).status).toBe(429);
+    expect(g.up.seen).toHaveLength(1);
+
+    // With a lease granted, the pushed exhaustion (a lease reaching the limit sets it too) does not refuse the reserved call.
+    const up = server({ granted: true, lease_id: `lease_${"1".repeat(32)}`, microusd: 1_000_000, expires_ms: Date.now() + 600_000 });
+    const h = await gateway(stream, { budgets: BUDGETS, exhausted_budgets: EXHAUSTED }, undefined, null, up.leases);
+    const reserved = await openai(h).responses.create({ model: "gpt-5", input: "hi", stream: true });
+    for await (const _ of reserved) {
+    }
+    expect(h.up.seen).toHaveLength(1);
+    expect(up.leases.slice(AGENT)).toMatchObject({ reserved: 0 });
+  });
+});

@@ -144,6 +144,60 @@ describe("budget leases over the host-signed route", () => {
       expect(res.status).toBe(400);
     }
   });
+
+  it("resizes a lease: grows within the limit, refuses growth past it leaving the lease as it was, shrinks, and answers 404 for another host's", async () => {
+    const { token, workspaceId } = await seedWorkspace();
+    const [host, other] = [await enrollHost(token), await enrollHost(token)];
+    await setBudgets(token, workspaceId, [{ id: "daily", scope: "workspace", window: "day", limit_microusd: 10_000 }]);
+    const run = `run_${"3".repeat(32)}`;
+    const first = (await (await hostCall(host, "POST", ROUTES.budgetLease, JSON.stringify({ run, microusd: 4000 }))).json()) as {
+      lease_id: string;
+    };
+    const resize = (h: TestHost, json: unknown) => hostCall(h, "PATCH", ROUTES.budgetSettle(first.lease_id), JSON.stringify(json));
+    const grown = await resize(host, { add_microusd: 5000, ttl_ms: 60_000 });
+    expect(grown.status).toBe(200);
+    expect(await grown.json()).toMatchObject({ granted: true, lease_id: first.lease_id, microusd: 9000 });
+    const past = await resize(host, { add_microusd: 1001 });
+    expect(past.status).toBe(409);
+    expect(await past.json()).toMatchObject({ error: "budget_exhausted", exhausted: { budget: "daily", spent_microusd: 10_001 } });
+    expect(await (await resize(host, { add_microusd: 0 })).json()).toMatchObject({ microusd: 9000 });
+    expect(await (await resize(host, { add_microusd: -20_000 })).json()).toMatchObject({ microusd: 0 });
+    expect((await resize(other, { add_microusd: 1 })).status).toBe(404);
+    expect(
+      (await hostCall(host, "PATCH", ROUTES.budgetSettle(`lease_${"0".repeat(32)}`), JSON.stringify({ add_microusd: 1 }))).status,
+    ).toBe(404);
+    expect((await resize(host, { add_microusd: 1.5 })).status).toBe(400);
+  });
+
+  it("takes a run's newly priced spend off the run's leases, so a call reserved under a lease is counted once", async () => {
+    const { token, workspaceId } = await seedWorkspace();
+    const host = await enrollHost(token);
+    await setBudgets(token, workspaceId, [{ id: "daily", scope: "workspace", window: "day", limit_microusd: 20_000 }]);
+    const run = new TestRun(host);
+    run.start();
+    const lease = (await (await hostCall(host, "POST", ROUTES.budgetLease, JSON.stringify({ run: run.chain, microusd: 6000 }))).json()) as {
+      lease_id: string;
+    };
+    const held = async () =>
+      (
+        (await (await hostCall(host, "PATCH", ROUTES.budgetSettle(lease.lease_id), JSON.stringify({ add_microusd: 0 }))).json()) as {
+          microusd: number;
+        }
+      ).microusd;
+    // The call the lease reserved for arrives priced (4500): the lease keeps only the rest.
+    run.llm();
+    await ingest(host, [run.part()]);
+    expect(await held()).toBe(1500);
+    // The same totals again (a resent batch) take nothing more; a second call empties the lease, never below 0.
+    await ingest(host, [run.part()]);
+    expect(await held()).toBe(1500);
+    run.llm();
+    await ingest(host, [run.part()]);
+    expect(await held()).toBe(0);
+    // Spend 9000 + leases 0: a lease of the remaining 11 000 fits exactly, one more micro-dollar does not.
+    expect((await hostCall(host, "POST", ROUTES.budgetLease, JSON.stringify({ run: run.chain, microusd: 11_001 }))).status).toBe(409);
+    expect((await hostCall(host, "POST", ROUTES.budgetLease, JSON.stringify({ run: run.chain, microusd: 11_000 }))).status).toBe(201);
+  });
 });
 
 describe("each budget clause's use", () => {

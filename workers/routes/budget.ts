@@ -1,7 +1,7 @@
 import { eq } from "drizzle-orm";
-import { Hono } from "hono";
+import { type Context, Hono } from "hono";
 import { z } from "zod";
-import { BudgetLeaseRequest, ROUTES } from "../../protocol/index.ts";
+import { BudgetLeaseRequest, BudgetLeaseResize, ROUTES } from "../../protocol/index.ts";
 import { authenticateHost, requireActive } from "../auth/host.ts";
 import type { AppEnv } from "../body.ts";
 import { db, schema } from "../db/client.ts";
@@ -9,8 +9,20 @@ import { notFound } from "../errors.ts";
 import { loadPolicy, workspaceObject } from "../lib/policy-store.ts";
 import { pushPolicies } from "../lib/push.ts";
 import { check, jsonBody, valid } from "../validate.ts";
+import type { LeaseAnswer } from "../workspace-object.ts";
 
 const LeaseParam = z.object({ id: z.string().regex(/^lease_[0-9a-f]{32}$/) });
+
+async function leaseAnswer(c: Context<AppEnv>, workspaceId: string, answer: LeaseAnswer, status: 200 | 201) {
+  if (!answer.granted) {
+    const { host: _h, ...scope } = answer.exhausted;
+    return c.json({ error: "budget_exhausted", message: `The lease would pass the budget ${scope.budget}.`, exhausted: scope }, 409);
+  }
+  const { changed, ...lease } = answer;
+  // A lease that reaches a limit exhausts the scope for everyone: the hosts hear of it at once.
+  if (changed) await pushPolicies(c.env, workspaceId);
+  return c.json(lease, status);
+}
 
 /**
  * Collector-facing: budget leases, for the gateway to reserve against before it forwards a call
@@ -32,14 +44,20 @@ export const budget = new Hono<AppEnv>()
       policy.budgets,
       Date.now(),
     );
-    if (!answer.granted) {
-      const { host: _h, ...scope } = answer.exhausted;
-      return c.json({ error: "budget_exhausted", message: `The lease would pass the budget ${scope.budget}.`, exhausted: scope }, 409);
-    }
-    const { changed, ...lease } = answer;
-    // A lease that reaches a limit exhausts the scope for everyone: the hosts hear of it at once.
-    if (changed) await pushPolicies(c.env, host.workspaceId);
-    return c.json(lease, 201);
+    return leaseAnswer(c, host.workspaceId, answer, 201);
+  })
+  .patch("/v1/host/budget/leases/:id", valid("param", LeaseParam), async (c) => {
+    const host = await authenticateHost(c);
+    requireActive(host);
+    const req = check(BudgetLeaseResize, jsonBody(c, "lease resize"), "lease resize");
+    const { policy } = await loadPolicy(c.env, host.workspaceId);
+    const answer = await workspaceObject(c.env, host.workspaceId).resize(
+      { hostId: host.id, leaseId: c.req.valid("param").id, addMicrousd: req.add_microusd, ttlMs: req.ttl_ms },
+      policy.budgets,
+      Date.now(),
+    );
+    if (!answer.granted && "gone" in answer) throw notFound("lease");
+    return leaseAnswer(c, host.workspaceId, answer, 200);
   })
   .delete("/v1/host/budget/leases/:id", valid("param", LeaseParam), async (c) => {
     const host = await authenticateHost(c);

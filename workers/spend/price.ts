@@ -1,45 +1,5 @@
-import { calcPrice, findProvider } from "@pydantic/genai-prices";
-
-/**
- * The price table every call is priced with: the bundled data of `@pydantic/genai-prices`, never
- * fetched at run time, so a call is priced the same way every time. Recorded with each priced
- * call; bump it with the package (test/workers/spend.test.ts checks they agree).
- */
-export const PRICE_TABLE_VERSION = "genai-prices@0.1.8";
-
-/** The usage an `llm_call` frame holds: the record's convention, where `input_tokens` is the uncached input only. */
-export interface RecordedUsage {
-  input_tokens: number;
-  output_tokens: number;
-  cache_read_tokens?: number;
-  cache_write_tokens?: number;
-}
-
-/** A call's price in millionths of a dollar, or null when the table does not know its vendor or model. */
-export function priceCall(vendor: string, model: string, usage: RecordedUsage, at: Date): number | null {
-  if (!findProvider({ providerId: vendor })) return null;
-  const cacheRead = usage.cache_read_tokens ?? 0;
-  const cacheWrite = usage.cache_write_tokens ?? 0;
-  let result: ReturnType<typeof calcPrice>;
-  try {
-    result = calcPrice(
-      // genai-prices counts cached input inside input_tokens; the record keeps it apart.
-      {
-        input_tokens: usage.input_tokens + cacheRead + cacheWrite,
-        cache_read_tokens: cacheRead,
-        cache_write_tokens: cacheWrite,
-        output_tokens: usage.output_tokens,
-      },
-      model,
-      { providerId: vendor, timestamp: at },
-    );
-  } catch {
-    // The table refuses usage it cannot price (a figure it finds inconsistent): unpriced, not $0.
-    return null;
-  }
-  if (!result || !Number.isFinite(result.total_price) || result.total_price < 0) return null;
-  return Math.round(result.total_price * 1_000_000);
-}
+// The pricing rule lives in protocol/price.ts: the collector's gateway reserves budget with it too.
+export { PRICE_TABLE_VERSION, priceCall, type RecordedUsage } from "../../protocol/price.ts";
 
 /** The UTC day (`YYYY-MM-DD`) of a time. */
 export function utcDay(ms: number): string {

@@ -113,9 +113,18 @@ export function exhaustedScopes(sql: SqlStorage, clauses: BudgetClause[], now: n
   );
 }
 
-/** Takes each run's day totals, keeping the larger of what is held and what arrives (totals only grow). */
-export function takeSpend(sql: SqlStorage, rows: RunSpend[]): void {
+/**
+ * Takes each run's day totals, keeping the larger of what is held and what arrives (totals only
+ * grow). What a run's total grew by is spend now priced that a lease of the run may still hold
+ * (the gateway leased it before the call, docs/api.md "Budget leases"): the run's unexpired
+ * leases shrink by it, soonest to expire first, never below 0, so a call is never counted twice.
+ */
+export function takeSpend(sql: SqlStorage, rows: RunSpend[], now: number): void {
+  const grew = new Map<string, number>();
   for (const r of rows) {
+    const held = sql.exec<{ microusd: number }>("SELECT microusd FROM run_spend WHERE run_id = ? AND day = ?", r.runId, r.day).toArray()[0];
+    const delta = r.microusd - (held?.microusd ?? 0);
+    if (delta > 0) grew.set(r.runId, (grew.get(r.runId) ?? 0) + delta);
     sql.exec(
       `INSERT INTO run_spend (run_id, day, host_id, microusd) VALUES (?, ?, ?, ?)
        ON CONFLICT (run_id, day) DO UPDATE SET microusd = max(microusd, excluded.microusd)`,
@@ -124,6 +133,25 @@ export function takeSpend(sql: SqlStorage, rows: RunSpend[]): void {
       r.hostId,
       r.microusd,
     );
+  }
+  for (const [runId, priced] of grew) shrinkLeases(sql, runId, priced, now);
+}
+
+/** Takes `microusd` off a run's unexpired leases, soonest to expire first, none below 0. */
+function shrinkLeases(sql: SqlStorage, runId: string, microusd: number, now: number): void {
+  let left = microusd;
+  const leases = sql
+    .exec<{ id: string; microusd: number }>(
+      "SELECT id, microusd FROM leases WHERE run_id = ? AND expires_ms > ? AND microusd > 0 ORDER BY expires_ms, id",
+      runId,
+      now,
+    )
+    .toArray();
+  for (const l of leases) {
+    if (left <= 0) break;
+    const take = Math.min(l.microusd, left);
+    sql.exec("UPDATE leases SET microusd = microusd - ? WHERE id = ?", take, l.id);
+    left -= take;
   }
 }
 

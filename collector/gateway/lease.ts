@@ -1,0 +1,314 @@
+import { BudgetLeaseGrant, ROUTES } from "../../protocol/index.ts";
+import { hostFetch } from "../lib/server.ts";
+import type { HostConfig } from "../lib/state.ts";
+
+/** What the server answered to a lease or a resize (docs/api.md, "Budget leases"). */
+export type LeaseReply =
+  | BudgetLeaseGrant
+  /** 409: the lease would pass a budget; `spent_microusd` counts the amount asked for. */
+  | { granted: false; exhausted: { budget: string; spent_microusd: number; limit_microusd: number } }
+  /** 404 to a resize: the lease expired or is unknown. */
+  | { granted: false; gone: true }
+  /** The server could not be asked (down, offline, a 5xx, an answer we cannot read). */
+  | { granted: false; unreachable: string };
+
+/** The server's budget leases, as the holder uses them. */
+export interface LeaseServer {
+  open(run: string, microusd: number, ttlMs: number): Promise<LeaseReply>;
+  resize(leaseId: string, addMicrousd: number, ttlMs: number): Promise<LeaseReply>;
+}
+
+/** What asking the server came to. */
+type Heard = "granted" | "refused" | "unreachable" | "nothing";
+
+/** A call's reservation, or why it has none. */
+export type Held = Reservation | { refused: string };
+
+/** A call's hold on its run's slice: taken before it is forwarded, given back by {@link BudgetLeases.done}. */
+export interface Reservation {
+  run: string;
+  /** What the call holds of the slice: its maximum cost, or 0 when it was let through unreserved (server unreachable). */
+  microusd: number;
+}
+
+export interface LeaseOptions {
+  /** How long each lease is held (renewed while its run makes calls). */
+  ttlMs: number;
+  /** A slice is this many times the largest maximum cost the run has asked for. */
+  sliceCalls: number;
+  /** A run with no call in flight and none for this long gives its lease back. */
+  idleMs: number;
+  /** After a refusal or an unreachable server, how long a call that does not fit is answered without asking again. */
+  retryMs: number;
+  now: () => number;
+  log: (msg: string) => void;
+}
+
+interface Slice {
+  run: string;
+  leaseId: string | null;
+  /** What the server's lease holds, as this side counts it (it mirrors the server: a priced call comes off both). */
+  held: number;
+  /** The maximum costs of the calls in flight. */
+  reserved: number;
+  /** The maximum costs of the calls waiting for the server. */
+  waiting: number;
+  expires: number;
+  asking: Promise<Heard> | null;
+  /** The last refusal (409) and when; the reason a call that does not fit is given. */
+  refused: { reason: string; at: number } | null;
+  /** When the server last could not be asked; calls are let through unreserved until it can. */
+  unreachable: number | null;
+  lastUse: number;
+  biggest: number;
+}
+
+const dollars = (microusd: number) => `$${(microusd / 1_000_000).toFixed(4)}`;
+
+/**
+ * The gateway's hold on each run's budget (docs/collector.md, "Budget reservations"): per run, a
+ * slice leased from the server; each call's maximum cost is reserved against it locally and
+ * synchronously, and replaced by the real cost when the call ends. The slice grows in the
+ * background before it runs out; a call waits for the server only when the slice cannot hold it
+ * (a run's first call, a burst past the slice). A priced call comes off the server's lease when
+ * its frame arrives there, and off this side's count when it ends, so it is never held twice.
+ * Idle and ended runs give back what they hold free; so does {@link stop}.
+ */
+export class BudgetLeases {
+  readonly #server: LeaseServer;
+  readonly #o: LeaseOptions;
+  readonly #slices = new Map<string, Slice>();
+
+  constructor(server: LeaseServer, options: Partial<LeaseOptions> = {}) {
+    this.#server = server;
+    this.#o = { ttlMs: 600_000, sliceCalls: 4, idleMs: 120_000, retryMs: 2000, now: Date.now, log: () => {}, ...options };
+  }
+
+  /** The run's slice as counted here (tests, `tacho status`). */
+  slice(run: string): { leaseId: string | null; held: number; reserved: number } | null {
+    const s = this.#slices.get(run);
+    return s ? { leaseId: s.leaseId, held: s.held, reserved: s.reserved } : null;
+  }
+
+  /**
+   * Reserves a call's maximum cost against its run's slice: at once when the slice holds it;
+   * otherwise after asking the server for more (the run's first call, a burst past the slice),
+   * one request at a time per run for all the calls waiting. The refusal's reason when the budget
+   * has no room. A server that cannot be asked lets the call through unreserved (fail open: the
+   * budget is then enforced after the fact, by the policy's exhausted budgets).
+   */
+  reserve(run: string, microusd: number): Held | Promise<Held> {
+    const s = this.#slice(run);
+    s.biggest = Math.max(s.biggest, microusd);
+    s.lastUse = this.#o.now();
+    const now = this.#fit(s, microusd);
+    if (now) return now;
+    if (!s.asking && this.#waitOut(s)) return this.#noRoom(s, run, microusd);
+    s.waiting += microusd;
+    return (async () => {
+      try {
+        // Each grant serves at least one waiting call, so this ends; a refusal or no answer ends it too.
+        for (;;) {
+          const heard = await this.#ask(s);
+          const fit = this.#fit(s, microusd);
+          if (fit) return fit;
+          if (heard !== "granted") return this.#noRoom(s, run, microusd);
+        }
+      } finally {
+        s.waiting -= microusd;
+      }
+    })();
+  }
+
+  /** The call ended: its reservation is replaced by its real cost, which the server takes off the lease once it prices the call. */
+  done(r: Reservation, realMicrousd: number): void {
+    const s = this.#slices.get(r.run);
+    if (!s) return;
+    s.reserved = Math.max(0, s.reserved - r.microusd);
+    s.held = Math.max(0, s.held - realMicrousd);
+    s.lastUse = this.#o.now();
+  }
+
+  /** Gives back the leases of runs that ended or went quiet; renews those whose calls still run. */
+  async sweep(ended: (run: string) => boolean = () => false): Promise<void> {
+    const now = this.#o.now();
+    const work: Promise<void>[] = [];
+    for (const s of this.#slices.values()) {
+      if (s.asking) continue;
+      if (s.reserved === 0 && (ended(s.run) || now - s.lastUse >= this.#o.idleMs)) work.push(this.#giveBack(s));
+      else if (s.leaseId !== null && s.expires - now < this.#o.ttlMs / 2) work.push(this.#renew(s).then(() => undefined));
+    }
+    await Promise.all(work);
+  }
+
+  /** Gives back what every slice holds free (the recorder stops). */
+  async stop(): Promise<void> {
+    await Promise.all([...this.#slices.values()].map((s) => (s.asking ?? Promise.resolve()).then(() => this.#giveBack(s))));
+  }
+
+  #fit(s: Slice, microusd: number): Reservation | null {
+    if (s.held - s.reserved < microusd) return null;
+    s.reserved += microusd;
+    this.#topUp(s);
+    return { run: s.run, microusd };
+  }
+
+  /** Whether the server refused or could not be asked moments ago (then it is not asked again yet). */
+  #waitOut(s: Slice): boolean {
+    const last = s.refused?.at ?? s.unreachable;
+    return last !== null && last !== undefined && this.#o.now() - last < this.#o.retryMs;
+  }
+
+  #noRoom(s: Slice, run: string, microusd: number): Held {
+    if (s.unreachable !== null) return { run, microusd: 0 };
+    const why = s.refused?.reason ?? "the workspace's budget has no room left";
+    return { refused: `${why}: this call may cost up to ${dollars(microusd)}` };
+  }
+
+  #slice(run: string): Slice {
+    let s = this.#slices.get(run);
+    if (s === undefined) {
+      s = {
+        run,
+        leaseId: null,
+        held: 0,
+        reserved: 0,
+        waiting: 0,
+        expires: 0,
+        asking: null,
+        refused: null,
+        unreachable: null,
+        lastUse: this.#o.now(),
+        biggest: 0,
+      };
+      this.#slices.set(run, s);
+    }
+    return s;
+  }
+
+  /** Grows the slice in the background when less than half of it is left, and renews a lease past half its life. */
+  #topUp(s: Slice): void {
+    if (s.asking || s.leaseId === null) return;
+    if (s.held - s.reserved < (this.#o.sliceCalls * s.biggest) / 2 && !this.#waitOut(s)) void this.#ask(s);
+    else if (s.expires - this.#o.now() < this.#o.ttlMs / 2) void this.#renew(s);
+  }
+
+  /** One request at a time per run: enough for the calls in flight and those waiting, plus a slice. */
+  #ask(s: Slice): Promise<Heard> {
+    if (s.asking) return s.asking;
+    s.asking = (async (): Promise<Heard> => {
+      const short = Math.max(0, s.reserved + s.waiting - s.held);
+      const want = short + this.#o.sliceCalls * s.biggest;
+      let reply = await this.#grow(s, want);
+      if (reply && !reply.granted && "exhausted" in reply) {
+        // The scope's room, from the refusal: ask for just that (it may still serve some waiting calls).
+        const room = reply.exhausted.limit_microusd - (reply.exhausted.spent_microusd - want);
+        if (room > 0 && room < want) reply = await this.#grow(s, room);
+      }
+      return reply ? this.#heard(s, reply) : "nothing";
+    })().finally(() => {
+      s.asking = null;
+    });
+    return s.asking;
+  }
+
+  /**
+   * Adds `add` to the run's lease (a new lease when it has none). What this side counts grows by
+   * `add`, not to the server's answer: the server's total still holds the calls it has not priced yet.
+   */
+  async #grow(s: Slice, add: number): Promise<LeaseReply | null> {
+    if (s.leaseId !== null) {
+      const reply = await this.#server.resize(s.leaseId, add, this.#o.ttlMs);
+      if (reply.granted) {
+        s.held += add;
+        s.expires = reply.expires_ms;
+        return reply;
+      }
+      if (!("gone" in reply)) return reply;
+      // Expired on the server: the calls in flight are held by nothing there; a new lease holds them again.
+      s.leaseId = null;
+      s.held = 0;
+      add += s.reserved;
+    }
+    if (add <= 0) return null;
+    const reply = await this.#server.open(s.run, add, this.#o.ttlMs);
+    if (reply.granted) {
+      s.leaseId = reply.lease_id;
+      s.held += add;
+      s.expires = reply.expires_ms;
+    }
+    return reply;
+  }
+
+  #heard(s: Slice, reply: LeaseReply): Heard {
+    const now = this.#o.now();
+    if (reply.granted) {
+      s.refused = null;
+      s.unreachable = null;
+      return "granted";
+    }
+    if ("exhausted" in reply) {
+      const e = reply.exhausted;
+      s.refused = { reason: `the budget ${e.budget} (${dollars(e.limit_microusd)}) has no room left for this call`, at: now };
+      s.unreachable = null;
+      return "refused";
+    }
+    if ("unreachable" in reply) {
+      if (s.unreachable === null)
+        this.#o.log(`budget lease for ${s.run}: server unreachable (${reply.unreachable}); calls go through unreserved`);
+      s.unreachable = now;
+      return "unreachable";
+    }
+    return "nothing";
+  }
+
+  /** Keeps the lease alive (its calls still run): the same amount, a new expiry. */
+  #renew(s: Slice): Promise<Heard> {
+    const id = s.leaseId;
+    if (s.asking || id === null) return s.asking ?? Promise.resolve("nothing");
+    s.asking = (async (): Promise<Heard> => {
+      const reply = await this.#server.resize(id, 0, this.#o.ttlMs);
+      if (reply.granted) s.expires = reply.expires_ms;
+      if (reply.granted || !("gone" in reply)) return this.#heard(s, reply);
+      // Expired: a call waiting on the renewal asks again, for a new lease.
+      s.leaseId = null;
+      s.held = 0;
+      return "granted";
+    })().finally(() => {
+      s.asking = null;
+    });
+    return s.asking;
+  }
+
+  /**
+   * Gives back what the slice holds free. Not a settle: the server's lease also still holds the
+   * calls that ended but that it has not priced yet (their frames on the way), and keeps holding
+   * them until it does (pricing takes them off) or the lease expires.
+   */
+  async #giveBack(s: Slice): Promise<void> {
+    this.#slices.delete(s.run);
+    if (s.leaseId !== null && s.held > 0) await this.#server.resize(s.leaseId, -s.held, this.#o.ttlMs);
+  }
+}
+
+/** The server's lease routes, host-signed (a lease call that cannot complete in `timeoutMs` counts as unreachable). */
+export function httpLeaseServer(host: HostConfig, timeoutMs = 5000): LeaseServer {
+  const call = async (method: "POST" | "PATCH", path: string, json?: unknown): Promise<LeaseReply> => {
+    try {
+      const body = json === undefined ? undefined : new TextEncoder().encode(JSON.stringify(json));
+      const res = await hostFetch(host, path, { method, body, headers: body ? { "content-type": "application/json" } : {}, timeoutMs });
+      const answer = (await res.json().catch(() => null)) as Record<string, unknown> | null;
+      if (res.status === 409 && answer?.error === "budget_exhausted") return { granted: false, exhausted: answer.exhausted as never };
+      if (res.status === 404 && method === "PATCH") return { granted: false, gone: true };
+      const grant = BudgetLeaseGrant.safeParse(answer);
+      if (res.ok && grant.success) return grant.data;
+      return { granted: false, unreachable: `${res.status} ${String(answer?.error ?? "")}`.trim() };
+    } catch (err) {
+      return { granted: false, unreachable: (err as Error).message };
+    }
+  };
+  return {
+    open: (run, microusd, ttlMs) => call("POST", ROUTES.budgetLease, { run, microusd, ttl_ms: ttlMs }),
+    resize: (id, add, ttlMs) => call("PATCH", ROUTES.budgetSettle(id), { add_microusd: add, ttl_ms: ttlMs }),
+  };
+}

@@ -1,0 +1,234 @@
+import { describe, expect, it } from "vitest";
+import { maxCostOf, roundUp } from "../../collector/gateway/cost.ts";
+import { readModelRequest, routeOf } from "../../collector/gateway/apis.ts";
+import { BudgetLeases, type Held, type LeaseReply, type LeaseServer, type Reservation } from "../../collector/gateway/lease.ts";
+import { priceCall } from "../../protocol/price.ts";
+
+/**
+ * The server's lease rules (workers/workspace-object.ts, tested with real Durable Objects in
+ * test/workers/budgets.test.ts) in memory, counting each request: one workspace budget, leases
+ * that hold budget until they expire, priced calls that come off their run's leases.
+ */
+class Server implements LeaseServer {
+  readonly leases = new Map<string, { run: string; microusd: number; expires: number }>();
+  readonly asked: string[] = [];
+  spent = 0;
+  down = false;
+  limit: number;
+  now = 0;
+  constructor(limit: number) {
+    this.limit = limit;
+  }
+  held(): number {
+    let n = this.spent;
+    for (const l of this.leases.values()) if (l.expires > this.now) n += l.microusd;
+    return n;
+  }
+  #check(add: number): LeaseReply | null {
+    if (this.down) return { granted: false, unreachable: "connect ECONNREFUSED" };
+    const after = this.held() + add;
+    return add > 0 && after > this.limit
+      ? { granted: false, exhausted: { budget: "daily", spent_microusd: after, limit_microusd: this.limit } }
+      : null;
+  }
+  async open(run: string, microusd: number, ttlMs: number): Promise<LeaseReply> {
+    this.asked.push(`open ${microusd}`);
+    const no = this.#check(microusd);
+    if (no) return no;
+    const id = `lease_${String(this.leases.size + 1).padStart(32, "0")}`;
+    this.leases.set(id, { run, microusd, expires: this.now + ttlMs });
+    return { granted: true, lease_id: id, microusd, expires_ms: this.now + ttlMs };
+  }
+  async resize(id: string, add: number, ttlMs: number): Promise<LeaseReply> {
+    this.asked.push(`resize ${add}`);
+    if (this.down) return { granted: false, unreachable: "connect ECONNREFUSED" };
+    const l = this.leases.get(id);
+    if (!l || l.expires <= this.now) return { granted: false, gone: true };
+    const no = this.#check(add);
+    if (no) return no;
+    l.microusd = Math.max(0, l.microusd + add);
+    l.expires = this.now + ttlMs;
+    return { granted: true, lease_id: id, microusd: l.microusd, expires_ms: l.expires };
+  }
+  /** A call's frame reached the server and was priced. */
+  price(run: string, microusd: number): void {
+    this.spent += microusd;
+    let left = microusd;
+    for (const l of this.leases.values()) {
+      if (l.run !== run || l.expires <= this.now) continue;
+      const take = Math.min(l.microusd, left);
+      l.microusd -= take;
+      left -= take;
+    }
+  }
+}
+
+const RUN = `run_${"a".repeat(32)}`;
+
+function holder(server: Server, o: { retryMs?: number; idleMs?: number } = {}) {
+  const logged: string[] = [];
+  const leases = new BudgetLeases(server, { now: () => server.now, ttlMs: 60_000, log: (m) => logged.push(m), ...o });
+  return { leases, logged };
+}
+
+function reserved(h: Held): Reservation {
+  if ("refused" in h) throw new Error(`refused: ${h.refused}`);
+  return h;
+}
+
+describe("the gateway's budget leases", () => {
+  it("makes a run's first call wait for a lease, then reserves locally with no request per call, and replaces a reservation with the real cost", async () => {
+    const server = new Server(1_000_000);
+    const { leases } = holder(server);
+    const first = leases.reserve(RUN, 1000);
+    expect(first).toBeInstanceOf(Promise);
+    const r1 = reserved(await first);
+    // The first lease holds the call plus a slice of four calls.
+    expect(server.asked).toEqual(["open 5000"]);
+    expect(leases.slice(RUN)).toMatchObject({ held: 5000, reserved: 1000 });
+    const r2 = leases.reserve(RUN, 1000);
+    expect(r2).toEqual({ run: RUN, microusd: 1000 });
+    expect(server.asked).toHaveLength(1);
+    leases.done(r1, 300);
+    leases.done(reserved(r2 as Held), 200);
+    expect(leases.slice(RUN)).toMatchObject({ held: 4500, reserved: 0 });
+    // The server prices the calls' frames: its lease shrinks by the same amounts, so nothing is held twice.
+    server.price(RUN, 500);
+    expect(server.held()).toBe(500 + 4500);
+  });
+
+  it("grows the slice in the background before it runs out, and renews a lease past half its life", async () => {
+    const server = new Server(1_000_000);
+    const { leases } = holder(server);
+    reserved(await leases.reserve(RUN, 1000));
+    reserved(leases.reserve(RUN, 1000) as Held);
+    reserved(leases.reserve(RUN, 1000) as Held);
+    expect(server.asked).toEqual(["open 5000"]);
+    // Less than half a slice (2000) free after this one: a resize goes out, the call does not wait for it.
+    const fourth = leases.reserve(RUN, 1000);
+    expect(fourth).not.toBeInstanceOf(Promise);
+    expect(server.asked).toEqual(["open 5000", "resize 4000"]);
+    await new Promise((r) => setImmediate(r));
+    expect(leases.slice(RUN)).toMatchObject({ held: 9000, reserved: 4000 });
+    server.now += 40_000;
+    reserved(leases.reserve(RUN, 1000) as Held);
+    expect(server.asked.at(-1)).toBe("resize 0");
+    // A call that does not fit while a renewal is out waits for it, then for the growth it needs.
+    server.now += 1;
+    expect(reserved(await leases.reserve(RUN, 20_000)).microusd).toBe(20_000);
+    expect(server.asked.slice(-2)).toEqual(["resize 0", "resize 96000"]);
+  });
+
+  it("serves a burst past the slice with one request for all the waiting calls", async () => {
+    const server = new Server(1_000_000);
+    const { leases } = holder(server);
+    const burst = await Promise.all(Array.from({ length: 20 }, () => leases.reserve(RUN, 1000)));
+    expect(burst.every((h) => !("refused" in h))).toBe(true);
+    expect(server.asked.length).toBeLessThanOrEqual(2);
+    expect(leases.slice(RUN)?.reserved).toBe(20_000);
+    expect(server.held()).toBeLessThanOrEqual(server.limit);
+  });
+
+  it("refuses a call the budget has no room for, after taking what room is left, and says which budget", async () => {
+    const server = new Server(7000);
+    const { leases } = holder(server, { retryMs: 1000 });
+    const held = await Promise.all(Array.from({ length: 9 }, () => leases.reserve(RUN, 1000)));
+    const granted = held.filter((h) => !("refused" in h));
+    const refused = held.filter((h): h is { refused: string } => "refused" in h);
+    // The whole budget is reserved, never more.
+    expect(granted).toHaveLength(7);
+    expect(server.held()).toBe(7000);
+    expect(refused).toHaveLength(2);
+    expect(refused[0]?.refused).toMatch(
+      /the budget daily \(\$0\.0070\) has no room left for this call: this call may cost up to \$0\.0010/,
+    );
+    // Within the retry window a call that does not fit is refused without asking again.
+    const asked = server.asked.length;
+    expect(leases.reserve(RUN, 1000)).toMatchObject({ refused: expect.stringContaining("daily") });
+    expect(server.asked).toHaveLength(asked);
+    // Calls end and are priced: after the window, the room they left is leased again.
+    for (const r of granted) leases.done(r as Reservation, 500);
+    server.price(RUN, 3500);
+    server.now += 1000;
+    expect(reserved(await leases.reserve(RUN, 1000)).microusd).toBe(1000);
+  });
+
+  it("leases again when the server's lease expired, holding the calls still in flight", async () => {
+    const server = new Server(1_000_000);
+    const { leases } = holder(server);
+    reserved(await leases.reserve(RUN, 1000));
+    server.now += 61_000;
+    // 5000 held, 1000 reserved, a call of 5000 does not fit: the resize (the 1000 short, and a slice of 4 × 5000) finds the lease gone.
+    reserved(await leases.reserve(RUN, 5000));
+    expect(server.asked).toEqual(["open 5000", "resize 21000", "open 22000"]);
+    expect(leases.slice(RUN)).toMatchObject({ held: 22_000, reserved: 6000 });
+    expect(server.held()).toBe(22_000);
+  });
+
+  it("lets calls through unreserved while the server cannot be asked (fail open), logs it once, and reserves again once it answers", async () => {
+    const server = new Server(1_000_000);
+    server.down = true;
+    const { leases, logged } = holder(server, { retryMs: 1000 });
+    expect(await leases.reserve(RUN, 1000)).toEqual({ run: RUN, microusd: 0 });
+    // Within the retry window: no request, no wait.
+    expect(leases.reserve(RUN, 1000)).toEqual({ run: RUN, microusd: 0 });
+    expect(server.asked).toEqual(["open 5000"]);
+    expect(logged).toEqual([expect.stringContaining("server unreachable (connect ECONNREFUSED)")]);
+    server.down = false;
+    server.now += 1000;
+    expect(await leases.reserve(RUN, 1000)).toEqual({ run: RUN, microusd: 1000 });
+  });
+
+  it("gives back what a quiet or ended run holds free, keeping on the server what it has not priced yet", async () => {
+    const server = new Server(1_000_000);
+    const { leases } = holder(server, { idleMs: 10_000 });
+    const other = `run_${"b".repeat(32)}`;
+    const r = reserved(await leases.reserve(RUN, 1000));
+    reserved(await leases.reserve(other, 2000));
+    leases.done(r, 400);
+    // A run with a call in flight keeps its slice; the ended one gives back all but the 400 not priced yet.
+    await leases.sweep((run) => run === RUN);
+    expect(leases.slice(RUN)).toBeNull();
+    expect(leases.slice(other)).not.toBeNull();
+    expect(server.held()).toBe(400 + 10_000);
+    server.price(RUN, 400);
+    expect(server.held()).toBe(400 + 10_000);
+    // The other run goes quiet only once its call ended.
+    server.now += 10_000;
+    await leases.sweep();
+    expect(leases.slice(other)).not.toBeNull();
+    await leases.stop();
+    expect(server.held()).toBe(400);
+  });
+});
+
+describe("a call's maximum cost", () => {
+  const at = new Date("2026-11-01T00:00:00Z");
+  const messages = routeOf("POST", "/v1/messages") as { api: Parameters<typeof maxCostOf>[0] };
+  const responses = routeOf("POST", "/v1/responses") as { api: Parameters<typeof maxCostOf>[0] };
+
+  it("counts a token per request byte at the dearer input rate, and the request's output cap", () => {
+    const body = Buffer.from(JSON.stringify({ model: "claude-sonnet-4-5", max_tokens: 1000, messages: [{ role: "user", content: "hi" }] }));
+    const mr = readModelRequest(messages.api, body);
+    expect(mr.maxOutputTokens).toBe(1000);
+    // Both rounded up to four significant binary digits (at most 12.5% more), the price cache's buckets.
+    const [input, output] = [roundUp(body.length), roundUp(1000)];
+    expect(input).toBeGreaterThanOrEqual(body.length);
+    expect(input).toBeLessThanOrEqual(body.length * 1.125);
+    expect(output).toBe(1024);
+    const asInput = priceCall("anthropic", "claude-sonnet-4-5", { input_tokens: input, output_tokens: output }, at)!;
+    const asWrite = priceCall("anthropic", "claude-sonnet-4-5", { input_tokens: 0, cache_write_tokens: input, output_tokens: output }, at)!;
+    expect(asWrite).toBeGreaterThan(asInput);
+    expect(maxCostOf(messages.api, mr, at)).toBe(asWrite);
+    // A call of the same size, from the cache: the same answer.
+    expect(maxCostOf(messages.api, readModelRequest(messages.api, Buffer.from(body)), at)).toBe(asWrite);
+  });
+
+  it("takes the vendor's default output when the request sets no cap, and none for a model the table does not know", () => {
+    const body = Buffer.from(JSON.stringify({ model: "gpt-5-codex", input: "hi", stream: true }));
+    const cost = maxCostOf(responses.api, readModelRequest(responses.api, body), at);
+    expect(cost).toBe(priceCall("openai", "gpt-5-codex", { input_tokens: roundUp(body.length), output_tokens: 16_384 }, at));
+    const unknown = Buffer.from(JSON.stringify({ model: "no-such-model", input: "hi" }));
+    expect(maxCostOf(responses.api, readModelRequest(responses.api, unknown), at)).toBeNull();
+  });
+});
