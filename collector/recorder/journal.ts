@@ -98,6 +98,8 @@ type Line =
     };
 
 const COMPACT_AFTER_LINES = 2000;
+/** Deferred entries a chain may hold (a disk that keeps failing): past it, an entry is written at once, and its failure seen. */
+export const MAX_DEFERRED = 1024;
 
 /**
  * The recorder's durable state: one append-only JSONL file per chain under journal/, bodies
@@ -204,7 +206,7 @@ export class Journal {
    */
   commit(rec: ChainRecord, entry: Entry, before: WriterState, deferred?: BodyBytes[]): void {
     const line = { k: "ev" as const, ...entry, w: rec.writer.state };
-    if (deferred) {
+    if (deferred && rec.deferred.length < MAX_DEFERRED) {
       const bytes = Buffer.from(`${JSON.stringify(line)}\n`);
       rec.size += bytes.length;
       rec.lines++;
@@ -215,6 +217,7 @@ export class Journal {
       return;
     }
     try {
+      for (const b of deferred ?? []) this.putBody(b.sha, b.bytes);
       this.#write(rec, line);
     } catch (err) {
       rec.writer = new ChainWriter(before);
@@ -278,7 +281,11 @@ export class Journal {
   }
 
   close(): void {
-    this.flushSync();
+    try {
+      this.flushSync();
+    } catch (err) {
+      this.onError(err as Error);
+    }
     this.#closed = true;
     // A group commit still under way closes its chain's fd when it ends.
     for (const rec of this.chains.values()) if (!rec.flushing) closeSync(rec.fd);

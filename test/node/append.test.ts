@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import { parseLock, runIdFor, verifyChain } from "../../protocol/index.ts";
 import { appendSteps } from "../../collector/recorder/append.ts";
 import { makeBody } from "../../collector/recorder/bodies.ts";
-import { Journal } from "../../collector/recorder/journal.ts";
+import { Journal, MAX_DEFERRED } from "../../collector/recorder/journal.ts";
 import type { Step } from "../../collector/recorder/mapper.ts";
 import { HOST_SECRET } from "../support/sample-run.ts";
 
@@ -135,6 +135,22 @@ describe("appendSteps, deferred (the gateway)", () => {
     expect(again.chains.get(RUN3)!.frames).toEqual(rec.frames);
     expect(again.chains.get(RUN3)!.writer.state.final).toBe(true);
     again.close();
+  });
+
+  it("a chain holds at most MAX_DEFERRED entries waiting: the next one is written at once, with all those before it", () => {
+    const dir = mkdtempSync(join(tmpdir(), "oxagen-append-"));
+    const journal = new Journal(dir);
+    const rec = journal.open(RUN3, { harness: "custom", agent: null, session_id: "s3" });
+    for (let i = 0; i < MAX_DEFERRED; i++)
+      appendSteps(journal, rec, [gap(`call ${i}`)], { t: 20, lock: false, final: false, key, defer: true });
+    expect(rec.deferred).toHaveLength(MAX_DEFERRED);
+    expect(lines(dir, RUN3)).toHaveLength(1);
+    appendSteps(journal, rec, [call("one more")], { t: 20, lock: false, final: false, key, id: "gw-last", defer: true });
+    expect(rec.deferred).toEqual([]);
+    expect(rec.frames).toHaveLength(MAX_DEFERRED + 1);
+    expect(lines(dir, RUN3)).toHaveLength(MAX_DEFERRED + 2);
+    expect(journal.body(rec.bodies[0]!.sha)?.toString()).toBe("one more");
+    journal.close();
   });
 
   it("a lock is never deferred", () => {
