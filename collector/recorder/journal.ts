@@ -328,6 +328,8 @@ export class Journal {
     this.#flushScheduled = true;
     setImmediate(() => {
       this.#flushScheduled = false;
+      // Closed: its fds may already be another file's.
+      if (this.#closed) return;
       for (const rec of this.chains.values()) if (rec.deferred.length && !rec.flushing) void this.#flush(rec);
     });
   }
