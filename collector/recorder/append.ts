@@ -1,5 +1,5 @@
 import { ChainWriter, type FrameKind, type Payload, type SignedLock } from "../../protocol/index.ts";
-import type { ChainRecord, Journal, JournalFrame, PendingBody } from "./journal.ts";
+import type { BodyBytes, ChainRecord, Journal, JournalFrame, PendingBody } from "./journal.ts";
 import type { Step } from "./mapper.ts";
 
 /** The host's signing identity, for the lock that may close an append. */
@@ -20,20 +20,28 @@ export interface AppendOptions {
   /** The event id this entry records exactly once, and the answer it gave. */
   id?: string | null;
   answer?: unknown;
+  /**
+   * Durable by the journal's next group commit instead of before this returns (the gateway's calls,
+   * whose client already has its answer): the steps take their place in the chain and their id now.
+   */
+  defer?: boolean;
 }
 
 /**
  * Appends steps to a chain and makes them durable as one journal entry: each step's frame, its
  * bodies on disk, then an optional lock. All or nothing: when a step is refused (a payload over the
  * limit, a final chain) the writer goes back to where it was and nothing is written. The one append
- * path of the recorder (hooks, usage logs, timers) and of `oxagen agent backfill`.
+ * path of the recorder (hooks, usage logs, timers, the gateway with `defer`) and of `oxagen agent backfill`.
  */
 export function appendSteps(journal: Journal, rec: ChainRecord, steps: (Step & { t?: number })[], opts: AppendOptions): JournalFrame[] {
   const before = rec.writer.state;
   let t = Math.max(opts.t, rec.lastT);
   const frames: JournalFrame[] = [];
   const bodies: PendingBody[] = [];
+  const bytes: BodyBytes[] = [];
   const locks: SignedLock[] = [];
+  // A lock is never deferred: it covers only durable frames.
+  const defer = opts.defer === true && !opts.lock;
   try {
     for (const s of steps) {
       t = Math.max(t, s.t ?? t);
@@ -41,7 +49,8 @@ export function appendSteps(journal: Journal, rec: ChainRecord, steps: (Step & {
       frames.push({ ...frame, hash });
       for (const b of s.bodies) {
         if (!b.bytes) continue;
-        journal.putBody(b.ref.sha256, b.bytes);
+        if (defer) bytes.push({ sha: b.ref.sha256, bytes: b.bytes });
+        else journal.putBody(b.ref.sha256, b.bytes);
         bodies.push({ sha: b.ref.sha256, role: b.ref.role, seq: frame.seq });
       }
     }
@@ -52,6 +61,7 @@ export function appendSteps(journal: Journal, rec: ChainRecord, steps: (Step & {
     throw err;
   }
   const id = opts.id ?? null;
-  journal.commit(rec, { ...(id !== null ? { id, answer: opts.answer ?? {} } : {}), frames, locks, bodies }, before);
+  const entry = { ...(id !== null ? { id, answer: opts.answer ?? {} } : {}), frames, locks, bodies };
+  journal.commit(rec, entry, before, defer ? bytes : undefined);
   return frames;
 }

@@ -1,5 +1,6 @@
 import {
   closeSync,
+  constants,
   existsSync,
   fstatSync,
   fsyncSync,
@@ -12,7 +13,9 @@ import {
   rmSync,
   writeSync,
 } from "node:fs";
+import { fsync as fsyncCb, open as openCb, close as closeCb, write as writeCb, rename as renameCb } from "node:fs";
 import { join } from "node:path";
+import { promisify } from "node:util";
 import { ChainWriter, type Frame, type SignedLock, type WriterState } from "../../protocol/index.ts";
 
 /** What a chain part says about its run (RunMeta in protocol/api.ts); null for the host chain. */
@@ -52,6 +55,30 @@ export interface ChainRecord {
   lastT: number;
   fd: number;
   lines: number;
+  /** The file's length, counting the lines of deferred entries not yet known durable. */
+  size: number;
+  /** Where the durable part of the file ends: the deferred entries' lines follow it, in order. */
+  durable: number;
+  /** Entries appended in deferred mode (the gateway's), in chain order, not yet durable. */
+  deferred: Deferred[];
+  /** A group commit of this chain is under way (its fd must stay open). */
+  flushing: boolean;
+  /** Bumped when a failed write cut the file back: a group commit begun before must not mark its lines durable. */
+  epoch: number;
+}
+
+/** A body's bytes a deferred entry still has to make durable, before its line. */
+export interface BodyBytes {
+  sha: string;
+  bytes: Uint8Array;
+}
+
+interface Deferred {
+  /** The file offset just past its line. */
+  end: number;
+  line: Buffer;
+  entry: Entry;
+  bodies: BodyBytes[];
 }
 
 type Line =
@@ -71,12 +98,15 @@ type Line =
     };
 
 const COMPACT_AFTER_LINES = 2000;
+/** Deferred entries a chain may hold (a disk that keeps failing): past it, an entry is written at once, and its failure seen. */
+export const MAX_DEFERRED = 1024;
 
 /**
  * The recorder's durable state: one append-only JSONL file per chain under journal/, bodies
  * waiting to ship under journal/bodies/. Every line is written and fsync'd before the hook that
- * caused it is answered; one line per event makes an event all-or-nothing (a torn last line is
- * cut off on load). Acknowledged frames leave the file when it is compacted (temp + rename).
+ * caused it is answered (the gateway's deferred entries: by a group commit just after its client
+ * had its answer); one line per event makes an event all-or-nothing (a torn last line is cut off
+ * on load). Acknowledged frames leave the file when it is compacted (temp + rename).
  */
 export class Journal {
   readonly dir: string;
@@ -90,7 +120,16 @@ export class Journal {
       if (name.endsWith(".jsonl")) this.#load(name.slice(0, -".jsonl".length));
       else if (name.endsWith(".tmp")) rmSync(join(dir, name), { force: true });
     }
+    for (const name of readdirSync(join(dir, "bodies"))) if (name.endsWith(".tmp")) rmSync(join(dir, "bodies", name), { force: true });
   }
+
+  /** Told when deferred entries became durable (their frames may ship now). */
+  onDurable: () => void = () => {};
+  /** Told when a group commit failed (it is retried, and any synchronous write makes those entries durable first). */
+  onError: (err: Error) => void = () => {};
+  #flushScheduled = false;
+  #tmp = 0;
+  #closed = false;
 
   /** The answer given to an event id already recorded, if any. */
   answered(id: string): unknown {
@@ -106,7 +145,7 @@ export class Journal {
     const existing = this.chains.get(chain);
     if (existing) return existing;
     const path = this.#path(chain);
-    const fd = openSync(path, "a", 0o600);
+    const fd = openAppendable(path);
     const rec: ChainRecord = {
       chain,
       run,
@@ -119,7 +158,13 @@ export class Journal {
       lastT: 0,
       fd,
       lines: 0,
+      size: fstatSync(fd).size,
+      durable: 0,
+      deferred: [],
+      flushing: false,
+      epoch: 0,
     };
+    rec.durable = rec.size;
     this.#write(rec, { k: "open", run, w: rec.writer.state });
     fsyncDir(this.dir);
     this.chains.set(chain, rec);
@@ -130,7 +175,7 @@ export class Journal {
   putBody(sha: string, bytes: Uint8Array): void {
     const path = join(this.dir, "bodies", sha);
     if (existsSync(path)) return;
-    const tmp = `${path}.tmp`;
+    const tmp = `${path}.${++this.#tmp}.tmp`;
     const fd = openSync(tmp, "w", 0o600);
     try {
       writeSync(fd, bytes);
@@ -152,15 +197,43 @@ export class Journal {
   /**
    * Makes an entry durable, then applies it in memory. The frames and locks must already have
    * been produced by `rec.writer`; on a failed write the writer is rolled back to `before`.
+   *
+   * With `deferred` (the gateway's calls: their client has its answer already) the entry takes its
+   * place in the chain and its id now (`has` sees it), and becomes durable with every other
+   * deferred entry of the moment in one group commit off the event loop: its bodies, then its line,
+   * one fsync. Until then its frames are not in `rec.frames` (nothing ships or is locked that is not
+   * durable), and any synchronous write to the chain writes the deferred lines first.
    */
-  commit(rec: ChainRecord, entry: Entry, before: WriterState): void {
+  commit(rec: ChainRecord, entry: Entry, before: WriterState, deferred?: BodyBytes[]): void {
+    const line = { k: "ev" as const, ...entry, w: rec.writer.state };
+    if (deferred && rec.deferred.length < MAX_DEFERRED) {
+      const bytes = Buffer.from(`${JSON.stringify(line)}\n`);
+      rec.size += bytes.length;
+      rec.lines++;
+      rec.deferred.push({ end: rec.size, line: bytes, entry, bodies: deferred });
+      for (const f of entry.frames) rec.lastT = Math.max(rec.lastT, f.t);
+      this.#claim(rec, entry);
+      this.#scheduleFlush();
+      return;
+    }
     try {
-      this.#write(rec, { k: "ev", ...entry, w: rec.writer.state });
+      for (const b of deferred ?? []) this.putBody(b.sha, b.bytes);
+      this.#write(rec, line);
     } catch (err) {
       rec.writer = new ChainWriter(before);
       throw err;
     }
     this.#apply(rec, entry);
+  }
+
+  /** Makes every deferred entry durable now, on this thread (at stop, and before reading the files back). */
+  flushSync(): void {
+    for (const rec of this.chains.values()) if (rec.deferred.length) this.#write(rec, null);
+  }
+
+  /** Resolves once no deferred entry is waiting and no group commit is under way. */
+  async settled(): Promise<void> {
+    while ([...this.chains.values()].some((r) => r.deferred.length || r.flushing)) await new Promise((r) => setTimeout(r, 1));
   }
 
   /** Records what the server acknowledged, then compacts when the file has grown. */
@@ -174,6 +247,9 @@ export class Journal {
 
   /** Rewrites a chain's file as one snapshot line: its state, its ids, what is still pending. */
   compact(rec: ChainRecord): void {
+    // A group commit holds the file's fd: compact at a later ack.
+    if (rec.flushing) return;
+    if (rec.deferred.length) this.#write(rec, null);
     const path = this.#path(rec.chain);
     const tmp = `${path}.tmp`;
     const fd = openSync(tmp, "w", 0o600);
@@ -188,8 +264,9 @@ export class Journal {
       ids: [...rec.ids],
       lastT: rec.lastT,
     };
+    const bytes = Buffer.from(`${JSON.stringify(snap)}\n`);
     try {
-      writeSync(fd, `${JSON.stringify(snap)}\n`);
+      writeAll(fd, bytes, 0);
       fsyncSync(fd);
     } finally {
       closeSync(fd);
@@ -197,13 +274,21 @@ export class Journal {
     renameSync(tmp, path);
     fsyncDir(this.dir);
     closeSync(rec.fd);
-    rec.fd = openSync(path, "a", 0o600);
+    rec.fd = openAppendable(path);
+    rec.size = rec.durable = bytes.length;
     rec.lines = 1;
     this.#collectBodies();
   }
 
   close(): void {
-    for (const rec of this.chains.values()) closeSync(rec.fd);
+    try {
+      this.flushSync();
+    } catch (err) {
+      this.onError(err as Error);
+    }
+    this.#closed = true;
+    // A group commit still under way closes its chain's fd when it ends.
+    for (const rec of this.chains.values()) if (!rec.flushing) closeSync(rec.fd);
   }
 
   #path(chain: string): string {
@@ -211,22 +296,110 @@ export class Journal {
   }
 
   // A short or failed write must leave no partial line: loading stops at the first bad line and
-  // would drop every later (answered) event with it.
-  #write(rec: ChainRecord, line: Line): void {
-    const bytes = Buffer.from(`${JSON.stringify(line)}\n`);
-    const size = fstatSync(rec.fd).size;
+  // would drop every later (answered) event with it. Deferred lines go first (their bodies before
+  // them), so the file keeps the chain's order and a lock never covers a frame that is not durable.
+  // Lines are written at their own offsets (the fd is not O_APPEND): a group commit under way writes
+  // the same bytes at the same place.
+  #write(rec: ChainRecord, line: Line | null): void {
+    const pending = rec.deferred;
+    for (const d of pending) for (const b of d.bodies) this.putBody(b.sha, b.bytes);
+    const bytes = Buffer.concat([...pending.map((d) => d.line), ...(line ? [Buffer.from(`${JSON.stringify(line)}\n`)] : [])]);
+    const at = rec.durable;
     try {
-      if (writeSync(rec.fd, bytes) !== bytes.length) throw new Error("short write to the journal");
+      writeAll(rec.fd, bytes, at);
       fsyncSync(rec.fd);
     } catch (err) {
+      rec.epoch++;
       try {
-        ftruncateSync(rec.fd, size);
+        ftruncateSync(rec.fd, at);
       } catch {
         // The next load cuts a torn last line anyway.
       }
       throw err;
     }
-    rec.lines++;
+    rec.durable = at + bytes.length;
+    rec.size = Math.max(rec.size, rec.durable);
+    if (line) rec.lines++;
+    this.#settle(rec);
+  }
+
+  #scheduleFlush(): void {
+    if (this.#flushScheduled) return;
+    this.#flushScheduled = true;
+    setImmediate(() => {
+      this.#flushScheduled = false;
+      // Closed: its fds may already be another file's.
+      if (this.#closed) return;
+      for (const rec of this.chains.values()) if (rec.deferred.length && !rec.flushing) void this.#flush(rec);
+    });
+  }
+
+  // One group commit of a chain: the bodies of every deferred entry so far, then their lines in one
+  // write, one fsync, all on the threadpool. Entries deferred meanwhile go in the next one.
+  async #flush(rec: ChainRecord): Promise<void> {
+    rec.flushing = true;
+    const batch = rec.deferred.slice();
+    const end = batch.at(-1)!.end;
+    const epoch = rec.epoch;
+    let failed: Error | null = null;
+    try {
+      await Promise.all(batch.flatMap((d) => d.bodies).map((b) => this.#putBodyAsync(b)));
+      // A synchronous write may have made some (or all) of them durable meanwhile.
+      const todo = rec.deferred.filter((d) => d.end <= end);
+      if (todo.length && rec.epoch === epoch) {
+        const at = rec.durable;
+        const bytes = Buffer.concat(todo.map((d) => d.line));
+        let off = 0;
+        while (off < bytes.length) off += (await writeAsync(rec.fd, bytes, off, bytes.length - off, at + off)).bytesWritten;
+        await fsyncAsync(rec.fd);
+        if (rec.epoch === epoch && rec.durable < at + bytes.length) {
+          rec.durable = at + bytes.length;
+          this.#settle(rec);
+        }
+      }
+    } catch (err) {
+      failed = err as Error;
+    }
+    rec.flushing = false;
+    if (this.#closed) {
+      closeSync(rec.fd);
+      return;
+    }
+    if (failed) {
+      this.onError(failed);
+      setTimeout(() => this.#scheduleFlush(), 1000).unref();
+    } else if (rec.deferred.length) this.#scheduleFlush();
+  }
+
+  async #putBodyAsync(b: BodyBytes): Promise<void> {
+    const path = join(this.dir, "bodies", b.sha);
+    if (existsSync(path)) return;
+    const tmp = `${path}.${++this.#tmp}.tmp`;
+    const fd = await openAsync(tmp, "w", 0o600);
+    try {
+      let off = 0;
+      while (off < b.bytes.length) off += (await writeAsync(fd, b.bytes, off, b.bytes.length - off, off)).bytesWritten;
+      await fsyncAsync(fd);
+    } finally {
+      await closeAsync(fd);
+    }
+    await renameAsync(tmp, path);
+  }
+
+  // Deferred entries whose lines are now durable join the record: their frames may ship.
+  #settle(rec: ChainRecord): void {
+    let n = 0;
+    while (rec.deferred.length && rec.deferred[0]!.end <= rec.durable) {
+      this.#apply(rec, rec.deferred.shift()!.entry);
+      n++;
+    }
+    if (n) this.onDurable();
+  }
+
+  #claim(rec: ChainRecord, e: Entry): void {
+    if (e.id === undefined) return;
+    rec.ids.set(e.id, e.answer ?? {});
+    this.#ids.set(e.id, e.answer ?? {});
   }
 
   #apply(rec: ChainRecord, e: Entry): void {
@@ -234,10 +407,7 @@ export class Journal {
     rec.locks.push(...e.locks);
     rec.bodies.push(...e.bodies);
     for (const f of e.frames) rec.lastT = Math.max(rec.lastT, f.t);
-    if (e.id !== undefined) {
-      rec.ids.set(e.id, e.answer ?? {});
-      this.#ids.set(e.id, e.answer ?? {});
-    }
+    this.#claim(rec, e);
   }
 
   #applyAck(rec: ChainRecord, a: Ack): void {
@@ -285,7 +455,8 @@ export class Journal {
       rmSync(path, { force: true });
       return;
     }
-    rec.fd = openSync(path, "a", 0o600);
+    rec.fd = openAppendable(path);
+    rec.size = rec.durable = Buffer.byteLength(text.slice(0, good));
     this.chains.set(chain, rec);
     for (const [id, answer] of rec.ids) this.#ids.set(id, answer);
   }
@@ -304,6 +475,11 @@ export class Journal {
         lastT: 0,
         fd: -1,
         lines: 0,
+        size: 0,
+        durable: 0,
+        deferred: [],
+        flushing: false,
+        epoch: 0,
       };
       if (line.k === "snap") {
         Object.assign(r, {
@@ -353,6 +529,31 @@ function dropAcked(rec: ChainRecord, a: Ack): void {
 /** The lock_seq of a signed lock (its payload is Record JSON). */
 export function lockSeqOf(lock: SignedLock): number {
   return (JSON.parse(lock.payload) as { lock_seq: number }).lock_seq;
+}
+
+const openAsync = promisify(openCb);
+const writeAsync = promisify(writeCb) as (
+  fd: number,
+  b: Uint8Array,
+  off: number,
+  len: number,
+  pos: number,
+) => Promise<{ bytesWritten: number }>;
+const fsyncAsync = promisify(fsyncCb);
+const closeAsync = promisify(closeCb);
+const renameAsync = promisify(renameCb);
+
+// Not O_APPEND: every line is written at its own offset (Linux appends a pwrite to an O_APPEND fd).
+function openAppendable(path: string): number {
+  return openSync(path, constants.O_WRONLY | constants.O_CREAT, 0o600);
+}
+
+function writeAll(fd: number, bytes: Uint8Array, at: number): void {
+  for (let off = 0; off < bytes.length; ) {
+    const n = writeSync(fd, bytes, off, bytes.length - off, at + off);
+    if (n <= 0) throw new Error("short write to the journal");
+    off += n;
+  }
 }
 
 function fsyncDir(dir: string): void {

@@ -75,6 +75,8 @@ export class Recorder {
     this.host = host;
     this.policy = policy;
     this.#secret = fromHex(host.secret_key, 32);
+    journal.onDurable = () => this.onChange();
+    journal.onError = (err) => this.log(`the journal's group commit failed (retrying): ${err.message}`);
     for (const k of host.previous_keys ?? []) for (const chain of k.chains) this.#chainKeys.set(chain, fromHex(k.secret_key, 32));
   }
 
@@ -163,17 +165,22 @@ export class Recorder {
     return true;
   }
 
-  /** Frames from the recorder's second sources (usage logs, worktree), appended once per `id`; false when not appended. */
-  record(rec: ChainRecord, steps: Step[], t: number, id: string | null): boolean {
+  /**
+   * Frames from the recorder's second sources (usage logs, worktree, the gateway), appended once per
+   * `id`; false when not appended. `defer`: durable by the journal's next group commit (appendSteps).
+   */
+  record(rec: ChainRecord, steps: Step[], t: number, id: string | null, defer = false): boolean {
     if (rec.writer.state.final || (id !== null && this.journal.has(id))) return false;
-    this.#commit(rec, steps, t, { id, final: false });
-    this.onChange();
+    this.#commit(rec, steps, t, { id, final: false, defer });
+    if (!defer) this.onChange();
     return true;
   }
 
   /**
    * Frames of the gateway: on the current run of the session a call named in its headers (opened
    * if new, as a hook would), or on the computer's own chain for a call that names none. Once per `id`.
+   * Deferred (the caller already has its answer): the frames and the id are taken now, in chain
+   * order, and made durable by the journal's group commit just after (docs/collector.md, "The journal").
    */
   recordGateway(session: GatewaySessionRef | null, steps: Step[], t: number, id: string | null): boolean {
     const req = session ? gatewayRequest(session, t) : null;
@@ -182,7 +189,7 @@ export class Recorder {
       req && current
         ? this.#open(current.chain, current.run, current, inRun(req, current))
         : this.journal.open(hostChainId(this.host.host_id), null);
-    return this.record(rec, steps, t, id);
+    return this.record(rec, steps, t, id, true);
   }
 
   /** The run a session named by the gateway belongs to now; null when it names none. */
@@ -295,7 +302,12 @@ export class Recorder {
     return [...this.journal.chains.values()].filter((r) => r.run !== null && !r.writer.state.final);
   }
 
-  #commit(rec: ChainRecord, steps: Step[], t0: number, opts: { id: string | null; answer?: unknown; final: boolean }): void {
+  #commit(
+    rec: ChainRecord,
+    steps: Step[],
+    t0: number,
+    opts: { id: string | null; answer?: unknown; final: boolean; defer?: boolean },
+  ): void {
     const key = { secretKey: this.#chainKeys.get(rec.chain) ?? this.#secret, hostId: this.host.host_id };
     appendSteps(this.journal, rec, steps, {
       t: t0,
@@ -304,6 +316,7 @@ export class Recorder {
       key,
       id: opts.id,
       answer: opts.answer,
+      defer: opts.defer,
     });
   }
 }

@@ -1,12 +1,13 @@
 // The one append path the recorder and `oxagen agent backfill` share.
-import { mkdtempSync, readFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { parseLock, runIdFor, verifyChain } from "../../protocol/index.ts";
 import { appendSteps } from "../../collector/recorder/append.ts";
 import { makeBody } from "../../collector/recorder/bodies.ts";
-import { Journal } from "../../collector/recorder/journal.ts";
+import { Journal, MAX_DEFERRED } from "../../collector/recorder/journal.ts";
 import type { Step } from "../../collector/recorder/mapper.ts";
 import { HOST_SECRET } from "../support/sample-run.ts";
 
@@ -61,6 +62,160 @@ describe("appendSteps", () => {
     expect(rec.locks.map(parseLock)).toEqual([expect.objectContaining({ final: true, count: 3, t: 5_000 })]);
     expect(rec.bodies).toEqual([{ sha: body.ref.sha256, role: "prompt", seq: 1 }]);
     expect(journal.body(body.ref.sha256)?.toString()).toBe("fix the failing test");
+    journal.close();
+  });
+});
+
+// The gateway's calls: the client has its answer already, so the entry is durable by a group commit
+// just after (docs/collector.md, "The journal"), while its place in the chain and its id are taken at once.
+describe("appendSteps, deferred (the gateway)", () => {
+  const RUN3 = runIdFor("h-append-1", "custom-agent", "s3");
+  const lines = (dir: string, chain: string) =>
+    readFileSync(join(dir, `${chain}.jsonl`), "utf8")
+      .split("\n")
+      .filter(Boolean);
+  const call = (text: string): Step => {
+    const body = makeBody("llm_response", text, null);
+    return { kind: "turn_start", payload: { path: "gateway", prompt: body.digest, bodies: [body.ref] }, bodies: [body] };
+  };
+
+  it("takes the chain's place and the id at once; nothing ships, no body or line is on disk until the group commit; then all of it, once", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "oxagen-append-"));
+    const journal = new Journal(dir);
+    let durable = 0;
+    journal.onDurable = () => durable++;
+    const rec = journal.open(RUN3, { harness: "custom", agent: null, session_id: "s3" });
+    appendSteps(journal, rec, [gap("hook")], { t: 10, lock: false, final: false, key, id: "hook-1" });
+    const a = call("first answer");
+    const b = call("second answer");
+    appendSteps(journal, rec, [a], { t: 20, lock: false, final: false, key, id: "gw-1", defer: true });
+    appendSteps(journal, rec, [b], { t: 30, lock: false, final: false, key, id: "gw-2", defer: true });
+    // Seen by the dedupe (a transcript reader, a repeated id) before it is durable.
+    expect([journal.has("gw-1"), journal.has("gw-2")]).toEqual([true, true]);
+    expect(rec.writer.state.count).toBe(3);
+    // Not shipped, not in the record the shipper reads, not on disk yet.
+    expect(rec.frames.map((f) => f.seq)).toEqual([0]);
+    expect(rec.bodies).toEqual([]);
+    expect(lines(dir, RUN3)).toHaveLength(2);
+    expect(journal.body(a.bodies[0]!.ref.sha256)).toBeNull();
+    await journal.settled();
+    expect(durable).toBeGreaterThan(0);
+    expect(rec.frames.map((f) => f.seq)).toEqual([0, 1, 2]);
+    expect(rec.bodies.map((x) => x.seq)).toEqual([1, 2]);
+    expect(lines(dir, RUN3)).toHaveLength(4);
+    expect(journal.body(b.bodies[0]!.ref.sha256)?.toString()).toBe("second answer");
+    expect(verifyChain(RUN3, rec.frames).problems).toEqual([]);
+    journal.close();
+    // Read back after a restart: the same chain, frames and ids.
+    const again = new Journal(dir);
+    const back = again.chains.get(RUN3)!;
+    expect(back.writer.state).toEqual(rec.writer.state);
+    expect(back.frames).toEqual(rec.frames);
+    expect(again.has("gw-2")).toBe(true);
+    again.close();
+  });
+
+  it("a synchronous append after it (a hook, a lock) writes the deferred lines and bodies first, in chain order; the group commit under way adds nothing twice", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "oxagen-append-"));
+    const journal = new Journal(dir);
+    const rec = journal.open(RUN3, { harness: "custom", agent: null, session_id: "s3" });
+    const a = call("carried");
+    appendSteps(journal, rec, [a], { t: 20, lock: false, final: false, key, id: "gw-1", defer: true });
+    // A lock on the spot (the periodic lock, or a hook's final lock): it may only cover durable frames.
+    appendSteps(journal, rec, [gap("stop")], { t: 30, lock: true, final: true, key, id: "hook-2" });
+    expect(rec.frames.map((f) => f.seq)).toEqual([0, 1]);
+    expect(rec.locks.map(parseLock)).toEqual([expect.objectContaining({ final: true, count: 2 })]);
+    expect(lines(dir, RUN3).map((l) => (JSON.parse(l) as { k: string; id?: string }).id ?? "open")).toEqual(["open", "gw-1", "hook-2"]);
+    expect(journal.body(a.bodies[0]!.ref.sha256)?.toString()).toBe("carried");
+    await journal.settled();
+    expect(lines(dir, RUN3)).toHaveLength(3);
+    expect(rec.frames.map((f) => f.seq)).toEqual([0, 1]);
+    journal.close();
+    const again = new Journal(dir);
+    expect(again.chains.get(RUN3)!.frames).toEqual(rec.frames);
+    expect(again.chains.get(RUN3)!.writer.state.final).toBe(true);
+    again.close();
+  });
+
+  it("a chain holds at most MAX_DEFERRED entries waiting: the next one is written at once, with all those before it", () => {
+    const dir = mkdtempSync(join(tmpdir(), "oxagen-append-"));
+    const journal = new Journal(dir);
+    const rec = journal.open(RUN3, { harness: "custom", agent: null, session_id: "s3" });
+    for (let i = 0; i < MAX_DEFERRED; i++)
+      appendSteps(journal, rec, [gap(`call ${i}`)], { t: 20, lock: false, final: false, key, defer: true });
+    expect(rec.deferred).toHaveLength(MAX_DEFERRED);
+    expect(lines(dir, RUN3)).toHaveLength(1);
+    appendSteps(journal, rec, [call("one more")], { t: 20, lock: false, final: false, key, id: "gw-last", defer: true });
+    expect(rec.deferred).toEqual([]);
+    expect(rec.frames).toHaveLength(MAX_DEFERRED + 1);
+    expect(lines(dir, RUN3)).toHaveLength(MAX_DEFERRED + 2);
+    expect(journal.body(rec.bodies[0]!.sha)?.toString()).toBe("one more");
+    journal.close();
+  });
+
+  it("a lock is never deferred", () => {
+    const dir = mkdtempSync(join(tmpdir(), "oxagen-append-"));
+    const journal = new Journal(dir);
+    const rec = journal.open(RUN3, { harness: "custom", agent: null, session_id: "s3" });
+    appendSteps(journal, rec, [gap("x")], { t: 20, lock: true, final: false, key, defer: true });
+    expect(rec.deferred).toEqual([]);
+    expect(rec.locks).toHaveLength(1);
+    expect(lines(dir, RUN3)).toHaveLength(2);
+    journal.close();
+  });
+
+  // A recorder killed (kill -9) between a gateway call's answer and its group commit. The child
+  // appends a hook's entry (durable), then a carried call (deferred), then kills itself before the
+  // event loop turns, or once the group commit is done.
+  const killed = (settle: boolean) => {
+    const dir = mkdtempSync(join(tmpdir(), "oxagen-append-"));
+    const root = join(import.meta.dirname, "../..");
+    const script = join(dir, "crash.ts");
+    writeFileSync(
+      script,
+      `import { appendSteps } from ${JSON.stringify(join(root, "collector/recorder/append.ts"))};
+import { makeBody } from ${JSON.stringify(join(root, "collector/recorder/bodies.ts"))};
+import { Journal } from ${JSON.stringify(join(root, "collector/recorder/journal.ts"))};
+import { HOST_SECRET } from ${JSON.stringify(join(root, "test/support/sample-run.ts"))};
+const key = { secretKey: HOST_SECRET, hostId: "h-append-1" };
+const journal = new Journal(${JSON.stringify(join(dir, "journal"))});
+const rec = journal.open(${JSON.stringify(RUN3)}, { harness: "custom", agent: null, session_id: "s3" });
+appendSteps(journal, rec, [{ kind: "telemetry_gap", payload: { path: "recorder", cause: "other", detail: "hook" }, bodies: [] }], { t: 10, lock: false, final: false, key, id: "hook-1" });
+const body = makeBody("llm_response", "the carried call's answer", null);
+appendSteps(journal, rec, [{ kind: "turn_start", payload: { path: "gateway", prompt: body.digest, bodies: [body.ref] }, bodies: [body] }], { t: 20, lock: false, final: false, key, id: "gw-1", defer: true });
+${settle ? "await journal.settled();" : ""}
+process.kill(process.pid, "SIGKILL");
+`,
+    );
+    const r = spawnSync(process.execPath, [script], { encoding: "utf8" });
+    expect(r.signal).toBe("SIGKILL");
+    return join(dir, "journal");
+  };
+
+  it("kill -9 before the group commit: the call's frame and body are lost, nothing half-written; the chain on disk verifies and goes on", () => {
+    const dir = killed(false);
+    const journal = new Journal(dir);
+    const rec = journal.chains.get(RUN3)!;
+    // The hook's entry was durable before its answer; the carried call is the window's loss (the
+    // transcript reader records it from the harness's own log, its gateway id being absent).
+    expect([journal.has("hook-1"), journal.has("gw-1")]).toEqual([true, false]);
+    expect(rec.frames.map((f) => f.seq)).toEqual([0]);
+    expect(rec.bodies).toEqual([]);
+    expect(readdirSync(join(dir, "bodies"))).toEqual([]);
+    appendSteps(journal, rec, [gap("after the restart")], { t: 30, lock: true, final: false, key, id: "hook-3" });
+    expect(verifyChain(RUN3, rec.frames).problems).toEqual([]);
+    expect(rec.locks.map(parseLock)).toEqual([expect.objectContaining({ count: 2 })]);
+    journal.close();
+  });
+
+  it("kill -9 after the group commit: the call is on disk with its body", () => {
+    const dir = killed(true);
+    const journal = new Journal(dir);
+    const rec = journal.chains.get(RUN3)!;
+    expect([journal.has("hook-1"), journal.has("gw-1")]).toEqual([true, true]);
+    expect(rec.frames.map((f) => f.seq)).toEqual([0, 1]);
+    expect(journal.body(rec.bodies[0]!.sha)?.toString()).toBe("the carried call's answer");
+    expect(verifyChain(RUN3, rec.frames).problems).toEqual([]);
     journal.close();
   });
 });

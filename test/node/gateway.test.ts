@@ -9,6 +9,7 @@ import { defaultPolicy, hostChainId, type Policy, runIdFor, sha256Hex, verifyCha
 import { emptyStats, recorderSink } from "../../collector/gateway/index.ts";
 import { BudgetLeases, type LeaseReply } from "../../collector/gateway/lease.ts";
 import { gatewayHandler } from "../../collector/gateway/proxy.ts";
+import { gatewayCallId, llmCallStep } from "../../collector/gateway/record.ts";
 import { listenLoopback } from "../../collector/recorder/listener.ts";
 import { redact } from "../../protocol/redact.ts";
 import { freePort } from "../support/recorder.ts";
@@ -631,6 +632,41 @@ describe("gateway: one record per model call beside the transcript and rollout r
       ["msg_S2", "transcript"],
     ]);
     expect(verifyChain(CLAUDE, g.r.frames(CLAUDE)).problems).toEqual([]);
+  });
+
+  it("the transcript reader skips a carried call whose frame is not durable yet: the gateway's id is taken when the response ends", () => {
+    const r = rig();
+    const dir = mkdtempSync(join(tmpdir(), "cc-gw-"));
+    const transcript = join(dir, `${SESSION}.jsonl`);
+    copyFileSync(join(FIX, "claude-session.jsonl"), transcript);
+    const base = { session_id: SESSION, transcript_path: transcript, cwd: dir };
+    r.event("claude-code", { ...base, hook_event_name: "SessionStart", source: "startup" });
+    const seen = { id: "msg_A", model: MODEL, usage: { input_tokens: 120, output_tokens: 5 } };
+    const carried = { vendor: "anthropic", model: MODEL, stream: true, status: 200, latencyMs: 3, ttfbMs: 1, clientClosed: false };
+    const step = llmCallStep({ ...carried, request: Buffer.from("{}"), response: Buffer.from("event: x\n\n"), seen }, null);
+    r.recorder.recordGateway(
+      { harness: "claude-code", agent: null, sessionId: SESSION },
+      [step],
+      r.clock.now,
+      gatewayCallId("anthropic", "msg_A"),
+    );
+    // Its group commit has not run (this test never yields): the Stop hook's reader sees only the id.
+    expect(r.recorder.journal.chains.get(CLAUDE)!.deferred).toHaveLength(1);
+    r.event("claude-code", { ...base, hook_event_name: "Stop", last_assistant_message: "done" });
+    r.event("claude-code", { ...base, hook_event_name: "SessionEnd", reason: "other" });
+    expect(
+      payloadsOf(r.frames(CLAUDE), "llm_call")
+        .map((c) => [c.message_id, c.path])
+        .sort(),
+    ).toEqual([
+      ["msg_A", "gateway"],
+      ["msg_B", "transcript"],
+      ["msg_C", "transcript"],
+      ["msg_S1", "transcript"],
+      ["msg_S2", "transcript"],
+    ]);
+    expect(verifyChain(CLAUDE, r.frames(CLAUDE)).problems).toEqual([]);
+    r.close();
   });
 
   it("Codex: the rollout's response id (token_usage_record) names the call the gateway carried; only the other is read from the rollout", async () => {

@@ -78,6 +78,8 @@ export function rig(dir = mkdtempSync(join(tmpdir(), "oxagen-src-")), opts: { qu
         event,
       } as HookRequest),
     frames: (chain) => {
+      // The gateway's frames are durable by a group commit just after the call: read them once durable.
+      journal.flushSync();
       const out: (Frame & { hash: string })[] = [];
       for (const line of readFileSync(join(dir, "journal", `${chain}.jsonl`), "utf8").split("\n")) {
         if (!line) continue;
