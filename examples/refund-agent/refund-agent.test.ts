@@ -118,7 +118,9 @@ describe("the refund agent", () => {
       const o = await a.handle(refund("C-1"));
       return o.status === "refused" ? o : null;
     }, "the budget refusal to reach the agent");
-    expect(refused.reason).toMatch(/^budget exhausted: daily-models allows \$0\.0045 for the workspace in today \(UTC\), and \$[\d.,]+ is spent/);
+    expect(refused.reason).toMatch(
+      /^budget exhausted: daily-models allows \$0\.0045 for the workspace in today \(UTC\), and \$[\d.,]+ is spent/,
+    );
     expect(payments.refunds.length).toBe(before);
     expect((await put(1_000_000)).status).toBe(200);
     await eventually(async () => (await a.handle(refund("C-2"))).status === "refunded", "the raised budget to reach the agent");
