@@ -415,8 +415,13 @@ export class Journal {
     for (const sha of a.bodies) if (!this.#bodyWanted(sha)) rmSync(join(this.dir, "bodies", sha), { force: true });
   }
 
+  // A waiting entry's bodies join rec.bodies only once its line is durable; until then its group
+  // commit may have found the body already on disk (another chain's, the same bytes) and relies on it.
   #bodyWanted(sha: string): boolean {
-    for (const rec of this.chains.values()) if (rec.bodies.some((b) => b.sha === sha)) return true;
+    for (const rec of this.chains.values()) {
+      if (rec.bodies.some((b) => b.sha === sha)) return true;
+      if (rec.deferred.some((d) => d.bodies.some((b) => b.sha === sha))) return true;
+    }
     return false;
   }
 

@@ -153,6 +153,26 @@ describe("appendSteps, deferred (the gateway)", () => {
     journal.close();
   });
 
+  it("a body a waiting entry names is kept while its group commit writes the line: an ack of the same body elsewhere, a compaction", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "oxagen-append-"));
+    const journal = new Journal(dir);
+    const a = journal.open(RUN3, { harness: "custom", agent: null, session_id: "s3" });
+    const b = journal.open(RUN2, { harness: "custom", agent: null, session_id: "s2" });
+    // The same bytes on two chains (a system prompt sent by two sessions): one body file.
+    appendSteps(journal, a, [call("the same request")], { t: 10, lock: false, final: false, key, id: "hook-a" });
+    const sha = a.bodies[0]!.sha;
+    appendSteps(journal, b, [call("the same request")], { t: 20, lock: false, final: false, key, id: "gw-b", defer: true });
+    // The group commit (queued first) found the body on disk and is writing B's line on the threadpool.
+    await new Promise((r) => setImmediate(r));
+    expect([b.flushing, b.deferred.length]).toEqual([true, 1]);
+    journal.ack(a, 1, [], [sha]);
+    journal.compact(a);
+    await journal.settled();
+    expect(b.bodies.map((x) => x.sha)).toEqual([sha]);
+    expect(journal.body(sha)?.toString()).toBe("the same request");
+    journal.close();
+  });
+
   it("a lock is never deferred", () => {
     const dir = mkdtempSync(join(tmpdir(), "oxagen-append-"));
     const journal = new Journal(dir);
