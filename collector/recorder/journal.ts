@@ -125,7 +125,10 @@ export class Journal {
 
   /** Told when deferred entries became durable (their frames may ship now). */
   onDurable: () => void = () => {};
-  /** Told when a group commit failed (it is retried, and any synchronous write makes those entries durable first). */
+  /**
+   * Told when a group commit failed (it is retried, and any synchronous write makes those entries
+   * durable first), and at close of each chain whose waiting entries could not be written (lost).
+   */
   onError: (err: Error) => void = () => {};
   #flushScheduled = false;
   #tmp = 0;
@@ -168,6 +171,10 @@ export class Journal {
     this.#write(rec, { k: "open", run, w: rec.writer.state });
     fsyncDir(this.dir);
     this.chains.set(chain, rec);
+    if (this.#closed) {
+      closeSync(fd);
+      rec.fd = -1;
+    }
     return rec;
   }
 
@@ -206,7 +213,8 @@ export class Journal {
    */
   commit(rec: ChainRecord, entry: Entry, before: WriterState, deferred?: BodyBytes[]): void {
     const line = { k: "ev" as const, ...entry, w: rec.writer.state };
-    if (deferred && rec.deferred.length < MAX_DEFERRED) {
+    // Closed (a call that ended during the stop): no group commit will come, so it is written now.
+    if (deferred && !this.#closed && rec.deferred.length < MAX_DEFERRED) {
       const bytes = Buffer.from(`${JSON.stringify(line)}\n`);
       rec.size += bytes.length;
       rec.lines++;
@@ -226,9 +234,24 @@ export class Journal {
     this.#apply(rec, entry);
   }
 
-  /** Makes every deferred entry durable now, on this thread (at stop, and before reading the files back). */
+  /**
+   * Makes every deferred entry durable now, on this thread (at stop, and before reading the files
+   * back). A chain that cannot be written does not stop the others: each failure is in the
+   * AggregateError thrown once all were tried.
+   */
   flushSync(): void {
-    for (const rec of this.chains.values()) if (rec.deferred.length) this.#write(rec, null);
+    const failed: Error[] = [];
+    for (const rec of this.chains.values()) {
+      const n = rec.deferred.length;
+      if (!n) continue;
+      try {
+        this.#write(rec, null);
+      } catch (err) {
+        const what = n === 1 ? "1 gateway entry" : `${n} gateway entries`;
+        failed.push(new Error(`journal ${rec.chain}: ${what} could not be written: ${(err as Error).message}`, { cause: err }));
+      }
+    }
+    if (failed.length) throw new AggregateError(failed, failed.map((e) => e.message).join("; "));
   }
 
   /** Resolves once no deferred entry is waiting and no group commit is under way. */
@@ -247,8 +270,8 @@ export class Journal {
 
   /** Rewrites a chain's file as one snapshot line: its state, its ids, what is still pending. */
   compact(rec: ChainRecord): void {
-    // A group commit holds the file's fd: compact at a later ack.
-    if (rec.flushing) return;
+    // A group commit holds the file's fd: compact at a later ack (closed: at the next start).
+    if (rec.flushing || this.#closed) return;
     if (rec.deferred.length) this.#write(rec, null);
     const path = this.#path(rec.chain);
     const tmp = `${path}.tmp`;
@@ -280,15 +303,24 @@ export class Journal {
     this.#collectBodies();
   }
 
+  /**
+   * Writes every chain's deferred entries (each chain that fails is reported to `onError`, the
+   * others are written) and closes the files. An entry committed after this is written at once,
+   * its file opened for that write.
+   */
   close(): void {
     try {
       this.flushSync();
     } catch (err) {
-      this.onError(err as Error);
+      for (const e of err instanceof AggregateError ? (err.errors as Error[]) : [err as Error]) this.onError(e);
     }
     this.#closed = true;
     // A group commit still under way closes its chain's fd when it ends.
-    for (const rec of this.chains.values()) if (!rec.flushing) closeSync(rec.fd);
+    for (const rec of this.chains.values()) {
+      if (rec.flushing) continue;
+      closeSync(rec.fd);
+      rec.fd = -1;
+    }
   }
 
   #path(chain: string): string {
@@ -301,6 +333,21 @@ export class Journal {
   // Lines are written at their own offsets (the fd is not O_APPEND): a group commit under way writes
   // the same bytes at the same place.
   #write(rec: ChainRecord, line: Line | null): void {
+    if (rec.fd >= 0) {
+      this.#writeAt(rec, line);
+      return;
+    }
+    // Closed: this one write opens the file (its old fd number may be another file's by now).
+    rec.fd = openAppendable(this.#path(rec.chain));
+    try {
+      this.#writeAt(rec, line);
+    } finally {
+      closeSync(rec.fd);
+      rec.fd = -1;
+    }
+  }
+
+  #writeAt(rec: ChainRecord, line: Line | null): void {
     const pending = rec.deferred;
     for (const d of pending) for (const b of d.bodies) this.putBody(b.sha, b.bytes);
     const bytes = Buffer.concat([...pending.map((d) => d.line), ...(line ? [Buffer.from(`${JSON.stringify(line)}\n`)] : [])]);
@@ -363,10 +410,11 @@ export class Journal {
     rec.flushing = false;
     if (this.#closed) {
       closeSync(rec.fd);
+      rec.fd = -1;
       return;
     }
     if (failed) {
-      this.onError(failed);
+      this.onError(new Error(`journal ${rec.chain}: group commit failed (retried every second): ${failed.message}`, { cause: failed }));
       setTimeout(() => this.#scheduleFlush(), 1000).unref();
     } else if (rec.deferred.length) this.#scheduleFlush();
   }
@@ -415,8 +463,13 @@ export class Journal {
     for (const sha of a.bodies) if (!this.#bodyWanted(sha)) rmSync(join(this.dir, "bodies", sha), { force: true });
   }
 
+  // A waiting entry's bodies join rec.bodies only once its line is durable; until then its group
+  // commit may have found the body already on disk (another chain's, the same bytes) and relies on it.
   #bodyWanted(sha: string): boolean {
-    for (const rec of this.chains.values()) if (rec.bodies.some((b) => b.sha === sha)) return true;
+    for (const rec of this.chains.values()) {
+      if (rec.bodies.some((b) => b.sha === sha)) return true;
+      if (rec.deferred.some((d) => d.bodies.some((b) => b.sha === sha))) return true;
+    }
     return false;
   }
 

@@ -76,7 +76,7 @@ export class Recorder {
     this.policy = policy;
     this.#secret = fromHex(host.secret_key, 32);
     journal.onDurable = () => this.onChange();
-    journal.onError = (err) => this.log(`the journal's group commit failed (retrying): ${err.message}`);
+    journal.onError = (err) => this.log(err.message);
     for (const k of host.previous_keys ?? []) for (const chain of k.chains) this.#chainKeys.set(chain, fromHex(k.secret_key, 32));
   }
 

@@ -1,6 +1,6 @@
 // The one append path the recorder and `oxagen agent backfill` share.
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -151,6 +151,77 @@ describe("appendSteps, deferred (the gateway)", () => {
     expect(lines(dir, RUN3)).toHaveLength(MAX_DEFERRED + 2);
     expect(journal.body(rec.bodies[0]!.sha)?.toString()).toBe("one more");
     journal.close();
+  });
+
+  it("a body a waiting entry names is kept while its group commit writes the line: an ack of the same body elsewhere, a compaction", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "oxagen-append-"));
+    const journal = new Journal(dir);
+    const a = journal.open(RUN3, { harness: "custom", agent: null, session_id: "s3" });
+    const b = journal.open(RUN2, { harness: "custom", agent: null, session_id: "s2" });
+    // The same bytes on two chains (a system prompt sent by two sessions): one body file.
+    appendSteps(journal, a, [call("the same request")], { t: 10, lock: false, final: false, key, id: "hook-a" });
+    const sha = a.bodies[0]!.sha;
+    appendSteps(journal, b, [call("the same request")], { t: 20, lock: false, final: false, key, id: "gw-b", defer: true });
+    // The group commit (queued first) found the body on disk and is writing B's line on the threadpool.
+    await new Promise((r) => setImmediate(r));
+    expect([b.flushing, b.deferred.length]).toEqual([true, 1]);
+    journal.ack(a, 1, [], [sha]);
+    journal.compact(a);
+    await journal.settled();
+    expect(b.bodies.map((x) => x.sha)).toEqual([sha]);
+    expect(journal.body(sha)?.toString()).toBe("the same request");
+    journal.close();
+  });
+
+  it("at close, a chain that cannot be written is reported and every other chain's waiting entries are written", () => {
+    const dir = mkdtempSync(join(tmpdir(), "oxagen-append-"));
+    const journal = new Journal(dir);
+    const errors: string[] = [];
+    journal.onError = (err) => errors.push(err.message);
+    const a = journal.open(RUN3, { harness: "custom", agent: null, session_id: "s3" });
+    const b = journal.open(RUN2, { harness: "custom", agent: null, session_id: "s2" });
+    appendSteps(journal, a, [call("on a")], { t: 20, lock: false, final: false, key, id: "gw-a", defer: true });
+    appendSteps(journal, b, [call("on b")], { t: 20, lock: false, final: false, key, id: "gw-b", defer: true });
+    // A's file can no longer be written (a disk gone read-only, say).
+    const fd = a.fd;
+    a.fd = openSync(join(dir, `${RUN3}.jsonl`), "r");
+    journal.close();
+    closeSync(fd);
+    const again = new Journal(dir);
+    expect([again.has("gw-a"), again.has("gw-b")]).toEqual([false, true]);
+    expect(again.body(again.chains.get(RUN2)!.bodies[0]!.sha)?.toString()).toBe("on b");
+    again.close();
+    expect(errors).toHaveLength(1);
+    expect(errors[0]).toContain(RUN3);
+    expect(errors[0]).toContain("1 gateway entry");
+  });
+
+  it("an entry recorded after close is written at once, not left waiting for a group commit that never comes", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "oxagen-append-"));
+    const journal = new Journal(dir);
+    const rec = journal.open(RUN3, { harness: "custom", agent: null, session_id: "s3" });
+    appendSteps(journal, rec, [gap("hook")], { t: 10, lock: false, final: false, key, id: "hook-1" });
+    journal.close();
+    // A call that ended while the recorder stopped.
+    appendSteps(journal, rec, [call("late")], { t: 20, lock: false, final: false, key, id: "gw-late", defer: true });
+    appendSteps(journal, rec, [gap("later still")], { t: 30, lock: false, final: false, key, id: "hook-2" });
+    expect(rec.deferred).toEqual([]);
+    expect(rec.frames.map((f) => f.seq)).toEqual([0, 1, 2]);
+    await journal.settled();
+    const again = new Journal(dir);
+    const back = again.chains.get(RUN3)!;
+    expect([again.has("gw-late"), again.has("hook-2")]).toEqual([true, true]);
+    expect(back.frames).toEqual(rec.frames);
+    expect(again.body(back.bodies[0]!.sha)?.toString()).toBe("late");
+    expect(verifyChain(RUN3, back.frames).problems).toEqual([]);
+    again.close();
+    // A run first seen after close: its file is opened, written and closed again.
+    const late = journal.open(RUN2, { harness: "custom", agent: null, session_id: "s2" });
+    appendSteps(journal, late, [call("late too")], { t: 40, lock: false, final: false, key, id: "gw-new", defer: true });
+    expect(late.fd).toBe(-1);
+    const third = new Journal(dir);
+    expect(third.has("gw-new")).toBe(true);
+    third.close();
   });
 
   it("a lock is never deferred", () => {
