@@ -11,11 +11,17 @@ const buffer = (u: Uint8Array) => Buffer.from(u.buffer, u.byteOffset, u.byteLeng
 
 port.on("message", ({ n, call, retention }: BodyJob) => {
   let answer: BodyAnswer;
+  // The kept bodies' bytes move to the recorder's thread rather than being copied (each owns its buffer).
+  const moved: ArrayBuffer[] = [];
   try {
     const step = llmCallStep({ ...call, request: buffer(call.request), response: call.response ? buffer(call.response) : null }, retention);
+    for (const b of step.bodies) {
+      const u = b.bytes;
+      if (u && u.byteOffset === 0 && u.byteLength === u.buffer.byteLength && u.buffer instanceof ArrayBuffer) moved.push(u.buffer);
+    }
     answer = { n, step };
   } catch (err) {
     answer = { n, error: (err as Error).message };
   }
-  port.postMessage(answer);
+  port.postMessage(answer, moved);
 });
