@@ -289,7 +289,8 @@ export class Journal {
 
   /** Resolves once no entry is being prepared or waiting to be durable, and no group commit is under way. */
   async settled(): Promise<void> {
-    while ([...this.chains.values()].some((r) => r.preparing.length || r.deferred.length || r.flushing)) await new Promise((r) => setTimeout(r, 1));
+    while ([...this.chains.values()].some((r) => r.preparing.length || r.deferred.length || r.flushing))
+      await new Promise((r) => setTimeout(r, 1));
   }
 
   /** Records what the server acknowledged, then compacts when the file has grown. */

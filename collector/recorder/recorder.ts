@@ -205,7 +205,9 @@ export class Recorder {
       id,
       prepared: step !== null,
       complete: () => {
-        rec.preparing.splice(rec.preparing.indexOf(p), 1);
+        const at = rec.preparing.indexOf(p);
+        if (at < 0) return;
+        rec.preparing.splice(at, 1);
         try {
           this.#commit(rec, [step ?? call.now()], t, { id, final: false, defer: true, prepared: true });
         } catch (err) {
