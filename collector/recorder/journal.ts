@@ -251,21 +251,15 @@ export class Journal {
     if (p.id !== null) this.#claim(rec, { id: p.id, frames: [], locks: [], bodies: [] });
   }
 
-  /** Completes, in order and on this thread, every entry of the chain still being prepared. */
-  ready(rec: ChainRecord): void {
-    while (rec.preparing.length) {
+  /**
+   * Completes, in order and on this thread, the chain's entries still being prepared: all of them,
+   * or (`readyOnly`, when a worker answered) those at the head whose frames are ready.
+   */
+  ready(rec: ChainRecord, readyOnly = false): void {
+    while (rec.preparing.length && (!readyOnly || rec.preparing[0]!.prepared)) {
       const n = rec.preparing.length;
       rec.preparing[0]!.complete();
       // A completion that failed to remove itself must not spin.
-      if (rec.preparing.length === n) rec.preparing.shift();
-    }
-  }
-
-  /** Completes the entries at the head of the chain's queue whose frames are ready. */
-  readyPrepared(rec: ChainRecord): void {
-    while (rec.preparing[0]?.prepared) {
-      const n = rec.preparing.length;
-      rec.preparing[0].complete();
       if (rec.preparing.length === n) rec.preparing.shift();
     }
   }

@@ -228,7 +228,7 @@ export class Recorder {
         // Completed in place meanwhile (a hook came first): the worker's step is not used.
         if (!rec.preparing.includes(p)) return;
         p.prepared = true;
-        this.journal.readyPrepared(rec);
+        this.journal.ready(rec, true);
       });
   }
 
