@@ -30,8 +30,6 @@ const common: BuildOptions = {
   logLevel: "warning",
 };
 
-await build({ ...common, entryPoints: [join(root, "collector/entry.ts")], outfile: join(out, "tacho.mjs") });
-
 /** A source file's text with each [from, to] replaced exactly once; a build error when one is not found. */
 function rewritten(path: string, swaps: [string, string][]): string {
   let text = readFileSync(join(root, path), "utf8");
@@ -55,6 +53,27 @@ const workerUrl: Plugin = {
   },
 };
 
+// The gateway's body worker likewise, beside whichever bundle starts it.
+const gatewayWorkerUrl = (file: string): Plugin => ({
+  name: "gateway-worker-url",
+  setup(b) {
+    b.onLoad({ filter: /gateway[/\\]offload\.ts$/ }, (args) => ({
+      contents: rewritten(args.path.slice(root.length + 1), [
+        ['new URL("./body-worker.ts", import.meta.url)', `new URL("./${file}", import.meta.url)`],
+      ]),
+      loader: "ts",
+    }));
+  },
+});
+
+await build({ ...common, entryPoints: [join(root, "collector/gateway/body-worker.ts")], outfile: join(out, "tacho-gateway-worker.mjs") });
+await build({
+  ...common,
+  entryPoints: [join(root, "collector/entry.ts")],
+  outfile: join(out, "tacho.mjs"),
+  plugins: [gatewayWorkerUrl("tacho-gateway-worker.mjs")],
+});
+
 const pkg = join(out, "oxagen-collector");
 rmSync(pkg, { recursive: true, force: true });
 await build({
@@ -63,12 +82,13 @@ await build({
     offline: join(root, "collector/commands/hook/offline.ts"),
     oversize: join(root, "collector/commands/hook/oversize.ts"),
     "verify-worker": join(root, "collector/commands/verify/worker.ts"),
+    "gateway-worker": join(root, "collector/gateway/body-worker.ts"),
   },
   ...common,
   outdir: join(pkg, "dist"),
   chunkNames: "chunk-[hash]",
   splitting: true,
-  plugins: [workerUrl],
+  plugins: [workerUrl, gatewayWorkerUrl("gateway-worker.js")],
 });
 
 const files: Record<string, string> = {

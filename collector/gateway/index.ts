@@ -4,6 +4,7 @@ import { type Listening, listenLoopback } from "../recorder/listener.ts";
 import type { Recorder } from "../recorder/recorder.ts";
 import type { Vendor } from "./apis.ts";
 import { maxCostOf, realCostOf } from "./cost.ts";
+import { carriedStep } from "./offload.ts";
 import type { BudgetLeases, Held } from "./lease.ts";
 import { type BudgetHold, emptyStats, gatewayHandler, type GatewaySink, type GatewayStats } from "./proxy.ts";
 
@@ -60,7 +61,9 @@ export function recorderSink(recorder: Recorder, secret: () => string | null, le
     record: (session, steps, t, id) => {
       recorder.recordGateway(session, steps, t, id);
     },
-    retention: () => recorder.policy?.policy.retention ?? null,
+    recordCall: (session, call, t, id, onError) => {
+      recorder.recordGateway(session, carriedStep(call, recorder.policy?.policy.retention ?? null, onError), t, id);
+    },
     upstream: (vendor) => upstreamOf(recorder, vendor),
     log: (msg) => recorder.log(msg),
   };

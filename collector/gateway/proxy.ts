@@ -1,7 +1,6 @@
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import { performance } from "node:perf_hooks";
-import type { Policy } from "../../protocol/index.ts";
 import type { ModelCall, ModelVerdict } from "../recorder/decide.ts";
 import { HOOK_SECRET_HEADER, loopbackRequest, secretMatches } from "../recorder/listener.ts";
 import type { Step } from "../recorder/mapper.ts";
@@ -17,7 +16,7 @@ import {
   vendorError,
   vendorOfPath,
 } from "./apis.ts";
-import { answeredStep, type Carried, gatewayCallId, llmCallStep, refusalStep } from "./record.ts";
+import { answeredStep, type Carried, gatewayCallId, refusalStep } from "./record.ts";
 import { SseSplitter } from "./sse.ts";
 import { type Seen, usageOnlyChunk } from "./usage.ts";
 
@@ -37,7 +36,12 @@ export interface GatewaySink {
   decide(call: ModelCall, hold?: BudgetHold | null): ModelVerdict;
   /** Appends frames to the session's chain (the computer's own when null), once per id; through the recorder's one append path. */
   record(session: GatewaySession | null, steps: Step[], t: number, id: string | null): void;
-  retention(): Policy["retention"] | null;
+  /**
+   * Appends a forwarded call's `llm_call`, once per id: its bodies are redacted and hashed off the
+   * event loop when large, its id taken now (docs/collector.md, "The gateway"); `onError` when it
+   * could not be recorded.
+   */
+  recordCall(session: GatewaySession | null, call: Carried, t: number, id: string | null, onError: (err: Error) => void): void;
   upstream(vendor: Vendor): URL;
   /** The enrollment's secret every call must carry (header x-oxagen-hook-secret); null for an enrollment without one. */
   secret(): string | null;
@@ -310,11 +314,11 @@ function forwardModel(c: Call): void {
     stats.carried++;
     stats.last_call_ms = Date.now();
     if (clientClosed) stats.client_closed++;
+    const failed = (err: Error) => c.fail(`a ${api.vendor} call could not be recorded: ${err.message}`);
     try {
-      const id = seen.id ? gatewayCallId(api.vendor, seen.id) : null;
-      sink.record(c.session, [llmCallStep(carried, sink.retention())], c.t, id);
+      sink.recordCall(c.session, carried, c.t, seen.id ? gatewayCallId(api.vendor, seen.id) : null, failed);
     } catch (err) {
-      c.fail(`a ${api.vendor} call could not be recorded: ${(err as Error).message}`);
+      failed(err as Error);
     }
   };
 

@@ -25,6 +25,11 @@ export interface AppendOptions {
    * whose client already has its answer): the steps take their place in the chain and their id now.
    */
   defer?: boolean;
+  /**
+   * The completion of an entry the journal holds as still being prepared (Journal.prepare): the
+   * entries before it are in place. Any other append completes the chain's prepared entries first.
+   */
+  prepared?: boolean;
 }
 
 /**
@@ -32,8 +37,10 @@ export interface AppendOptions {
  * bodies on disk, then an optional lock. All or nothing: when a step is refused (a payload over the
  * limit, a final chain) the writer goes back to where it was and nothing is written. The one append
  * path of the recorder (hooks, usage logs, timers, the gateway with `defer`) and of `oxagen agent backfill`.
+ * Entries of the chain still being prepared (a gateway call on a worker thread) are completed first.
  */
 export function appendSteps(journal: Journal, rec: ChainRecord, steps: (Step & { t?: number })[], opts: AppendOptions): JournalFrame[] {
+  if (!opts.prepared) journal.ready(rec);
   const before = rec.writer.state;
   let t = Math.max(opts.t, rec.lastT);
   const frames: JournalFrame[] = [];

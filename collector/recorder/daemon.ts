@@ -252,6 +252,8 @@ export async function startDaemon(host: HostConfig, log: (msg: string) => void):
       // What the runs' slices hold free goes back while the last frames ship (a down server waits out its timeout meanwhile).
       const givingBack = leases.stop();
       const enrolled = existsSync(statePath("host.json"));
+      // The gateway's calls still on a worker thread take their place now, so the last locks cover them.
+      journal.readyAll();
       if (enrolled) {
         replayer.drain();
         recorder.lockAll(Date.now());

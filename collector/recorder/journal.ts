@@ -65,6 +65,20 @@ export interface ChainRecord {
   flushing: boolean;
   /** Bumped when a failed write cut the file back: a group commit begun before must not mark its lines durable. */
   epoch: number;
+  /** Entries whose frames are still being prepared off the event loop (the gateway's large calls), in chain order. */
+  preparing: Preparing[];
+}
+
+/**
+ * An entry whose place in the chain and id are taken, but whose frames are still being prepared
+ * (a gateway call's bodies, redacted and hashed on a worker thread). `complete` appends it now,
+ * preparing its frames on this thread when they are not ready, and removes it from `preparing`.
+ */
+export interface Preparing {
+  id: string | null;
+  /** Its frames are ready: it completes as soon as the entries before it have. */
+  prepared: boolean;
+  complete(): void;
 }
 
 /** A body's bytes a deferred entry still has to make durable, before its line. */
@@ -166,6 +180,7 @@ export class Journal {
       deferred: [],
       flushing: false,
       epoch: 0,
+      preparing: [],
     };
     rec.durable = rec.size;
     this.#write(rec, { k: "open", run, w: rec.writer.state });
@@ -235,6 +250,40 @@ export class Journal {
   }
 
   /**
+   * Takes a place in the chain for an entry still being prepared, and its id now (`has` sees it,
+   * as for a deferred entry). Whatever else is about to be written to the chain completes it first
+   * ({@link ready}), so no entry goes before one that preceded it.
+   */
+  prepare(rec: ChainRecord, p: Preparing): void {
+    rec.preparing.push(p);
+    if (p.id !== null) this.#claim(rec, { id: p.id, frames: [], locks: [], bodies: [] });
+  }
+
+  /**
+   * Completes, in order and on this thread, the chain's entries still being prepared: all of them,
+   * or (`readyOnly`, when a worker answered) those at the head whose frames are ready.
+   */
+  ready(rec: ChainRecord, readyOnly = false): void {
+    while (rec.preparing.length && (!readyOnly || rec.preparing[0]!.prepared)) {
+      const n = rec.preparing.length;
+      rec.preparing[0]!.complete();
+      // A completion that failed to remove itself must not spin.
+      if (rec.preparing.length === n) rec.preparing.shift();
+    }
+  }
+
+  /** Gives back the id of a prepared entry that could not be appended (its call is not recorded). */
+  release(rec: ChainRecord, id: string): void {
+    rec.ids.delete(id);
+    this.#ids.delete(id);
+  }
+
+  /** Completes every entry still being prepared, on every chain (at stop). */
+  readyAll(): void {
+    for (const rec of this.chains.values()) this.ready(rec);
+  }
+
+  /**
    * Makes every deferred entry durable now, on this thread (at stop, and before reading the files
    * back). A chain that cannot be written does not stop the others: each failure is in the
    * AggregateError thrown once all were tried.
@@ -242,21 +291,23 @@ export class Journal {
   flushSync(): void {
     const failed: Error[] = [];
     for (const rec of this.chains.values()) {
-      const n = rec.deferred.length;
-      if (!n) continue;
+      let n = 0;
       try {
-        this.#write(rec, null);
+        this.ready(rec);
+        n = rec.deferred.length;
+        if (n) this.#write(rec, null);
       } catch (err) {
-        const what = n === 1 ? "1 gateway entry" : `${n} gateway entries`;
+        const what = n === 0 ? "a gateway call being prepared" : n === 1 ? "1 gateway entry" : `${n} gateway entries`;
         failed.push(new Error(`journal ${rec.chain}: ${what} could not be written: ${(err as Error).message}`, { cause: err }));
       }
     }
     if (failed.length) throw new AggregateError(failed, failed.map((e) => e.message).join("; "));
   }
 
-  /** Resolves once no deferred entry is waiting and no group commit is under way. */
+  /** Resolves once no entry is being prepared or waiting to be durable, and no group commit is under way. */
   async settled(): Promise<void> {
-    while ([...this.chains.values()].some((r) => r.deferred.length || r.flushing)) await new Promise((r) => setTimeout(r, 1));
+    while ([...this.chains.values()].some((r) => r.preparing.length || r.deferred.length || r.flushing))
+      await new Promise((r) => setTimeout(r, 1));
   }
 
   /** Records what the server acknowledged, then compacts when the file has grown. */
@@ -272,6 +323,8 @@ export class Journal {
   compact(rec: ChainRecord): void {
     // A group commit holds the file's fd: compact at a later ack (closed: at the next start).
     if (rec.flushing || this.#closed) return;
+    // The snapshot holds the ids: an id it holds has its frame in it.
+    this.ready(rec);
     if (rec.deferred.length) this.#write(rec, null);
     const path = this.#path(rec.chain);
     const tmp = `${path}.tmp`;
@@ -533,6 +586,7 @@ export class Journal {
         deferred: [],
         flushing: false,
         epoch: 0,
+        preparing: [],
       };
       if (line.k === "snap") {
         Object.assign(r, {

@@ -3,7 +3,7 @@ import { appendSteps } from "./append.ts";
 import { askBecomes, neutralAnswer, normalizeEvent, shapeAnswer } from "../harnesses/events.ts";
 import type { HostConfig } from "../lib/state.ts";
 import type { DecisionRecord } from "./decide.ts";
-import type { ChainRecord, Journal } from "./journal.ts";
+import type { ChainRecord, Journal, Preparing } from "./journal.ts";
 import { mapEvent, type CachedPolicy, type HookRequest, type Step } from "./mapper.ts";
 import { HarnessProcesses } from "./processes.ts";
 import { currentRun, inRun, ToolInputs, type CurrentRun } from "./runs.ts";
@@ -181,15 +181,55 @@ export class Recorder {
    * if new, as a hook would), or on the computer's own chain for a call that names none. Once per `id`.
    * Deferred (the caller already has its answer): the frames and the id are taken now, in chain
    * order, and made durable by the journal's group commit just after (docs/collector.md, "The journal").
+   * A {@link LaterStep} takes its place and id now and is appended when its frame is ready, or
+   * completed here first when anything else is about to be written to the chain (Journal.prepare).
    */
-  recordGateway(session: GatewaySessionRef | null, steps: Step[], t: number, id: string | null): boolean {
+  recordGateway(session: GatewaySessionRef | null, steps: Step[] | LaterStep, t: number, id: string | null): boolean {
     const req = session ? gatewayRequest(session, t) : null;
     const current = req ? currentRun(this.journal, this.host, req) : null;
     const rec =
       req && current
         ? this.#open(current.chain, current.run, current, inRun(req, current))
         : this.journal.open(hostChainId(this.host.host_id), null);
-    return this.record(rec, steps, t, id, true);
+    if (Array.isArray(steps)) return this.record(rec, steps, t, id, true);
+    if (rec.writer.state.final || (id !== null && this.journal.has(id))) return false;
+    const later = steps.later();
+    if (!later && rec.preparing.length === 0) return this.record(rec, [steps.now()], t, id, true);
+    this.#prepare(rec, steps, later, t, id);
+    return true;
+  }
+
+  #prepare(rec: ChainRecord, call: LaterStep, later: Promise<Step> | null, t: number, id: string | null): void {
+    let step: Step | null = later ? null : call.now();
+    const p: Preparing = {
+      id,
+      prepared: step !== null,
+      complete: () => {
+        const at = rec.preparing.indexOf(p);
+        if (at < 0) return;
+        rec.preparing.splice(at, 1);
+        try {
+          this.#commit(rec, [step ?? call.now()], t, { id, final: false, defer: true, prepared: true });
+        } catch (err) {
+          if (id !== null) this.journal.release(rec, id);
+          call.onError(err as Error);
+        }
+      },
+    };
+    this.journal.prepare(rec, p);
+    later
+      ?.then(
+        (s) => {
+          step = s;
+        },
+        () => {},
+      )
+      .finally(() => {
+        // Completed in place meanwhile (a hook came first): the worker's step is not used.
+        if (!rec.preparing.includes(p)) return;
+        p.prepared = true;
+        this.journal.ready(rec, true);
+      });
   }
 
   /** The run a session named by the gateway belongs to now; null when it names none. */
@@ -306,7 +346,7 @@ export class Recorder {
     rec: ChainRecord,
     steps: Step[],
     t0: number,
-    opts: { id: string | null; answer?: unknown; final: boolean; defer?: boolean },
+    opts: { id: string | null; answer?: unknown; final: boolean; defer?: boolean; prepared?: boolean },
   ): void {
     const key = { secretKey: this.#chainKeys.get(rec.chain) ?? this.#secret, hostId: this.host.host_id };
     appendSteps(this.journal, rec, steps, {
@@ -317,8 +357,21 @@ export class Recorder {
       id: opts.id,
       answer: opts.answer,
       defer: opts.defer,
+      prepared: opts.prepared,
     });
   }
+}
+
+/**
+ * One step whose frame may be prepared off the event loop: `later` starts that (null: not worth
+ * it) and resolves to the step `now` makes on this thread, which is used when `later` fails or
+ * the step must be in place before something else is written.
+ */
+export interface LaterStep {
+  now(): Step;
+  later(): Promise<Step> | null;
+  /** Told when the step could not be appended after all. */
+  onError(err: Error): void;
 }
 
 /** A session as a gateway call names it in its headers. */

@@ -3,7 +3,9 @@
 import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, realpathSync, statSync } from "node:fs";
 import { join } from "node:path";
+import { Worker } from "node:worker_threads";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { llmCallStep } from "../../collector/gateway/record.ts";
 import { installCollector, type Installed } from "../support/package.ts";
 import { ROOT } from "../support/recorder.ts";
 import { oldNode } from "./support/old-node.ts";
@@ -52,6 +54,35 @@ describe("the collector package", () => {
     );
     expect(v.status, v.stderr).toBe(0);
     expect(JSON.parse(v.stdout)).toMatchObject({ exit: 0, result: "valid", summary: { bodiesChecked: 6 } });
+  });
+
+  it("ships the gateway's body worker where the bundle looks for it; it makes the llm_call the source makes", async () => {
+    const worker = join(pkg.dir, "dist", "gateway-worker.js");
+    const js = files(join(pkg.dir, "dist")).filter((f) => f.endsWith(".js"));
+    expect(js.filter((f) => readFileSync(f, "utf8").includes('new URL("./gateway-worker.js",import.meta.url)'))).toHaveLength(1);
+    const call = {
+      vendor: "anthropic",
+      model: "claude-sonnet-4-5",
+      stream: false,
+      status: 200,
+      latencyMs: 4,
+      ttfbMs: 2,
+      clientClosed: false,
+      request: Buffer.from(JSON.stringify({ key: `sk-ant-api03-${"A".repeat(93)}`, messages: "x".repeat(20_000) })),
+      response: Buffer.from('{"id":"msg_1"}'),
+      seen: { id: "msg_1", model: "claude-sonnet-4-5", usage: { input_tokens: 1, output_tokens: 1 } },
+    };
+    const w = new Worker(worker);
+    try {
+      const answer = await new Promise<{ step?: { payload: unknown } }>((resolve, reject) => {
+        w.once("message", resolve);
+        w.once("error", reject);
+        w.postMessage({ n: 1, call, retention: null });
+      });
+      expect(answer.step?.payload).toEqual(llmCallStep(call, null).payload);
+    } finally {
+      await w.terminate();
+    }
   });
 
   it.skipIf(!oldNode())("on an unsupported Node: one line for a command, a fail-closed JSON answer for a hook", async () => {
