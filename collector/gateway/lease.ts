@@ -47,7 +47,7 @@ export interface LeaseOptions {
 interface Slice {
   run: string;
   leaseId: string | null;
-  /** What the server's lease holds, as this side counts it (it mirrors the server: a priced call comes off both). */
+  /** What the server's lease holds, as this side counts it (a priced call comes off both; never more than the server's last answer). */
   held: number;
   /** The maximum costs of the calls in flight. */
   reserved: number;
@@ -215,12 +215,14 @@ export class BudgetLeases {
   /**
    * Adds `add` to the run's lease (a new lease when it has none). What this side counts grows by
    * `add`, not to the server's answer: the server's total still holds the calls it has not priced yet.
+   * But never past the server's answer: the server also takes off spend this side never saw (calls
+   * read from transcripts, a call reserved on another run), and a slice holds only what the lease does.
    */
   async #grow(s: Slice, add: number): Promise<LeaseReply | null> {
     if (s.leaseId !== null) {
       const reply = await this.#server.resize(s.leaseId, add, this.#o.ttlMs);
       if (reply.granted) {
-        s.held += add;
+        s.held = Math.min(s.held + add, reply.microusd);
         s.expires = reply.expires_ms;
         return reply;
       }
@@ -234,7 +236,7 @@ export class BudgetLeases {
     const reply = await this.#server.open(s.run, add, this.#o.ttlMs);
     if (reply.granted) {
       s.leaseId = reply.lease_id;
-      s.held += add;
+      s.held = Math.min(s.held + add, reply.microusd);
       s.expires = reply.expires_ms;
     }
     return reply;
@@ -268,7 +270,10 @@ export class BudgetLeases {
     if (s.asking || id === null) return s.asking ?? Promise.resolve("nothing");
     s.asking = (async (): Promise<Heard> => {
       const reply = await this.#server.resize(id, 0, this.#o.ttlMs);
-      if (reply.granted) s.expires = reply.expires_ms;
+      if (reply.granted) {
+        s.expires = reply.expires_ms;
+        s.held = Math.min(s.held, reply.microusd);
+      }
       if (reply.granted || !("gone" in reply)) return this.#heard(s, reply);
       // Expired: a call waiting on the renewal asks again, for a new lease.
       s.leaseId = null;

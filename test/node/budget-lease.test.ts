@@ -165,6 +165,23 @@ describe("the gateway's budget leases", () => {
     expect(server.held()).toBe(22_000);
   });
 
+  it("takes the server's smaller count when its lease shrank by spend this side did not see (a call read from a transcript, another run's frame)", async () => {
+    const server = new Server(1_000_000);
+    const { leases } = holder(server);
+    reserved(await leases.reserve(RUN, 1000));
+    expect(leases.slice(RUN)).toMatchObject({ held: 5000, reserved: 1000 });
+    // Spend of the run priced on the server that never passed this gateway: the lease holds 2000 there.
+    server.price(RUN, 3000);
+    // The next answer (here a renewal past half the lease's life) brings this side's count down to it.
+    server.now += 40_000;
+    reserved(leases.reserve(RUN, 500) as Held);
+    expect(server.asked.at(-1)).toBe("resize 0");
+    await new Promise((r) => setImmediate(r));
+    expect(leases.slice(RUN)).toMatchObject({ held: 2000, reserved: 1500 });
+    // A call past what the server holds now waits for growth instead of reserving room nobody holds.
+    expect(leases.reserve(RUN, 1000)).toBeInstanceOf(Promise);
+  });
+
   it("lets calls through unreserved while the server cannot be asked (fail open), logs it once, and reserves again once it answers", async () => {
     const server = new Server(1_000_000);
     server.down = true;
