@@ -1,4 +1,4 @@
-import { BudgetLeaseGrant, ROUTES } from "../../protocol/index.ts";
+import { BudgetLeaseGrant, MAX_LEASE_MICROUSD, ROUTES } from "../../protocol/index.ts";
 import { hostFetch } from "../lib/server.ts";
 import type { HostConfig } from "../lib/state.ts";
 
@@ -10,7 +10,9 @@ export type LeaseReply =
   /** 404 to a resize: the lease expired or is unknown. */
   | { granted: false; gone: true }
   /** The server could not be asked (down, offline, a 5xx, an answer we cannot read). */
-  | { granted: false; unreachable: string };
+  | { granted: false; unreachable: string }
+  /** 400: the server rejected the request itself (not an outage: the call is not let through unreserved). */
+  | { granted: false; rejected: string };
 
 /** The server's budget leases, as the holder uses them. */
 export interface LeaseServer {
@@ -198,7 +200,8 @@ export class BudgetLeases {
     if (s.asking) return s.asking;
     s.asking = (async (): Promise<Heard> => {
       const short = Math.max(0, s.reserved + s.waiting - s.held);
-      const want = short + this.#o.sliceCalls * s.biggest;
+      // One request carries at most the protocol's cap; a call dearer than that is leased in steps (the caller asks again).
+      const want = Math.min(short + this.#o.sliceCalls * s.biggest, MAX_LEASE_MICROUSD);
       let reply = await this.#grow(s, want);
       if (reply && !reply.granted && "exhausted" in reply) {
         // The scope's room, from the refusal: ask for just that (it may still serve some waiting calls).
@@ -255,6 +258,12 @@ export class BudgetLeases {
       s.unreachable = null;
       return "refused";
     }
+    if ("rejected" in reply) {
+      this.#o.log(`budget lease for ${s.run}: the server rejected the request (${reply.rejected}); calls that do not fit are refused`);
+      s.refused = { reason: `the server rejected this run's budget lease (${reply.rejected})`, at: now };
+      s.unreachable = null;
+      return "refused";
+    }
     if ("unreachable" in reply) {
       if (s.unreachable === null)
         this.#o.log(`budget lease for ${s.run}: server unreachable (${reply.unreachable}); calls go through unreserved`);
@@ -292,7 +301,10 @@ export class BudgetLeases {
    */
   async #giveBack(s: Slice): Promise<void> {
     this.#slices.delete(s.run);
-    if (s.leaseId !== null && s.held > 0) await this.#server.resize(s.leaseId, -s.held, this.#o.ttlMs);
+    for (let left = s.leaseId !== null ? s.held : 0; left > 0; left -= MAX_LEASE_MICROUSD) {
+      const reply = await this.#server.resize(s.leaseId as string, -Math.min(left, MAX_LEASE_MICROUSD), this.#o.ttlMs);
+      if (!reply.granted) break;
+    }
   }
 }
 
@@ -305,6 +317,7 @@ export function httpLeaseServer(host: HostConfig, timeoutMs = 5000): LeaseServer
       const answer = (await res.json().catch(() => null)) as Record<string, unknown> | null;
       if (res.status === 409 && answer?.error === "budget_exhausted") return { granted: false, exhausted: answer.exhausted as never };
       if (res.status === 404 && method === "PATCH") return { granted: false, gone: true };
+      if (res.status === 400) return { granted: false, rejected: `400 ${String(answer?.error ?? "")}: ${String(answer?.message ?? "")}` };
       const grant = BudgetLeaseGrant.safeParse(answer);
       if (res.ok && grant.success) return grant.data;
       return { granted: false, unreachable: `${res.status} ${String(answer?.error ?? "")}`.trim() };

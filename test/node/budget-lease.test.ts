@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { maxCostOf, roundUp } from "../../collector/gateway/cost.ts";
 import { readModelRequest, routeOf } from "../../collector/gateway/apis.ts";
 import { BudgetLeases, type Held, type LeaseReply, type LeaseServer, type Reservation } from "../../collector/gateway/lease.ts";
+import { MAX_LEASE_MICROUSD } from "../../protocol/index.ts";
 import { priceCall } from "../../protocol/price.ts";
 
 /**
@@ -33,6 +34,7 @@ class Server implements LeaseServer {
   }
   async open(run: string, microusd: number, ttlMs: number): Promise<LeaseReply> {
     this.asked.push(`open ${microusd}`);
+    if (microusd > MAX_LEASE_MICROUSD) return { granted: false, rejected: "400 bad_request" };
     const no = this.#check(microusd);
     if (no) return no;
     const id = `lease_${String(this.leases.size + 1).padStart(32, "0")}`;
@@ -41,6 +43,7 @@ class Server implements LeaseServer {
   }
   async resize(id: string, add: number, ttlMs: number): Promise<LeaseReply> {
     this.asked.push(`resize ${add}`);
+    if (Math.abs(add) > MAX_LEASE_MICROUSD) return { granted: false, rejected: "400 bad_request" };
     if (this.down) return { granted: false, unreachable: "connect ECONNREFUSED" };
     const l = this.leases.get(id);
     if (!l || l.expires <= this.now) return { granted: false, gone: true };
@@ -180,6 +183,37 @@ describe("the gateway's budget leases", () => {
     expect(leases.slice(RUN)).toMatchObject({ held: 2000, reserved: 1500 });
     // A call past what the server holds now waits for growth instead of reserving room nobody holds.
     expect(leases.reserve(RUN, 1000)).toBeInstanceOf(Promise);
+  });
+
+  it("asks for no more than a lease request may carry ($1000), gives back past it in steps, and leases a call dearer than that in steps", async () => {
+    const server = new Server(10_000_000_000);
+    const { leases } = holder(server);
+    const big = reserved(await leases.reserve(RUN, 300_000_000));
+    expect(big.microusd).toBe(300_000_000);
+    expect(server.asked).toEqual([`open ${MAX_LEASE_MICROUSD}`]);
+    // One call past the cap: reserved (never let through unreserved), by growing the lease more than once.
+    const huge = reserved(await leases.reserve(RUN, 1_500_000_000));
+    expect(huge.microusd).toBe(1_500_000_000);
+    expect(server.asked.slice(1)).toEqual([`resize ${MAX_LEASE_MICROUSD}`, `resize ${MAX_LEASE_MICROUSD}`]);
+    leases.done(big, 0);
+    leases.done(huge, 0);
+    await leases.stop();
+    expect(server.asked.slice(3)).toEqual([
+      `resize -${MAX_LEASE_MICROUSD}`,
+      `resize -${MAX_LEASE_MICROUSD}`,
+      `resize -${MAX_LEASE_MICROUSD}`,
+    ]);
+    expect(server.held()).toBe(0);
+  });
+
+  it("refuses a call the server rejects the lease request for (a 400 is no outage: not let through unreserved)", async () => {
+    const server = new Server(1_000_000);
+    const { leases, logged } = holder(server);
+    server.open = async () => ({ granted: false, rejected: "400 bad_request: microusd too large" });
+    expect(await leases.reserve(RUN, 1000)).toEqual({
+      refused: "the server rejected this run's budget lease (400 bad_request: microusd too large): this call may cost up to $0.0010",
+    });
+    expect(logged).toEqual([expect.stringContaining("400 bad_request")]);
   });
 
   it("lets calls through unreserved while the server cannot be asked (fail open), logs it once, and reserves again once it answers", async () => {
