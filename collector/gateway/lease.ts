@@ -55,6 +55,7 @@ interface Slice {
   reserved: number;
   /** The maximum costs of the calls waiting for the server. */
   waiting: number;
+  /** When the lease expires, by this side's clock: the request's send time plus the ttl (the server's `expires_ms` is by its clock, and is later). */
   expires: number;
   asking: Promise<Heard> | null;
   /** The last refusal (409) and when; the reason a call that does not fit is given. */
@@ -223,10 +224,11 @@ export class BudgetLeases {
    */
   async #grow(s: Slice, add: number): Promise<LeaseReply | null> {
     if (s.leaseId !== null) {
+      const sent = this.#o.now();
       const reply = await this.#server.resize(s.leaseId, add, this.#o.ttlMs);
       if (reply.granted) {
         s.held = Math.min(s.held + add, reply.microusd);
-        s.expires = reply.expires_ms;
+        s.expires = sent + this.#o.ttlMs;
         return reply;
       }
       if (!("gone" in reply)) return reply;
@@ -236,11 +238,12 @@ export class BudgetLeases {
       add += s.reserved;
     }
     if (add <= 0) return null;
+    const sent = this.#o.now();
     const reply = await this.#server.open(s.run, add, this.#o.ttlMs);
     if (reply.granted) {
       s.leaseId = reply.lease_id;
       s.held = Math.min(s.held + add, reply.microusd);
-      s.expires = reply.expires_ms;
+      s.expires = sent + this.#o.ttlMs;
     }
     return reply;
   }
@@ -278,9 +281,10 @@ export class BudgetLeases {
     const id = s.leaseId;
     if (s.asking || id === null) return s.asking ?? Promise.resolve("nothing");
     s.asking = (async (): Promise<Heard> => {
+      const sent = this.#o.now();
       const reply = await this.#server.resize(id, 0, this.#o.ttlMs);
       if (reply.granted) {
-        s.expires = reply.expires_ms;
+        s.expires = sent + this.#o.ttlMs;
         s.held = Math.min(s.held, reply.microusd);
       }
       if (reply.granted || !("gone" in reply)) return this.#heard(s, reply);

@@ -68,7 +68,7 @@ class Server implements LeaseServer {
 
 const RUN = `run_${"a".repeat(32)}`;
 
-function holder(server: Server, o: { retryMs?: number; idleMs?: number } = {}) {
+function holder(server: Server, o: { retryMs?: number; idleMs?: number; now?: () => number } = {}) {
   const logged: string[] = [];
   const leases = new BudgetLeases(server, { now: () => server.now, ttlMs: 60_000, log: (m) => logged.push(m), ...o });
   return { leases, logged };
@@ -214,6 +214,16 @@ describe("the gateway's budget leases", () => {
       refused: "the server rejected this run's budget lease (400 bad_request: microusd too large): this call may cost up to $0.0010",
     });
     expect(logged).toEqual([expect.stringContaining("400 bad_request")]);
+  });
+
+  it("renews by its own clock: a computer whose clock is behind the server's still renews before the lease expires there", async () => {
+    const server = new Server(1_000_000);
+    const { leases } = holder(server, { now: () => server.now - 50_000 });
+    reserved(await leases.reserve(RUN, 1000));
+    // Past half the lease's 60 s life on the server (and by the time this side measured): renewed.
+    server.now += 31_000;
+    reserved(leases.reserve(RUN, 1000) as Held);
+    expect(server.asked).toEqual(["open 5000", "resize 0"]);
   });
 
   it("lets calls through unreserved while the server cannot be asked (fail open), logs it once, and reserves again once it answers", async () => {
