@@ -270,6 +270,8 @@ export class BudgetLeases {
     if ("unreachable" in reply) {
       if (s.unreachable === null)
         this.#o.log(`budget lease for ${s.run}: server unreachable (${reply.unreachable}); calls go through unreserved`);
+      // The outage is now the reason to wait (a refusal's older time would send every call to a timeout).
+      s.refused = null;
       s.unreachable = now;
       return "unreachable";
     }

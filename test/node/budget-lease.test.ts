@@ -226,6 +226,19 @@ describe("the gateway's budget leases", () => {
     expect(server.asked).toEqual(["open 5000", "resize 0"]);
   });
 
+  it("after a refusal, a server that then cannot be asked is not asked again by each call within the retry window", async () => {
+    const server = new Server(1000);
+    const { leases } = holder(server, { retryMs: 1000 });
+    expect(await leases.reserve(RUN, 2000)).toMatchObject({ refused: expect.stringContaining("daily") });
+    server.down = true;
+    server.now += 1000;
+    expect(await leases.reserve(RUN, 2000)).toEqual({ run: RUN, microusd: 0 });
+    const asked = server.asked.length;
+    // Within the window: answered at once (unreserved), no request that would wait out a timeout.
+    expect(leases.reserve(RUN, 2000)).toEqual({ run: RUN, microusd: 0 });
+    expect(server.asked).toHaveLength(asked);
+  });
+
   it("lets calls through unreserved while the server cannot be asked (fail open), logs it once, and reserves again once it answers", async () => {
     const server = new Server(1_000_000);
     server.down = true;
