@@ -778,6 +778,43 @@ describe("gateway: budget reservations", () => {
     expect(up.leases.slice(AGENT)).toMatchObject({ reserved: 0 });
   });
 
+  it("a call whose forwarding throws after its lease came is answered 502 and gives its reservation back (no unhandled rejection)", async () => {
+    const leases = new BudgetLeases({
+      open: async () => ({ granted: true, lease_id: `lease_${"3".repeat(32)}`, microusd: 1_000_000, expires_ms: Date.now() + 600_000 }),
+      resize: async () => ({ granted: false, gone: true }),
+    });
+    const r = rig();
+    r.recorder.policy = { policy: { ...defaultPolicy("ws_test", 1), budgets: BUDGETS }, etag: "etag-test" };
+    const up = await startUpstream(stream);
+    const port = await freePort();
+    const sink = {
+      ...recorderSink(r.recorder, () => null, leases),
+      upstream: () => new URL(up.url),
+      decide: (): never => {
+        throw new Error("boom");
+      },
+    };
+    const listening = await listenLoopback(port, gatewayHandler(port, sink, emptyStats()));
+    try {
+      const res = await raw(
+        `http://127.0.0.1:${port}`,
+        "/v1/responses",
+        { model: "gpt-5", input: "hi", stream: true },
+        {
+          "x-oxagen-agent": "my-agent",
+          "x-oxagen-session-id": SESSION,
+        },
+      );
+      expect(res.status).toBe(502);
+      expect(up.seen).toHaveLength(0);
+      expect(leases.slice(AGENT)).toMatchObject({ reserved: 0 });
+    } finally {
+      await listening.close();
+      await up.close();
+      r.close();
+    }
+  });
+
   it("a client that leaves while its call waits for the lease: not forwarded, the reservation given back, recorded as not forwarded (client_closed)", async () => {
     let grant: (r: LeaseReply) => void = () => {};
     const asked: string[] = [];
