@@ -110,7 +110,7 @@ export class BudgetLeases {
     s.waiting += microusd;
     return (async () => {
       try {
-        // Each grant serves at least one waiting call, so this ends; a refusal or no answer ends it too.
+        // Each grant serves a waiting call or adds the cap to the slice, so this ends; a refusal or no answer ends it too.
         for (;;) {
           const heard = await this.#ask(s);
           const fit = this.#fit(s, microusd);
