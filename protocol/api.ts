@@ -148,10 +148,13 @@ export function hostKeyProofInput(hostId: string, newPublicKeyHex: string, curre
 /** The answer to a key rotation. */
 export const HostKeyAnswer = z.strictObject({ host_id: HostId, key_id: z.string(), retired_key_id: z.string() });
 
+/** The most one lease request may ask for or give back (`microusd`, `add_microusd`): $1000. */
+export const MAX_LEASE_MICROUSD = 1_000_000_000;
+
 /** `POST /v1/host/budget/leases`: hold `microusd` of the run's (and its host's and workspace's) budget for `ttl_ms`. */
 export const BudgetLeaseRequest = z.strictObject({
   run: z.string().regex(/^run_[0-9a-f]{32}$/),
-  microusd: z.number().int().positive().max(1_000_000_000),
+  microusd: z.number().int().positive().max(MAX_LEASE_MICROUSD),
   ttl_ms: z.number().int().min(1000).max(3_600_000).default(600_000),
 });
 
@@ -160,7 +163,7 @@ export const BudgetLeaseRequest = z.strictObject({
  * budget back, never below 0) and hold it `ttl_ms` from now. Growing is refused like a new lease.
  */
 export const BudgetLeaseResize = z.strictObject({
-  add_microusd: z.number().int().min(-1_000_000_000).max(1_000_000_000),
+  add_microusd: z.number().int().min(-MAX_LEASE_MICROUSD).max(MAX_LEASE_MICROUSD),
   ttl_ms: z.number().int().min(1000).max(3_600_000).default(600_000),
 });
 

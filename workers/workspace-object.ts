@@ -163,8 +163,8 @@ export class WorkspaceObject extends DurableObject<Env> {
     return this.ctx.storage.transactionSync(() => {
       const sql = this.ctx.storage.sql;
       const held = sql
-        .exec<{ run_id: string; microusd: number; expires_ms: number }>(
-          "SELECT run_id, microusd, expires_ms FROM leases WHERE id = ? AND host_id = ? AND expires_ms > ?",
+        .exec<{ run_id: string; microusd: number; expires_ms: number; day: string }>(
+          "SELECT run_id, microusd, expires_ms, day FROM leases WHERE id = ? AND host_id = ? AND expires_ms > ?",
           req.leaseId,
           req.hostId,
           now,
@@ -173,13 +173,20 @@ export class WorkspaceObject extends DurableObject<Env> {
       if (!held) return { granted: false, gone: true };
       const microusd = Math.max(0, held.microusd + req.addMicrousd);
       const expires = now + req.ttlMs;
-      sql.exec("UPDATE leases SET microusd = ?, expires_ms = ? WHERE id = ?", microusd, expires, req.leaseId);
+      // A lease renewed past UTC midnight holds its calls in the new day's (and month's) window.
+      sql.exec("UPDATE leases SET microusd = ?, expires_ms = ?, day = ? WHERE id = ?", microusd, expires, utcDay(now), req.leaseId);
       if (microusd > held.microusd) {
         const over = exhaustedScopes(sql, clauses, now, req.hostId).find(
           (s) => (s.run === undefined || s.run === held.run_id) && s.spent_microusd > s.limit_microusd,
         );
         if (over) {
-          sql.exec("UPDATE leases SET microusd = ?, expires_ms = ? WHERE id = ?", held.microusd, held.expires_ms, req.leaseId);
+          sql.exec(
+            "UPDATE leases SET microusd = ?, expires_ms = ?, day = ? WHERE id = ?",
+            held.microusd,
+            held.expires_ms,
+            held.day,
+            req.leaseId,
+          );
           return { granted: false, exhausted: over };
         }
       }

@@ -1,4 +1,4 @@
-import { BudgetLeaseGrant, ROUTES } from "../../protocol/index.ts";
+import { BudgetLeaseGrant, MAX_LEASE_MICROUSD, ROUTES } from "../../protocol/index.ts";
 import { hostFetch } from "../lib/server.ts";
 import type { HostConfig } from "../lib/state.ts";
 
@@ -10,7 +10,9 @@ export type LeaseReply =
   /** 404 to a resize: the lease expired or is unknown. */
   | { granted: false; gone: true }
   /** The server could not be asked (down, offline, a 5xx, an answer we cannot read). */
-  | { granted: false; unreachable: string };
+  | { granted: false; unreachable: string }
+  /** 400: the server rejected the request itself (not an outage: the call is not let through unreserved). */
+  | { granted: false; rejected: string };
 
 /** The server's budget leases, as the holder uses them. */
 export interface LeaseServer {
@@ -47,12 +49,13 @@ export interface LeaseOptions {
 interface Slice {
   run: string;
   leaseId: string | null;
-  /** What the server's lease holds, as this side counts it (it mirrors the server: a priced call comes off both). */
+  /** What the server's lease holds, as this side counts it (a priced call comes off both; never more than the server's last answer). */
   held: number;
   /** The maximum costs of the calls in flight. */
   reserved: number;
   /** The maximum costs of the calls waiting for the server. */
   waiting: number;
+  /** When the lease expires, by this side's clock: the request's send time plus the ttl (the server's `expires_ms` is by its clock, and is later). */
   expires: number;
   asking: Promise<Heard> | null;
   /** The last refusal (409) and when; the reason a call that does not fit is given. */
@@ -107,7 +110,7 @@ export class BudgetLeases {
     s.waiting += microusd;
     return (async () => {
       try {
-        // Each grant serves at least one waiting call, so this ends; a refusal or no answer ends it too.
+        // Each grant serves a waiting call or adds the cap to the slice, so this ends; a refusal or no answer ends it too.
         for (;;) {
           const heard = await this.#ask(s);
           const fit = this.#fit(s, microusd);
@@ -198,7 +201,8 @@ export class BudgetLeases {
     if (s.asking) return s.asking;
     s.asking = (async (): Promise<Heard> => {
       const short = Math.max(0, s.reserved + s.waiting - s.held);
-      const want = short + this.#o.sliceCalls * s.biggest;
+      // One request carries at most the protocol's cap; a call dearer than that is leased in steps (the caller asks again).
+      const want = Math.min(short + this.#o.sliceCalls * s.biggest, MAX_LEASE_MICROUSD);
       let reply = await this.#grow(s, want);
       if (reply && !reply.granted && "exhausted" in reply) {
         // The scope's room, from the refusal: ask for just that (it may still serve some waiting calls).
@@ -215,13 +219,16 @@ export class BudgetLeases {
   /**
    * Adds `add` to the run's lease (a new lease when it has none). What this side counts grows by
    * `add`, not to the server's answer: the server's total still holds the calls it has not priced yet.
+   * But never past the server's answer: the server also takes off spend this side never saw (calls
+   * read from transcripts, a call reserved on another run), and a slice holds only what the lease does.
    */
   async #grow(s: Slice, add: number): Promise<LeaseReply | null> {
     if (s.leaseId !== null) {
+      const sent = this.#o.now();
       const reply = await this.#server.resize(s.leaseId, add, this.#o.ttlMs);
       if (reply.granted) {
-        s.held += add;
-        s.expires = reply.expires_ms;
+        s.held = Math.min(s.held + add, reply.microusd);
+        s.expires = sent + this.#o.ttlMs;
         return reply;
       }
       if (!("gone" in reply)) return reply;
@@ -231,11 +238,12 @@ export class BudgetLeases {
       add += s.reserved;
     }
     if (add <= 0) return null;
+    const sent = this.#o.now();
     const reply = await this.#server.open(s.run, add, this.#o.ttlMs);
     if (reply.granted) {
       s.leaseId = reply.lease_id;
-      s.held += add;
-      s.expires = reply.expires_ms;
+      s.held = Math.min(s.held + add, reply.microusd);
+      s.expires = sent + this.#o.ttlMs;
     }
     return reply;
   }
@@ -253,9 +261,17 @@ export class BudgetLeases {
       s.unreachable = null;
       return "refused";
     }
+    if ("rejected" in reply) {
+      this.#o.log(`budget lease for ${s.run}: the server rejected the request (${reply.rejected}); calls that do not fit are refused`);
+      s.refused = { reason: `the server rejected this run's budget lease (${reply.rejected})`, at: now };
+      s.unreachable = null;
+      return "refused";
+    }
     if ("unreachable" in reply) {
       if (s.unreachable === null)
         this.#o.log(`budget lease for ${s.run}: server unreachable (${reply.unreachable}); calls go through unreserved`);
+      // The outage is now the reason to wait (a refusal's older time would send every call to a timeout).
+      s.refused = null;
       s.unreachable = now;
       return "unreachable";
     }
@@ -267,8 +283,12 @@ export class BudgetLeases {
     const id = s.leaseId;
     if (s.asking || id === null) return s.asking ?? Promise.resolve("nothing");
     s.asking = (async (): Promise<Heard> => {
+      const sent = this.#o.now();
       const reply = await this.#server.resize(id, 0, this.#o.ttlMs);
-      if (reply.granted) s.expires = reply.expires_ms;
+      if (reply.granted) {
+        s.expires = sent + this.#o.ttlMs;
+        s.held = Math.min(s.held, reply.microusd);
+      }
       if (reply.granted || !("gone" in reply)) return this.#heard(s, reply);
       // Expired: a call waiting on the renewal asks again, for a new lease.
       s.leaseId = null;
@@ -287,7 +307,10 @@ export class BudgetLeases {
    */
   async #giveBack(s: Slice): Promise<void> {
     this.#slices.delete(s.run);
-    if (s.leaseId !== null && s.held > 0) await this.#server.resize(s.leaseId, -s.held, this.#o.ttlMs);
+    for (let left = s.leaseId !== null ? s.held : 0; left > 0; left -= MAX_LEASE_MICROUSD) {
+      const reply = await this.#server.resize(s.leaseId as string, -Math.min(left, MAX_LEASE_MICROUSD), this.#o.ttlMs);
+      if (!reply.granted) break;
+    }
   }
 }
 
@@ -300,6 +323,7 @@ export function httpLeaseServer(host: HostConfig, timeoutMs = 5000): LeaseServer
       const answer = (await res.json().catch(() => null)) as Record<string, unknown> | null;
       if (res.status === 409 && answer?.error === "budget_exhausted") return { granted: false, exhausted: answer.exhausted as never };
       if (res.status === 404 && method === "PATCH") return { granted: false, gone: true };
+      if (res.status === 400) return { granted: false, rejected: `400 ${String(answer?.error ?? "")}: ${String(answer?.message ?? "")}` };
       const grant = BudgetLeaseGrant.safeParse(answer);
       if (res.ok && grant.success) return grant.data;
       return { granted: false, unreachable: `${res.status} ${String(answer?.error ?? "")}`.trim() };

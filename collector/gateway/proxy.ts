@@ -224,8 +224,35 @@ export function gatewayHandler(port: number, sink: GatewaySink, stats: GatewaySt
         forwardModel({ req, res, api, mr, session, url, t, started, sink, stats, fail, hold });
       };
       const hold = sink.reserve?.(call, api, mr) ?? null;
-      if (hold instanceof Promise) void hold.then(go);
-      else go(hold);
+      if (!(hold instanceof Promise)) return go(hold);
+      // The call waits for the server's lease; a client that leaves meanwhile is not forwarded.
+      let left = false;
+      const leave = () => {
+        left = true;
+      };
+      res.once("close", leave);
+      void hold
+        .then((h) => {
+          res.off("close", leave);
+          if (left) {
+            h?.done(mr.model, null);
+            stats.answered++;
+            sink.record(session, [answeredStep("client_closed", 499, api.vendor, mr.model)], t, null);
+            return;
+          }
+          try {
+            go(h);
+          } catch (err) {
+            h?.done(mr.model, null);
+            throw err;
+          }
+        })
+        .catch((err: Error) => {
+          // Not an unhandled rejection (it would end the recorder): the call fails, the gateway goes on.
+          fail(`a ${api.vendor} call could not be reserved or forwarded: ${err.message}`);
+          if (!res.headersSent) sendJson(res, 502, { error: "bad_gateway", message: "the Oxagen gateway could not forward this call" });
+          else res.destroy();
+        });
     });
   };
 }

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { maxCostOf, roundUp } from "../../collector/gateway/cost.ts";
 import { readModelRequest, routeOf } from "../../collector/gateway/apis.ts";
 import { BudgetLeases, type Held, type LeaseReply, type LeaseServer, type Reservation } from "../../collector/gateway/lease.ts";
+import { MAX_LEASE_MICROUSD } from "../../protocol/index.ts";
 import { priceCall } from "../../protocol/price.ts";
 
 /**
@@ -33,6 +34,7 @@ class Server implements LeaseServer {
   }
   async open(run: string, microusd: number, ttlMs: number): Promise<LeaseReply> {
     this.asked.push(`open ${microusd}`);
+    if (microusd > MAX_LEASE_MICROUSD) return { granted: false, rejected: "400 bad_request" };
     const no = this.#check(microusd);
     if (no) return no;
     const id = `lease_${String(this.leases.size + 1).padStart(32, "0")}`;
@@ -41,6 +43,7 @@ class Server implements LeaseServer {
   }
   async resize(id: string, add: number, ttlMs: number): Promise<LeaseReply> {
     this.asked.push(`resize ${add}`);
+    if (Math.abs(add) > MAX_LEASE_MICROUSD) return { granted: false, rejected: "400 bad_request" };
     if (this.down) return { granted: false, unreachable: "connect ECONNREFUSED" };
     const l = this.leases.get(id);
     if (!l || l.expires <= this.now) return { granted: false, gone: true };
@@ -65,7 +68,7 @@ class Server implements LeaseServer {
 
 const RUN = `run_${"a".repeat(32)}`;
 
-function holder(server: Server, o: { retryMs?: number; idleMs?: number } = {}) {
+function holder(server: Server, o: { retryMs?: number; idleMs?: number; now?: () => number } = {}) {
   const logged: string[] = [];
   const leases = new BudgetLeases(server, { now: () => server.now, ttlMs: 60_000, log: (m) => logged.push(m), ...o });
   return { leases, logged };
@@ -163,6 +166,77 @@ describe("the gateway's budget leases", () => {
     expect(server.asked).toEqual(["open 5000", "resize 21000", "open 22000"]);
     expect(leases.slice(RUN)).toMatchObject({ held: 22_000, reserved: 6000 });
     expect(server.held()).toBe(22_000);
+  });
+
+  it("takes the server's smaller count when its lease shrank by spend this side did not see (a call read from a transcript, another run's frame)", async () => {
+    const server = new Server(1_000_000);
+    const { leases } = holder(server);
+    reserved(await leases.reserve(RUN, 1000));
+    expect(leases.slice(RUN)).toMatchObject({ held: 5000, reserved: 1000 });
+    // Spend of the run priced on the server that never passed this gateway: the lease holds 2000 there.
+    server.price(RUN, 3000);
+    // The next answer (here a renewal past half the lease's life) brings this side's count down to it.
+    server.now += 40_000;
+    reserved(leases.reserve(RUN, 500) as Held);
+    expect(server.asked.at(-1)).toBe("resize 0");
+    await new Promise((r) => setImmediate(r));
+    expect(leases.slice(RUN)).toMatchObject({ held: 2000, reserved: 1500 });
+    // A call past what the server holds now waits for growth instead of reserving room nobody holds.
+    expect(leases.reserve(RUN, 1000)).toBeInstanceOf(Promise);
+  });
+
+  it("asks for no more than a lease request may carry ($1000), gives back past it in steps, and leases a call dearer than that in steps", async () => {
+    const server = new Server(10_000_000_000);
+    const { leases } = holder(server);
+    const big = reserved(await leases.reserve(RUN, 300_000_000));
+    expect(big.microusd).toBe(300_000_000);
+    expect(server.asked).toEqual([`open ${MAX_LEASE_MICROUSD}`]);
+    // One call past the cap: reserved (never let through unreserved), by growing the lease more than once.
+    const huge = reserved(await leases.reserve(RUN, 1_500_000_000));
+    expect(huge.microusd).toBe(1_500_000_000);
+    expect(server.asked.slice(1)).toEqual([`resize ${MAX_LEASE_MICROUSD}`, `resize ${MAX_LEASE_MICROUSD}`]);
+    leases.done(big, 0);
+    leases.done(huge, 0);
+    await leases.stop();
+    expect(server.asked.slice(3)).toEqual([
+      `resize -${MAX_LEASE_MICROUSD}`,
+      `resize -${MAX_LEASE_MICROUSD}`,
+      `resize -${MAX_LEASE_MICROUSD}`,
+    ]);
+    expect(server.held()).toBe(0);
+  });
+
+  it("refuses a call the server rejects the lease request for (a 400 is no outage: not let through unreserved)", async () => {
+    const server = new Server(1_000_000);
+    const { leases, logged } = holder(server);
+    server.open = async () => ({ granted: false, rejected: "400 bad_request: microusd too large" });
+    expect(await leases.reserve(RUN, 1000)).toEqual({
+      refused: "the server rejected this run's budget lease (400 bad_request: microusd too large): this call may cost up to $0.0010",
+    });
+    expect(logged).toEqual([expect.stringContaining("400 bad_request")]);
+  });
+
+  it("renews by its own clock: a computer whose clock is behind the server's still renews before the lease expires there", async () => {
+    const server = new Server(1_000_000);
+    const { leases } = holder(server, { now: () => server.now - 50_000 });
+    reserved(await leases.reserve(RUN, 1000));
+    // Past half the lease's 60 s life on the server (and by the time this side measured): renewed.
+    server.now += 31_000;
+    reserved(leases.reserve(RUN, 1000) as Held);
+    expect(server.asked).toEqual(["open 5000", "resize 0"]);
+  });
+
+  it("after a refusal, a server that then cannot be asked is not asked again by each call within the retry window", async () => {
+    const server = new Server(1000);
+    const { leases } = holder(server, { retryMs: 1000 });
+    expect(await leases.reserve(RUN, 2000)).toMatchObject({ refused: expect.stringContaining("daily") });
+    server.down = true;
+    server.now += 1000;
+    expect(await leases.reserve(RUN, 2000)).toEqual({ run: RUN, microusd: 0 });
+    const asked = server.asked.length;
+    // Within the window: answered at once (unreserved), no request that would wait out a timeout.
+    expect(leases.reserve(RUN, 2000)).toEqual({ run: RUN, microusd: 0 });
+    expect(server.asked).toHaveLength(asked);
   });
 
   it("lets calls through unreserved while the server cannot be asked (fail open), logs it once, and reserves again once it answers", async () => {

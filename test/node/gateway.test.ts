@@ -777,4 +777,97 @@ describe("gateway: budget reservations", () => {
     expect(h.up.seen).toHaveLength(1);
     expect(up.leases.slice(AGENT)).toMatchObject({ reserved: 0 });
   });
+
+  it("a call whose forwarding throws after its lease came is answered 502 and gives its reservation back (no unhandled rejection)", async () => {
+    const leases = new BudgetLeases({
+      open: async () => ({ granted: true, lease_id: `lease_${"3".repeat(32)}`, microusd: 1_000_000, expires_ms: Date.now() + 600_000 }),
+      resize: async () => ({ granted: false, gone: true }),
+    });
+    const r = rig();
+    r.recorder.policy = { policy: { ...defaultPolicy("ws_test", 1), budgets: BUDGETS }, etag: "etag-test" };
+    const up = await startUpstream(stream);
+    const port = await freePort();
+    const sink = {
+      ...recorderSink(r.recorder, () => null, leases),
+      upstream: () => new URL(up.url),
+      decide: (): never => {
+        throw new Error("boom");
+      },
+    };
+    const listening = await listenLoopback(port, gatewayHandler(port, sink, emptyStats()));
+    try {
+      const res = await raw(
+        `http://127.0.0.1:${port}`,
+        "/v1/responses",
+        { model: "gpt-5", input: "hi", stream: true },
+        {
+          "x-oxagen-agent": "my-agent",
+          "x-oxagen-session-id": SESSION,
+        },
+      );
+      expect(res.status).toBe(502);
+      expect(up.seen).toHaveLength(0);
+      expect(leases.slice(AGENT)).toMatchObject({ reserved: 0 });
+    } finally {
+      await listening.close();
+      await up.close();
+      r.close();
+    }
+  });
+
+  it("a client that leaves while its call waits for the lease: not forwarded, the reservation given back, recorded as not forwarded (client_closed)", async () => {
+    let grant: (r: LeaseReply) => void = () => {};
+    const asked: string[] = [];
+    const leases = new BudgetLeases({
+      open: (run) => {
+        asked.push(run);
+        return new Promise<LeaseReply>((resolve) => {
+          grant = resolve;
+        });
+      },
+      resize: async () => ({ granted: false, gone: true }),
+    });
+    const r = rig();
+    r.recorder.policy = { policy: { ...defaultPolicy("ws_test", 1), budgets: BUDGETS }, etag: "etag-test" };
+    const up = await startUpstream(stream);
+    const port = await freePort();
+    const sink = { ...recorderSink(r.recorder, () => null, leases), upstream: () => new URL(up.url) };
+    const handler = gatewayHandler(port, sink, emptyStats());
+    let closed = 0;
+    const listening = await listenLoopback(port, (req, res) => {
+      res.on("close", () => closed++);
+      handler(req, res);
+    });
+    try {
+      const body = JSON.stringify({ model: "gpt-5", input: "hi", stream: true });
+      const req = request(`http://127.0.0.1:${port}/v1/responses`, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          authorization: "Bearer sk-test",
+          "x-oxagen-agent": "my-agent",
+          "x-oxagen-session-id": SESSION,
+        },
+      });
+      req.on("error", () => {});
+      req.end(body);
+      await until(() => asked.length === 1);
+      req.destroy();
+      await until(() => closed === 1);
+      grant({ granted: true, lease_id: `lease_${"2".repeat(32)}`, microusd: 1_000_000, expires_ms: Date.now() + 600_000 });
+      const errors = () => (existsSync(join(r.dir, "journal", `${AGENT}.jsonl`)) ? payloadsOf(r.frames(AGENT), "error") : []);
+      // Either outcome ends the wait: the call forwarded (the bug) or its not-forwarded frame recorded.
+      await until(() => up.seen.length > 0 || errors().length > 0);
+      expect(up.seen).toHaveLength(0);
+      expect(leases.slice(AGENT)).toMatchObject({ reserved: 0 });
+      expect(errors()).toEqual([
+        expect.objectContaining({ path: "gateway", code: "client_closed", forwarded: false, vendor: "openai", model: "gpt-5" }),
+      ]);
+      expect(payloadsOf(r.frames(AGENT), "llm_call")).toEqual([]);
+    } finally {
+      await listening.close();
+      await up.close();
+      r.close();
+    }
+  });
 });

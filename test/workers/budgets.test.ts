@@ -169,6 +169,32 @@ describe("budget leases over the host-signed route", () => {
     expect((await resize(host, { add_microusd: 1.5 })).status).toBe(400);
   });
 
+  it("a lease renewed past UTC midnight counts in the new day's window: its own growth and other runs' leases are checked with it", async () => {
+    const { workspaceId } = await seedWorkspace();
+    const hub = workspaceObject(env, workspaceId);
+    const clauses: BudgetClause[] = [{ id: "ws-day", scope: "workspace", window: "day", limit_microusd: 10_000 }];
+    const run = (n: number) => `run_${String(n).repeat(32)}`;
+    const before = Date.UTC(2026, 0, 15, 23, 58);
+    const after = Date.UTC(2026, 0, 16, 0, 2);
+    const first = await hub.lease({ hostId: "host_a", runId: run(1), microusd: 5000, ttlMs: 600_000 }, clauses, before);
+    expect(first).toMatchObject({ granted: true });
+    const id = (first as { lease_id: string }).lease_id;
+    expect(await hub.resize({ hostId: "host_a", leaseId: id, addMicrousd: 0, ttlMs: 600_000 }, clauses, after)).toMatchObject({
+      granted: true,
+    });
+    expect((await hub.use(clauses, after))[0]?.uses).toEqual([{ host: null, spent_microusd: 5000 }]);
+    expect(await hub.resize({ hostId: "host_a", leaseId: id, addMicrousd: 5001, ttlMs: 600_000 }, clauses, after)).toMatchObject({
+      granted: false,
+      exhausted: { budget: "ws-day", spent_microusd: 10_001 },
+    });
+    expect(await hub.lease({ hostId: "host_b", runId: run(2), microusd: 5001, ttlMs: 600_000 }, clauses, after)).toMatchObject({
+      granted: false,
+    });
+    expect(await hub.lease({ hostId: "host_b", runId: run(2), microusd: 5000, ttlMs: 600_000 }, clauses, after)).toMatchObject({
+      granted: true,
+    });
+  });
+
   it("takes a run's newly priced spend off the run's leases, so a call reserved under a lease is counted once", async () => {
     const { token, workspaceId } = await seedWorkspace();
     const host = await enrollHost(token);
