@@ -58,8 +58,14 @@ export function recorderSink(recorder: Recorder, secret: () => string | null, le
       const later = hold?.refused ? () => ({ reason: hold.refused as string, rule: "budget" }) : undefined;
       return decideModelCall(call, ctx(hold?.reserved === true), later);
     },
+    // A refusal's or an answered call's frame: the client's answer does not wait on it, and a
+    // journal that cannot take it must not throw inside the request handler (that would stop the recorder).
     record: (session, steps, t, id) => {
-      recorder.recordGateway(session, steps, t, id);
+      try {
+        recorder.recordGateway(session, steps, t, id);
+      } catch (err) {
+        recorder.log(`gateway: the ${steps[0]?.kind ?? "gateway"} frame of a call could not be recorded: ${(err as Error).message}`);
+      }
     },
     recordCall: (session, call, t, id, onError) => {
       recorder.recordGateway(session, carriedStep(call, recorder.policy?.policy.retention ?? null, onError), t, id);

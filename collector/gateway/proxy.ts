@@ -34,7 +34,7 @@ export interface GatewaySink {
   reserve?(call: ModelCall, api: Api, mr: ModelRequest): BudgetHold | Promise<BudgetHold> | null;
   /** The policy's check of a call, with its budget hold (refused when the hold has no room). */
   decide(call: ModelCall, hold?: BudgetHold | null): ModelVerdict;
-  /** Appends frames to the session's chain (the computer's own when null), once per id; through the recorder's one append path. */
+  /** Appends frames to the session's chain (the computer's own when null), once per id; through the recorder's one append path. Never throws: a failure is logged. */
   record(session: GatewaySession | null, steps: Step[], t: number, id: string | null): void;
   /**
    * Appends a forwarded call's `llm_call`, once per id: its bodies are redacted and hashed off the
