@@ -40,31 +40,20 @@ function rewritten(path: string, swaps: [string, string][]): string {
   return text;
 }
 
-// The verify worker is its own entry in the package; its source names it by its .ts path.
-const workerUrl: Plugin = {
-  name: "verify-worker-url",
+// A worker is its own entry beside the bundle that starts it; its source names it by its .ts path.
+const workerUrl = (source: RegExp, worker: string, file: string): Plugin => ({
+  name: `worker-url-${file}`,
   setup(b) {
-    b.onLoad({ filter: /commands[/\\]verify[/\\]parallel\.ts$/ }, (args) => ({
+    b.onLoad({ filter: source }, (args) => ({
       contents: rewritten(args.path.slice(root.length + 1), [
-        ['new URL("./worker.ts", import.meta.url)', 'new URL("./verify-worker.js", import.meta.url)'],
-      ]),
-      loader: "ts",
-    }));
-  },
-};
-
-// The gateway's body worker likewise, beside whichever bundle starts it.
-const gatewayWorkerUrl = (file: string): Plugin => ({
-  name: "gateway-worker-url",
-  setup(b) {
-    b.onLoad({ filter: /gateway[/\\]offload\.ts$/ }, (args) => ({
-      contents: rewritten(args.path.slice(root.length + 1), [
-        ['new URL("./body-worker.ts", import.meta.url)', `new URL("./${file}", import.meta.url)`],
+        [`new URL("./${worker}", import.meta.url)`, `new URL("./${file}", import.meta.url)`],
       ]),
       loader: "ts",
     }));
   },
 });
+const verifyWorkerUrl = workerUrl(/commands[/\\]verify[/\\]parallel\.ts$/, "worker.ts", "verify-worker.js");
+const gatewayWorkerUrl = (file: string) => workerUrl(/gateway[/\\]offload\.ts$/, "body-worker.ts", file);
 
 await build({ ...common, entryPoints: [join(root, "collector/gateway/body-worker.ts")], outfile: join(out, "tacho-gateway-worker.mjs") });
 await build({
@@ -88,7 +77,7 @@ await build({
   outdir: join(pkg, "dist"),
   chunkNames: "chunk-[hash]",
   splitting: true,
-  plugins: [workerUrl, gatewayWorkerUrl("gateway-worker.js")],
+  plugins: [verifyWorkerUrl, gatewayWorkerUrl("gateway-worker.js")],
 });
 
 const files: Record<string, string> = {
