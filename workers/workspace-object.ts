@@ -31,6 +31,16 @@ export type LeaseAnswer =
 export type ResizeAnswer = LeaseAnswer | { granted: false; gone: true };
 
 /**
+ * A scope of a run's (its own, its host's, the workspace's) past its limit with every lease counted;
+ * reaching a limit exactly is allowed (the next lease is refused).
+ */
+function overLimit(sql: SqlStorage, clauses: BudgetClause[], now: number, hostId: string, runId: string): ExhaustedScope | undefined {
+  return exhaustedScopes(sql, clauses, now, hostId).find(
+    (s) => (s.run === undefined || s.run === runId) && s.spent_microusd > s.limit_microusd,
+  );
+}
+
+/**
  * One per workspace (`env.WORKSPACES.idFromName(workspaceId)`): the one writer of its budget
  * counters, and the hub its hosts' recorders hold a WebSocket to for policy pushes. Connections use
  * the WebSocket Hibernation API: an idle one keeps no object in memory, and the ping a recorder
@@ -140,10 +150,7 @@ export class WorkspaceObject extends DurableObject<Env> {
         req.microusd,
         expires,
       );
-      // Past the limit with the lease counted (reaching it exactly is allowed: the next lease is refused).
-      const over = exhaustedScopes(sql, clauses, now, req.hostId).find(
-        (s) => (s.run === undefined || s.run === req.runId) && s.spent_microusd > s.limit_microusd,
-      );
+      const over = overLimit(sql, clauses, now, req.hostId, req.runId);
       if (over) {
         sql.exec("DELETE FROM leases WHERE id = ?", id);
         return { granted: false, exhausted: over };
@@ -176,9 +183,7 @@ export class WorkspaceObject extends DurableObject<Env> {
       // A lease renewed past UTC midnight holds its calls in the new day's (and month's) window.
       sql.exec("UPDATE leases SET microusd = ?, expires_ms = ?, day = ? WHERE id = ?", microusd, expires, utcDay(now), req.leaseId);
       if (microusd > held.microusd) {
-        const over = exhaustedScopes(sql, clauses, now, req.hostId).find(
-          (s) => (s.run === undefined || s.run === held.run_id) && s.spent_microusd > s.limit_microusd,
-        );
+        const over = overLimit(sql, clauses, now, req.hostId, held.run_id);
         if (over) {
           sql.exec(
             "UPDATE leases SET microusd = ?, expires_ms = ?, day = ? WHERE id = ?",
