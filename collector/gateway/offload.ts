@@ -34,8 +34,6 @@ const MAX_FAILURES = 3;
 
 function start(i: number): Slot {
   const worker = new Worker(new URL("./body-worker.ts", import.meta.url));
-  // Never what keeps a process up: whoever waits on a call completes it in place at stop.
-  worker.unref();
   const slot: Slot = { worker, waiting: new Map() };
   const gone = (err: Error) => {
     if (slots[i] !== slot) return;
@@ -53,6 +51,9 @@ function start(i: number): Slot {
   });
   worker.on("error", gone);
   worker.on("exit", (code) => gone(new Error(`the gateway's body worker exited (${code})`)));
+  // Never what keeps a process up: whoever waits on a call completes it in place at stop. After the
+  // listeners: adding a "message" listener refs the worker's port again (a stopped recorder stayed up).
+  worker.unref();
   slots[i] = slot;
   return slot;
 }

@@ -9,6 +9,9 @@ import { Journal } from "../../collector/recorder/journal.ts";
 import type { Step } from "../../collector/recorder/mapper.ts";
 import type { LaterStep } from "../../collector/recorder/recorder.ts";
 import { HOST_ID, payloadsOf, rig, type Rig } from "../support/sources.ts";
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 const SESSION = "sess-offload-1";
@@ -221,5 +224,29 @@ describe("a gateway call prepared off the event loop", () => {
     const body = r.recorder.journal.body((local.payload.request as { sha256: string }).sha256);
     expect(body?.toString()).not.toContain(KEY);
     expect(body?.equals(Buffer.from(local.bodies[0]!.bytes!))).toBe(true);
+  });
+});
+
+describe("the body worker and the process", () => {
+  it("a process that had a call prepared on the worker still exits on its own (a stopped recorder does not stay up)", () => {
+    const script = `
+      import { carriedStep } from ${JSON.stringify(join(import.meta.dirname, "../../collector/gateway/offload.ts"))};
+      const request = Buffer.from(JSON.stringify({ model: "claude-sonnet-4-5", messages: "x".repeat(${OFFLOAD_BYTES * 2}) }));
+      const call = { vendor: "anthropic", model: "claude-sonnet-4-5", stream: false, status: 200, latencyMs: 1, ttfbMs: 1, request,
+        response: Buffer.from("{}"), seen: { id: "msg_exit", model: "claude-sonnet-4-5", usage: { input_tokens: 1, output_tokens: 1 } }, clientClosed: false };
+      // The recorder's listeners keep it up while a call is on the worker; here, a timer until the answer.
+      const keep = setInterval(() => {}, 1000);
+      const step = await carriedStep(call, null, () => {}).later();
+      clearInterval(keep);
+      console.log(step.kind);
+    `;
+    const file = join(mkdtempSync(join(tmpdir(), "oxagen-offload-")), "exit.mjs");
+    writeFileSync(file, script);
+    const child = spawnSync(process.execPath, [file], { encoding: "utf8", timeout: 60_000 });
+    expect(child.stderr).toBe("");
+    expect(child.stdout.trim()).toBe("llm_call");
+    // Killed by the timeout (signal set, status null) when the worker's port kept the process up.
+    expect(child.signal).toBeNull();
+    expect(child.status).toBe(0);
   });
 });
