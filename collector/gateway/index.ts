@@ -5,6 +5,7 @@ import type { Recorder } from "../recorder/recorder.ts";
 import type { Vendor } from "./apis.ts";
 import { maxCostOf, realCostOf } from "./cost.ts";
 import { carriedStep } from "./offload.ts";
+import { callKey, nextCarriedId } from "./record.ts";
 import type { BudgetLeases, Held } from "./lease.ts";
 import { type BudgetHold, emptyStats, gatewayHandler, type GatewaySink, type GatewayStats } from "./proxy.ts";
 
@@ -67,7 +68,9 @@ export function recorderSink(recorder: Recorder, secret: () => string | null, le
         recorder.log(`gateway: the ${steps[0]?.kind ?? "gateway"} frame of a call could not be recorded: ${(err as Error).message}`);
       }
     },
-    recordCall: (session, call, t, id, onError) => {
+    recordCall: (session, call, t, identity, onError) => {
+      const has = (id: string) => recorder.journal.has(id);
+      const id = identity ? (chain: string) => nextCarriedId(has, callKey(chain, identity)) : null;
       recorder.recordGateway(session, carriedStep(call, recorder.policy?.policy.retention ?? null, onError), t, id);
     },
     upstream: (vendor) => upstreamOf(recorder, vendor),

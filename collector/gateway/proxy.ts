@@ -16,7 +16,7 @@ import {
   vendorError,
   vendorOfPath,
 } from "./apis.ts";
-import { answeredStep, type Carried, gatewayCallId, refusalStep } from "./record.ts";
+import { answeredStep, type Carried, type CallIdentity, refusalStep } from "./record.ts";
 import { SseSplitter } from "./sse.ts";
 import { type Seen, usageOnlyChunk } from "./usage.ts";
 
@@ -37,11 +37,11 @@ export interface GatewaySink {
   /** Appends frames to the session's chain (the computer's own when null), once per id; through the recorder's one append path. Never throws: a failure is logged. */
   record(session: GatewaySession | null, steps: Step[], t: number, id: string | null): void;
   /**
-   * Appends a forwarded call's `llm_call`, once per id: its bodies are redacted and hashed off the
-   * event loop when large, its id taken now (docs/collector.md, "The gateway"); `onError` when it
-   * could not be recorded.
+   * Appends a forwarded call's `llm_call`: its bodies are redacted and hashed off the event loop
+   * when large, its place and id (from its identity, for the usage logs to match) taken now
+   * (docs/collector.md, "The gateway"); `onError` when it could not be recorded.
    */
-  recordCall(session: GatewaySession | null, call: Carried, t: number, id: string | null, onError: (err: Error) => void): void;
+  recordCall(session: GatewaySession | null, call: Carried, t: number, identity: CallIdentity | null, onError: (err: Error) => void): void;
   upstream(vendor: Vendor): URL;
   /** The enrollment's secret every call must carry (header x-oxagen-hook-secret); null for an enrollment without one. */
   secret(): string | null;
@@ -343,7 +343,15 @@ function forwardModel(c: Call): void {
     if (clientClosed) stats.client_closed++;
     const failed = (err: Error) => c.fail(`a ${api.vendor} call could not be recorded: ${err.message}`);
     try {
-      sink.recordCall(c.session, carried, c.t, seen.id ? gatewayCallId(api.vendor, seen.id) : null, failed);
+      const identity = seen.id
+        ? {
+            vendor: api.vendor,
+            messageId: seen.id,
+            model: seen.model ?? mr.model,
+            usage: seen.usage ?? { input_tokens: 0, output_tokens: 0 },
+          }
+        : null;
+      sink.recordCall(c.session, carried, c.t, identity, failed);
     } catch (err) {
       failed(err as Error);
     }

@@ -250,6 +250,14 @@ export class Journal {
   }
 
   /**
+   * Keeps ids with no frame (a usage log's call matched to the one the gateway recorded): durable
+   * by the next group commit, in the chain's file, so `has` sees them after a restart too.
+   */
+  mark(rec: ChainRecord, ids: string[]): void {
+    for (const id of ids) this.commit(rec, { id, frames: [], locks: [], bodies: [] }, rec.writer.state, []);
+  }
+
+  /**
    * Takes a place in the chain for an entry still being prepared, and its id now (`has` sees it,
    * as for a deferred entry). Whatever else is about to be written to the chain completes it first
    * ({@link ready}), so no entry goes before one that preceded it.

@@ -4,7 +4,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { runIdFor, verifyChain } from "../../protocol/index.ts";
 import { carriedStep, OFFLOAD_BYTES } from "../../collector/gateway/offload.ts";
-import { type Carried, gatewayCallId, llmCallStep } from "../../collector/gateway/record.ts";
+import { type Carried, llmCallStep } from "../../collector/gateway/record.ts";
 import { Journal } from "../../collector/recorder/journal.ts";
 import type { Step } from "../../collector/recorder/mapper.ts";
 import type { LaterStep } from "../../collector/recorder/recorder.ts";
@@ -57,6 +57,8 @@ function held(c: Carried) {
   return { step, counts, answer: (s = llmCallStep(c, null)) => answer(s), fail: (e: Error) => fail(e) };
 }
 
+/** A journal id for a carried call (the tests give their own; the gateway derives it from the call's identity). */
+const gatewayCallId = (vendor: string, messageId: string) => `gw-${vendor}-${messageId}`;
 const tick = () => new Promise((r) => setImmediate(r));
 const rigs: Rig[] = [];
 afterEach(() => {
