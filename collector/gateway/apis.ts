@@ -106,7 +106,7 @@ export const GATEWAY_HEADERS = ["x-oxagen-agent", "x-oxagen-session-id", HOOK_SE
 export function vendorError(
   vendor: Vendor,
   status: number,
-  kind: "refused" | "budget" | "not_found" | "upstream" | "unauthorized",
+  kind: "refused" | "budget" | "not_found" | "upstream" | "unauthorized" | "timeout",
   message: string,
   code: string,
 ) {
@@ -118,11 +118,15 @@ export function vendorError(
       ? { status: 400, body: { type: "error", error: { type: "invalid_request_error", message } } }
       : { status: 429, body: { error: { message, type: "insufficient_quota", param: null, code: "insufficient_quota" } } };
   if (vendor === "anthropic") {
-    const type = { refused: "permission_error", not_found: "not_found_error", upstream: "api_error", unauthorized: "authentication_error" }[
-      kind
-    ];
+    const type = {
+      refused: "permission_error",
+      not_found: "not_found_error",
+      upstream: "api_error",
+      unauthorized: "authentication_error",
+      timeout: "timeout_error",
+    }[kind];
     return { status, body: { type: "error", error: { type, message } } };
   }
-  const type = kind === "upstream" ? "server_error" : "invalid_request_error";
+  const type = kind === "upstream" || kind === "timeout" ? "server_error" : "invalid_request_error";
   return { status, body: { error: { message, type, param: null, code } } };
 }

@@ -76,6 +76,8 @@ export interface Carried {
   seen: Seen;
   requestId?: string;
   clientClosed: boolean;
+  /** The vendor went silent past the gateway's timeout (forward.ts GatewayTimeouts) and the gateway ended the call. */
+  timedOut?: "first_byte" | "idle";
 }
 
 /** The `llm_call` of a call the gateway forwarded, with its request and response bodies (redacted, then hashed). */
@@ -93,6 +95,7 @@ export function llmCallStep(c: Carried, retention: Policy["retention"] | null): 
     latency_ms: c.latencyMs,
     ...(c.ttfbMs !== null ? { ttfb_ms: c.ttfbMs } : {}),
     ...(c.clientClosed ? { client_closed: true as const } : {}),
+    ...(c.timedOut ? { timed_out: c.timedOut } : {}),
     stream: c.stream,
     usage: c.seen.usage ?? { input_tokens: 0, output_tokens: 0 },
     request: request.digest,

@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { defaultPolicy, hostChainId, type Policy, runIdFor } from "../../protocol/index.ts";
 import { emptyStats, recorderSink } from "../../collector/gateway/index.ts";
 import type { BudgetLeases } from "../../collector/gateway/lease.ts";
+import type { GatewayTimeouts } from "../../collector/gateway/forward.ts";
 import { gatewayHandler } from "../../collector/gateway/proxy.ts";
 import { listenLoopback } from "../../collector/recorder/listener.ts";
 import { freePort } from "./recorder.ts";
@@ -37,6 +38,7 @@ export async function gateway(
   upstreamUrl?: string,
   secret: string | null = null,
   leases?: BudgetLeases,
+  timeouts?: GatewayTimeouts,
 ): Promise<GatewayRig> {
   const r = rig();
   if (policy) r.recorder.policy = { policy: { ...defaultPolicy("ws_test", 1), ...policy }, etag: "etag-test" };
@@ -44,7 +46,7 @@ export async function gateway(
   const stats = emptyStats();
   const port = await freePort();
   const sink = { ...recorderSink(r.recorder, () => secret, leases), upstream: () => new URL(upstreamUrl ?? up.url) };
-  const listening = await listenLoopback(port, gatewayHandler(port, sink, stats));
+  const listening = await listenLoopback(port, gatewayHandler(port, sink, stats, timeouts));
   const g: GatewayRig = {
     r,
     up,
