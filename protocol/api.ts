@@ -173,6 +173,8 @@ export const BudgetLeaseGrant = z.object({
   lease_id: z.string().regex(/^lease_[0-9a-f]{32}$/),
   microusd: z.number().int().nonnegative(),
   expires_ms: z.number().int(),
+  /** The least room left, after this lease, among the budget scopes its run counts toward; null when no clause limits it. */
+  room_microusd: z.number().int().nonnegative().nullable().optional(),
 });
 /** One of {@link BudgetLeaseGrant}. */
 export type BudgetLeaseGrant = z.infer<typeof BudgetLeaseGrant>;

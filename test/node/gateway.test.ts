@@ -664,7 +664,11 @@ describe("gateway: budget reservations", () => {
   const USAGE = { input_tokens: 10, output_tokens: 5, total_tokens: 15 };
 
   it("refuses a call the lease has no room for as OpenAI refuses a spend limit (429 insufficient_quota), never reaching the vendor, with a policy_decision of rule budget", async () => {
-    const s = server({ granted: false, exhausted: { budget: "daily", spent_microusd: 1_000_001, limit_microusd: 1_000_000 } });
+    const s = server({
+      granted: false,
+      exhausted: { budget: "daily", spent_microusd: 1_000_001, reserved_microusd: 1, limit_microusd: 1_000_000 },
+      room_microusd: 0,
+    });
     const g = await gateway(stream, { budgets: BUDGETS }, undefined, null, s.leases);
     const err = await openai(g)
       .responses.create({ model: "gpt-5", input: "hi", stream: true, max_output_tokens: 100 })
@@ -675,15 +679,12 @@ describe("gateway: budget reservations", () => {
       type: "insufficient_quota",
       code: "insufficient_quota",
       message: expect.stringMatching(
-        /^Oxagen refused this model call: the budget daily \(\$1\.0000\) has no room left for this call: this call may cost up to \$0\.\d{4}$/,
+        /^Oxagen refused this model call: the budget daily \(\$1\.0000\) has no room left for this call \(\$\d+\.\d{4} is spent, \$0\.0000 is reserved by calls in flight, \$0\.0000 is left\): this call may cost up to \$0\.\d{4}$/,
       ),
     });
     expect(g.up.seen).toHaveLength(0);
-    // One lease asked for, then (from the refusal's figures) just the room left, refused too: nothing per call beyond that.
-    expect(s.asked).toEqual([
-      expect.stringMatching(new RegExp(`^open ${AGENT} \\d+$`)),
-      expect.stringMatching(new RegExp(`^open ${AGENT} \\d+$`)),
-    ]);
+    // One lease asked for; the refusal says no room is left, so nothing is asked again.
+    expect(s.asked).toEqual([expect.stringMatching(new RegExp(`^open ${AGENT} \\d+$`))]);
     expect(payloadsOf(g.r.frames(AGENT), "policy_decision")).toEqual([
       expect.objectContaining({ path: "gateway", subject: "model", decision: "deny", rule: "budget", model: "gpt-5" }),
     ]);

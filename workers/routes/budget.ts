@@ -1,10 +1,8 @@
-import { eq } from "drizzle-orm";
 import { type Context, Hono } from "hono";
 import { z } from "zod";
 import { BudgetLeaseRequest, BudgetLeaseResize, ROUTES } from "../../protocol/index.ts";
 import { authenticateHost, requireActive } from "../auth/host.ts";
 import type { AppEnv } from "../body.ts";
-import { db, schema } from "../db/client.ts";
 import { notFound } from "../errors.ts";
 import { loadPolicy, workspaceObject } from "../lib/policy-store.ts";
 import { pushPolicies } from "../lib/push.ts";
@@ -13,10 +11,16 @@ import type { LeaseAnswer } from "../workspace-object.ts";
 
 const LeaseParam = z.object({ id: z.string().regex(/^lease_[0-9a-f]{32}$/) });
 
-async function leaseAnswer(c: Context<AppEnv>, workspaceId: string, answer: LeaseAnswer, status: 200 | 201) {
+const usd = (microusd: number) => `$${(microusd / 1_000_000).toFixed(4)}`;
+
+async function leaseAnswer(c: Context<AppEnv>, workspaceId: string, answer: LeaseAnswer, status: 200 | 201, asked: number) {
   if (!answer.granted) {
     const { host: _h, ...scope } = answer.exhausted;
-    return c.json({ error: "budget_exhausted", message: `The lease would pass the budget ${scope.budget}.`, exhausted: scope }, 409);
+    // Spent and reserved apart: the amount asked is in both counts, and in neither of the sentence's.
+    const spent = scope.spent_microusd - (scope.reserved_microusd ?? 0);
+    const reserved = Math.max(0, (scope.reserved_microusd ?? 0) - asked);
+    const message = `The lease would pass the budget ${scope.budget} (${usd(scope.limit_microusd)}): ${usd(spent)} is spent, ${usd(reserved)} is reserved by calls in flight, ${usd(answer.room_microusd)} is left, and ${usd(asked)} was asked.`;
+    return c.json({ error: "budget_exhausted", message, exhausted: scope, room_microusd: answer.room_microusd }, 409);
   }
   const { changed, ...lease } = answer;
   // A lease that reaches a limit exhausts the scope for everyone: the hosts hear of it at once.
@@ -36,15 +40,16 @@ export const budget = new Hono<AppEnv>()
     const host = await authenticateHost(c);
     requireActive(host);
     const req = check(BudgetLeaseRequest, jsonBody(c, "lease request"), "lease request");
-    const owner = await db(c.env).select({ hostId: schema.runs.hostId }).from(schema.runs).where(eq(schema.runs.id, req.run)).get();
-    if (owner && owner.hostId !== host.id) throw notFound("run");
+    // No run lookup: a lease counts toward the scopes of its own host (and workspace) only, so a run
+    // id the host does not own, of its workspace or another, is answered as an unknown one (a run's
+    // first call comes before its frames do): the same answer, and no D1 query on the call's path.
     const { policy } = await loadPolicy(c.env, host.workspaceId);
     const answer = await workspaceObject(c.env, host.workspaceId).lease(
       { hostId: host.id, runId: req.run, microusd: req.microusd, ttlMs: req.ttl_ms },
       policy.budgets,
       Date.now(),
     );
-    return leaseAnswer(c, host.workspaceId, answer, 201);
+    return leaseAnswer(c, host.workspaceId, answer, 201, req.microusd);
   })
   .patch("/v1/host/budget/leases/:id", valid("param", LeaseParam), async (c) => {
     const host = await authenticateHost(c);
@@ -57,7 +62,7 @@ export const budget = new Hono<AppEnv>()
       Date.now(),
     );
     if (!answer.granted && "gone" in answer) throw notFound("lease");
-    return leaseAnswer(c, host.workspaceId, answer, 200);
+    return leaseAnswer(c, host.workspaceId, answer, 200, req.add_microusd);
   })
   .delete("/v1/host/budget/leases/:id", valid("param", LeaseParam), async (c) => {
     const host = await authenticateHost(c);
