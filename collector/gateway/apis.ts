@@ -117,9 +117,17 @@ export function vendorError(
     return vendor === "anthropic"
       ? { status: 400, body: { type: "error", error: { type: "invalid_request_error", message } } }
       : { status: 429, body: { error: { message, type: "insufficient_quota", param: null, code: "insufficient_quota" } } };
+  // A policy's refusal (a paused run, a suspended computer, a model off the allow-list) as a request
+  // the vendor will not serve, never as a credential problem: Claude Code shows a 403 permission_error
+  // as "Failed to authenticate", and Codex retries a 403 five times before it shows it (seen with
+  // the real CLIs, test/harnesses/gateway.test.ts); both show a 400's message as it is, at once.
+  if (kind === "refused")
+    return vendor === "anthropic"
+      ? { status: 400, body: { type: "error", error: { type: "invalid_request_error", message } } }
+      : { status: 400, body: { error: { message, type: "invalid_request_error", param: null, code } } };
   if (vendor === "anthropic") {
     const type = {
-      refused: "permission_error",
+      refused: "invalid_request_error",
       not_found: "not_found_error",
       upstream: "api_error",
       unauthorized: "authentication_error",

@@ -161,7 +161,7 @@ export function gatewayHandler(
           const reason = verdict.record?.reason ?? "refused by the workspace's policy";
           const e = vendorError(
             api.vendor,
-            403,
+            400,
             rule === "budget" ? "budget" : "refused",
             `Oxagen refused this model call: ${reason}`,
             rule,

@@ -358,8 +358,9 @@ describe("gateway: refusals, in the vendor's error shape, by the hooks' own rule
       const e = (await anthropic(g)
         .messages.create({ model: MODEL, max_tokens: 8, messages: hi })
         .catch((x: unknown) => x)) as InstanceType<typeof Anthropic.APIError>;
-      expect(e).toBeInstanceOf(Anthropic.PermissionDeniedError);
-      expect(e.error).toMatchObject({ type: "error", error: { type: "permission_error" } });
+      // A request the vendor will not serve (400), never a credential problem (403 reads as "Failed to authenticate").
+      expect(e).toBeInstanceOf(Anthropic.BadRequestError);
+      expect(e.error).toMatchObject({ type: "error", error: { type: "invalid_request_error" } });
       expect(e.message).toContain(reason);
       expect(g.up.seen).toEqual([]);
       expect(payloadsOf(g.r.frames(CLAUDE), "policy_decision")).toEqual([
@@ -388,7 +389,7 @@ describe("gateway: refusals, in the vendor's error shape, by the hooks' own rule
     const e = (await client.responses.create({ model: "gpt-5", input: "x" }).catch((x: unknown) => x)) as InstanceType<
       typeof OpenAI.APIError
     >;
-    expect(e.status).toBe(403);
+    expect(e.status).toBe(400);
     expect(e.error).toMatchObject({ type: "invalid_request_error", code: "models" });
     expect(e.message).toContain("gpt-5 is not on the workspace's allow-list");
     for await (const _ of await client.responses.create({ model: "gpt-5-mini", input: "x", stream: true })) {
