@@ -11,12 +11,13 @@ import {
   readFileSync,
   renameSync,
   rmSync,
+  writeFileSync,
   writeSync,
 } from "node:fs";
 import { fsync as fsyncCb, open as openCb, close as closeCb, write as writeCb, rename as renameCb } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { ChainWriter, type Frame, type SignedLock, type WriterState } from "../../protocol/index.ts";
+import { ChainWriter, type Frame, sha256Hex, type SignedLock, type WriterState } from "../../protocol/index.ts";
 
 /** What a chain part says about its run (RunMeta in protocol/api.ts); null for the host chain. */
 export interface RunInfo {
@@ -97,6 +98,8 @@ interface Deferred {
 
 type Line =
   | { k: "open"; run: RunInfo | null; w: WriterState }
+  /** A deferred entry's body, made durable in its group commit (base64): its file is written after, without an fsync of its own. */
+  | { k: "body"; sha: string; b64: string }
   | ({ k: "ev"; w: WriterState } & Entry)
   | { k: "ack"; stored: number; locks: number[]; bodies: string[] }
   | {
@@ -135,6 +138,24 @@ export class Journal {
       else if (name.endsWith(".tmp")) rmSync(join(dir, name), { force: true });
     }
     for (const name of readdirSync(join(dir, "bodies"))) if (name.endsWith(".tmp")) rmSync(join(dir, "bodies", name), { force: true });
+    this.#restoreBodies();
+  }
+
+  // A body whose durable copy is a body line: its file may be missing or torn after a crash.
+  #restoreBodies(): void {
+    for (const rec of this.chains.values()) {
+      for (const b of rec.bodies) {
+        const b64 = this.#restore.get(b.sha);
+        if (b64 === undefined) continue;
+        const have = this.body(b.sha);
+        if (have && sha256Hex(have) === b.sha) this.#unsynced.add(b.sha);
+        else {
+          rmSync(join(this.dir, "bodies", b.sha), { force: true });
+          this.putBody(b.sha, Buffer.from(b64, "base64"));
+        }
+      }
+    }
+    this.#restore = new Map();
   }
 
   /** Told when deferred entries became durable (their frames may ship now). */
@@ -147,6 +168,14 @@ export class Journal {
   #flushScheduled = false;
   #tmp = 0;
   #closed = false;
+  /** Bodies durable in a chain file whose own file is not written yet (their bytes until it is). */
+  readonly #inflight = new Map<string, Uint8Array>();
+  /** Body files written without an fsync (their durable copy is a chain file's body line, until a compaction drops it). */
+  readonly #unsynced = new Set<string>();
+  /** Body lines read back at start, by sha: a body file a crash left missing or torn is written again from them. */
+  #restore = new Map<string, string>();
+  /** Body file writes under way (settled() waits for them). */
+  #writing = 0;
 
   /** The answer given to an event id already recorded, if any. */
   answered(id: string): unknown {
@@ -209,6 +238,8 @@ export class Journal {
   }
 
   body(sha: string): Buffer | null {
+    const inflight = this.#inflight.get(sha);
+    if (inflight) return Buffer.from(inflight);
     try {
       return readFileSync(join(this.dir, "bodies", sha));
     } catch {
@@ -230,10 +261,15 @@ export class Journal {
     const line = { k: "ev" as const, ...entry, w: rec.writer.state };
     // Closed (a call that ended during the stop): no group commit will come, so it is written now.
     if (deferred && !this.#closed && rec.deferred.length < MAX_DEFERRED) {
-      const bytes = Buffer.from(`${JSON.stringify(line)}\n`);
+      // Its bodies go in the same write and fsync as its line: no file and no fsync each.
+      const bodies = deferred;
+      const text = bodies
+        .map((b) => `${JSON.stringify({ k: "body", sha: b.sha, b64: Buffer.from(b.bytes).toString("base64") })}\n`)
+        .join("");
+      const bytes = Buffer.from(`${text}${JSON.stringify(line)}\n`);
       rec.size += bytes.length;
-      rec.lines++;
-      rec.deferred.push({ end: rec.size, line: bytes, entry, bodies: deferred });
+      rec.lines += 1 + bodies.length;
+      rec.deferred.push({ end: rec.size, line: bytes, entry, bodies });
       for (const f of entry.frames) rec.lastT = Math.max(rec.lastT, f.t);
       this.#claim(rec, entry);
       this.#scheduleFlush();
@@ -304,6 +340,8 @@ export class Journal {
         this.ready(rec);
         n = rec.deferred.length;
         if (n) this.#write(rec, null);
+        // Their files too, now (whoever reads the files back next must find them).
+        for (const [sha, bytes] of this.#inflight) this.#writeBodyNow(sha, bytes);
       } catch (err) {
         const what = n === 0 ? "a gateway call being prepared" : n === 1 ? "1 gateway entry" : `${n} gateway entries`;
         failed.push(new Error(`journal ${rec.chain}: ${what} could not be written: ${(err as Error).message}`, { cause: err }));
@@ -314,7 +352,7 @@ export class Journal {
 
   /** Resolves once no entry is being prepared or waiting to be durable, and no group commit is under way. */
   async settled(): Promise<void> {
-    while ([...this.chains.values()].some((r) => r.preparing.length || r.deferred.length || r.flushing))
+    while ([...this.chains.values()].some((r) => r.preparing.length || r.deferred.length || r.flushing) || this.#writing > 0)
       await new Promise((r) => setTimeout(r, 1));
   }
 
@@ -334,6 +372,8 @@ export class Journal {
     // The snapshot holds the ids: an id it holds has its frame in it.
     this.ready(rec);
     if (rec.deferred.length) this.#write(rec, null);
+    // The snapshot drops the body lines: the bodies still to ship must be durable files first.
+    for (const b of rec.bodies) this.#syncBody(b.sha);
     const path = this.#path(rec.chain);
     const tmp = `${path}.tmp`;
     const fd = openSync(tmp, "w", 0o600);
@@ -384,6 +424,24 @@ export class Journal {
     }
   }
 
+  // A body whose durable copy was a body line: its file written (from memory if not yet) and fsync'd.
+  #syncBody(sha: string): void {
+    const inflight = this.#inflight.get(sha);
+    if (inflight) {
+      this.putBody(sha, inflight);
+      this.#inflight.delete(sha);
+    } else if (this.#unsynced.has(sha)) {
+      const fd = openSync(join(this.dir, "bodies", sha), "r");
+      try {
+        fsyncSync(fd);
+      } finally {
+        closeSync(fd);
+      }
+    } else return;
+    this.#unsynced.delete(sha);
+    fsyncDir(join(this.dir, "bodies"));
+  }
+
   #path(chain: string): string {
     return join(this.dir, `${chain}.jsonl`);
   }
@@ -410,7 +468,6 @@ export class Journal {
 
   #writeAt(rec: ChainRecord, line: Line | null): void {
     const pending = rec.deferred;
-    for (const d of pending) for (const b of d.bodies) this.putBody(b.sha, b.bytes);
     const bytes = Buffer.concat([...pending.map((d) => d.line), ...(line ? [Buffer.from(`${JSON.stringify(line)}\n`)] : [])]);
     const at = rec.durable;
     try {
@@ -446,12 +503,10 @@ export class Journal {
   // write, one fsync, all on the threadpool. Entries deferred meanwhile go in the next one.
   async #flush(rec: ChainRecord): Promise<void> {
     rec.flushing = true;
-    const batch = rec.deferred.slice();
-    const end = batch.at(-1)!.end;
+    const end = rec.deferred.at(-1)!.end;
     const epoch = rec.epoch;
     let failed: Error | null = null;
     try {
-      await Promise.all(batch.flatMap((d) => d.bodies).map((b) => this.#putBodyAsync(b)));
       // A synchronous write may have made some (or all) of them durable meanwhile.
       const todo = rec.deferred.filter((d) => d.end <= end);
       if (todo.length && rec.epoch === epoch) {
@@ -480,26 +535,54 @@ export class Journal {
     } else if (rec.deferred.length) this.#scheduleFlush();
   }
 
-  async #putBodyAsync(b: BodyBytes): Promise<void> {
-    const path = join(this.dir, "bodies", b.sha);
-    if (existsSync(path)) return;
-    const tmp = `${path}.${++this.#tmp}.tmp`;
-    const fd = await openAsync(tmp, "w", 0o600);
-    try {
-      let off = 0;
-      while (off < b.bytes.length) off += (await writeAsync(fd, b.bytes, off, b.bytes.length - off, off)).bytesWritten;
-      await fsyncAsync(fd);
-    } finally {
-      await closeAsync(fd);
+  #writeBodyNow(sha: string, bytes: Uint8Array): void {
+    const path = join(this.dir, "bodies", sha);
+    if (!existsSync(path)) {
+      const tmp = `${path}.${++this.#tmp}.tmp`;
+      writeFileSync(tmp, bytes, { mode: 0o600 });
+      renameSync(tmp, path);
+      this.#unsynced.add(sha);
     }
-    await renameAsync(tmp, path);
+    this.#inflight.delete(sha);
+  }
+
+  /** Writes a body file whose durable copy is a chain file's body line: no fsync (compaction syncs it). */
+  async #writeBodyFile(b: BodyBytes): Promise<void> {
+    const path = join(this.dir, "bodies", b.sha);
+    this.#writing++;
+    try {
+      if (!existsSync(path)) {
+        const tmp = `${path}.${++this.#tmp}.tmp`;
+        const fd = await openAsync(tmp, "w", 0o600);
+        try {
+          let off = 0;
+          while (off < b.bytes.length) off += (await writeAsync(fd, b.bytes, off, b.bytes.length - off, off)).bytesWritten;
+        } finally {
+          await closeAsync(fd);
+        }
+        await renameAsync(tmp, path);
+        this.#unsynced.add(b.sha);
+      }
+    } catch (err) {
+      // Kept in memory, shipped from there; written durably at the next compaction or start.
+      this.onError(new Error(`journal: body ${b.sha.slice(0, 12)} not written to its file yet: ${(err as Error).message}`));
+      return;
+    } finally {
+      this.#writing--;
+    }
+    if (this.#inflight.get(b.sha) === b.bytes) this.#inflight.delete(b.sha);
   }
 
   // Deferred entries whose lines are now durable join the record: their frames may ship.
   #settle(rec: ChainRecord): void {
     let n = 0;
     while (rec.deferred.length && rec.deferred[0]!.end <= rec.durable) {
-      this.#apply(rec, rec.deferred.shift()!.entry);
+      const d = rec.deferred.shift()!;
+      this.#apply(rec, d.entry);
+      for (const b of d.bodies) {
+        this.#inflight.set(b.sha, b.bytes);
+        void this.#writeBodyFile(b);
+      }
       n++;
     }
     if (n) this.onDurable();
@@ -611,6 +694,10 @@ export class Journal {
     }
     if (!rec) throw new Error(`journal ${chain}: first line is not open/snap`);
     rec.lines++;
+    if (line.k === "body") {
+      this.#restore.set(line.sha, line.b64);
+      return rec;
+    }
     if (line.k === "ev") {
       rec.writer = new ChainWriter(line.w);
       for (const f of line.frames) rec.lastT = Math.max(rec.lastT, f.t);
