@@ -165,6 +165,13 @@ export function forwardModel(c: Call): void {
   const { res, api, mr, sink, stats } = c;
   const target = targetOf(sink.upstream(api.vendor), c.url);
   const https = target.protocol === "https:";
+  // The request's options from the URL once, here (Node would convert the URL again for each request).
+  const where = {
+    protocol: target.protocol,
+    hostname: target.hostname.startsWith("[") ? target.hostname.slice(1, -1) : target.hostname,
+    port: target.port || (https ? 443 : 80),
+    path: `${target.pathname}${target.search}`,
+  };
   const meter = api.meter();
   const held: Buffer[] = [];
   let heldBytes = 0;
@@ -289,7 +296,8 @@ export function forwardModel(c: Call): void {
   };
 
   const send = (fresh: boolean) => {
-    up = (https ? httpsRequest : httpRequest)(target, {
+    up = (https ? httpsRequest : httpRequest)({
+      ...where,
       method: "POST",
       headers: forwardHeaders(c.req.headers, target.host, mr.bytes.length),
       // A retry's connection is its own, never one from the pool.

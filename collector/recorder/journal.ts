@@ -115,6 +115,8 @@ type Line =
     };
 
 const COMPACT_AFTER_LINES = 2000;
+/** The most body bytes kept in memory only (durable in body lines) before they are written to their files too. */
+export const MAX_INFLIGHT_BODY_BYTES = 64 * 1024 * 1024;
 /** Deferred entries a chain may hold (a disk that keeps failing): past it, an entry is written at once, and its failure seen. */
 export const MAX_DEFERRED = 1024;
 
@@ -170,6 +172,7 @@ export class Journal {
   #closed = false;
   /** Bodies durable in a chain file whose own file is not written yet (their bytes until it is). */
   readonly #inflight = new Map<string, Uint8Array>();
+  #inflightBytes = 0;
   /** Body files written without an fsync (their durable copy is a chain file's body line, until a compaction drops it). */
   readonly #unsynced = new Set<string>();
   /** Body lines read back at start, by sha: a body file a crash left missing or torn is written again from them. */
@@ -429,7 +432,7 @@ export class Journal {
     const inflight = this.#inflight.get(sha);
     if (inflight) {
       this.putBody(sha, inflight);
-      this.#inflight.delete(sha);
+      this.#dropInflight(sha);
     } else if (this.#unsynced.has(sha)) {
       const fd = openSync(join(this.dir, "bodies", sha), "r");
       try {
@@ -535,6 +538,28 @@ export class Journal {
     } else if (rec.deferred.length) this.#scheduleFlush();
   }
 
+  /**
+   * A body durable in a body line: kept in memory for the shipper (it ships within moments while the
+   * server answers), and written to its file only past {@link MAX_INFLIGHT_BODY_BYTES} (the server
+   * away), at a compaction, at stop, or at the next start.
+   */
+  #keepBody(b: BodyBytes): void {
+    if (this.#inflight.has(b.sha)) return;
+    if (this.#inflightBytes + b.bytes.length > MAX_INFLIGHT_BODY_BYTES) {
+      void this.#writeBodyFile(b);
+      return;
+    }
+    this.#inflight.set(b.sha, b.bytes);
+    this.#inflightBytes += b.bytes.length;
+  }
+
+  #dropInflight(sha: string): void {
+    const bytes = this.#inflight.get(sha);
+    if (!bytes) return;
+    this.#inflight.delete(sha);
+    this.#inflightBytes -= bytes.length;
+  }
+
   #writeBodyNow(sha: string, bytes: Uint8Array): void {
     const path = join(this.dir, "bodies", sha);
     if (!existsSync(path)) {
@@ -543,7 +568,7 @@ export class Journal {
       renameSync(tmp, path);
       this.#unsynced.add(sha);
     }
-    this.#inflight.delete(sha);
+    this.#dropInflight(sha);
   }
 
   /** Writes a body file whose durable copy is a chain file's body line: no fsync (compaction syncs it). */
@@ -570,7 +595,6 @@ export class Journal {
     } finally {
       this.#writing--;
     }
-    if (this.#inflight.get(b.sha) === b.bytes) this.#inflight.delete(b.sha);
   }
 
   // Deferred entries whose lines are now durable join the record: their frames may ship.
@@ -579,10 +603,7 @@ export class Journal {
     while (rec.deferred.length && rec.deferred[0]!.end <= rec.durable) {
       const d = rec.deferred.shift()!;
       this.#apply(rec, d.entry);
-      for (const b of d.bodies) {
-        this.#inflight.set(b.sha, b.bytes);
-        void this.#writeBodyFile(b);
-      }
+      for (const b of d.bodies) this.#keepBody(b);
       n++;
     }
     if (n) this.onDurable();
@@ -604,7 +625,12 @@ export class Journal {
 
   #applyAck(rec: ChainRecord, a: Ack): void {
     dropAcked(rec, a);
-    for (const sha of a.bodies) if (!this.#bodyWanted(sha)) rmSync(join(this.dir, "bodies", sha), { force: true });
+    for (const sha of a.bodies) {
+      if (this.#bodyWanted(sha)) continue;
+      this.#dropInflight(sha);
+      this.#unsynced.delete(sha);
+      rmSync(join(this.dir, "bodies", sha), { force: true });
+    }
   }
 
   // A waiting entry's bodies join rec.bodies only once its line is durable; until then its group
