@@ -153,7 +153,8 @@ export const MAX_LEASE_MICROUSD = 1_000_000_000;
 
 /** `POST /v1/host/budget/leases`: hold `microusd` of the run's (and its host's and workspace's) budget for `ttl_ms`. */
 export const BudgetLeaseRequest = z.strictObject({
-  run: z.string().regex(/^run_[0-9a-f]{32}$/),
+  /** A run, or the asking computer's own chain (`host_<host id>`: the gateway's calls tied to no session). */
+  run: z.string().regex(/^(?:run_[0-9a-f]{32}|host_[a-z0-9][a-z0-9_-]{0,63})$/),
   microusd: z.number().int().positive().max(MAX_LEASE_MICROUSD),
   ttl_ms: z.number().int().min(1000).max(3_600_000).default(600_000),
 });

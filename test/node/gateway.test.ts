@@ -691,6 +691,21 @@ describe("gateway: budget reservations", () => {
     ]);
   });
 
+  it("reserves a call tied to no session like any other, on the computer's own chain (where it is recorded and priced)", async () => {
+    const s = server({
+      granted: true,
+      lease_id: `lease_${"1".repeat(32)}`,
+      microusd: 1_000_000,
+      expires_ms: Date.now() + 600_000,
+      room_microusd: 10_000_000,
+    });
+    const g = await gateway(stream, { budgets: BUDGETS }, undefined, null, s.leases);
+    for await (const _ of await openai(g, {}).responses.create({ model: "gpt-5", input: "hi", stream: true, max_output_tokens: 100 })) {
+    }
+    expect(s.asked).toEqual([expect.stringMatching(new RegExp(`^open ${HOST_CHAIN} \\d+$`))]);
+    expect(g.llm(HOST_CHAIN)).toHaveLength(1);
+  });
+
   it("fails open when the server cannot be asked: forwarded unreserved, unless the policy already lists the budget exhausted; a reserved call is not refused by that list", async () => {
     const down = server({ granted: false, unreachable: "connect ECONNREFUSED" });
     const g = await gateway(stream, { budgets: BUDGETS }, undefined, null, down.leases);

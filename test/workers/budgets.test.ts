@@ -180,6 +180,17 @@ describe("budget leases over the host-signed route", () => {
     });
   });
 
+  it("leases for the asking computer's own chain (the gateway's calls tied to no session), never for another's", async () => {
+    const { token, workspaceId } = await seedWorkspace();
+    const [host, other] = [await enrollHost(token), await enrollHost(token)];
+    await setBudgets(token, workspaceId, [{ id: "daily", scope: "workspace", window: "day", limit_microusd: 10_000 }]);
+    const lease = (run: string) => hostCall(host, "POST", ROUTES.budgetLease, JSON.stringify({ run, microusd: 1000 }));
+    expect((await lease(`host_${host.id}`)).status).toBe(201);
+    const theirs = await lease(`host_${other.id}`);
+    expect(theirs.status).toBe(400);
+    expect(await theirs.json()).toMatchObject({ error: "invalid_request" });
+  });
+
   it("resizes a lease: grows within the limit, refuses growth past it leaving the lease as it was, shrinks, and answers 404 for another host's", async () => {
     const { token, workspaceId } = await seedWorkspace();
     const [host, other] = [await enrollHost(token), await enrollHost(token)];

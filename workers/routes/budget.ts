@@ -1,9 +1,9 @@
 import { type Context, Hono } from "hono";
 import { z } from "zod";
-import { BudgetLeaseRequest, BudgetLeaseResize, ROUTES } from "../../protocol/index.ts";
+import { BudgetLeaseRequest, BudgetLeaseResize, hostChainId, ROUTES } from "../../protocol/index.ts";
 import { authenticateHost, requireActive } from "../auth/host.ts";
 import type { AppEnv } from "../body.ts";
-import { notFound } from "../errors.ts";
+import { AppError, notFound } from "../errors.ts";
 import { loadPolicy, workspaceObject } from "../lib/policy-store.ts";
 import { pushPolicies } from "../lib/push.ts";
 import { check, jsonBody, valid } from "../validate.ts";
@@ -40,6 +40,8 @@ export const budget = new Hono<AppEnv>()
     const host = await authenticateHost(c);
     requireActive(host);
     const req = check(BudgetLeaseRequest, jsonBody(c, "lease request"), "lease request");
+    if (req.run.startsWith("host_") && req.run !== hostChainId(host.id))
+      throw new AppError(400, "invalid_request", "A lease for a computer's own chain names the asking computer's (host_<its id>).");
     // No run lookup: a lease counts toward the scopes of its own host (and workspace) only, so a run
     // id the host does not own, of its workspace or another, is answered as an unknown one (a run's
     // first call comes before its frames do): the same answer, and no D1 query on the call's path.
