@@ -21,7 +21,11 @@ export function ComputersPage(props: {
           {props.hosts.map((h) => (
             <tr>
               <th scope="row">{h.hostname}</th>
-              <td class="mono">{h.id}</td>
+              <td class="mono">
+                <a href={`/console/runs/host_${h.id}`} title="The computer's own chain: calls tied to no session">
+                  {h.id}
+                </a>
+              </td>
               <td class="mono">{h.key_id}</td>
               <td>
                 <State value={h.status} />

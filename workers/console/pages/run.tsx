@@ -308,3 +308,48 @@ export function BodyPage(props: {
     </Layout>
   );
 }
+
+/**
+ * A computer's own chain (`host_<id>`): the gateway's calls tied to no session and the recorder's
+ * notes about the computer. Not a run: no export, no pause, outside every run's record.
+ */
+export function HostChainPage(props: { ctx: PageContext; hostId: string; frames: FrameRowView[]; from: number; next: number | null }) {
+  const chain = `host_${props.hostId}`;
+  const took = durations(props.frames);
+  return (
+    <Layout title={`Computer ${props.hostId}: its own chain`} here="/console/computers" ctx={props.ctx}>
+      <h1>
+        Computer <code>{props.hostId}</code>: its own chain
+      </h1>
+      <p class="muted">
+        What the computer recorded outside every run: model calls the gateway could not tie to a session (reserved and priced like any
+        other), sessions that ran without hooks. Not part of any run's record or export bundle.
+      </p>
+      <table>
+        <Head cols={["Seq", "Time (computer)", "Kind", "Path", "What", "Took"]} />
+        <tbody>
+          {props.frames.map((fr) => {
+            const f = fields(fr.payload);
+            return (
+              <tr id={`seq-${fr.seq}`}>
+                <th scope="row">{fr.seq}</th>
+                <td>
+                  <When ms={fr.t} />
+                </td>
+                <td class="mono">{fr.kind}</td>
+                <td>{str(f.path)}</td>
+                <td>{detail(fr.kind, f)}</td>
+                <td>{took.get(fr.seq) ?? ""}</td>
+              </tr>
+            );
+          })}
+        </tbody>
+      </table>
+      {props.frames.length === 0 ? <p class="muted">The computer's own chain holds no frame yet.</p> : null}
+      <p>
+        {props.from > 0 ? <a href={`/console/runs/${chain}?from=${Math.max(0, props.from - 200)}`}>← Earlier frames</a> : null}{" "}
+        {props.next !== null ? <a href={`/console/runs/${chain}?from=${props.next}`}>Later frames →</a> : null}
+      </p>
+    </Layout>
+  );
+}
