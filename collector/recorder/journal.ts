@@ -1,7 +1,6 @@
 import {
   closeSync,
   constants,
-  existsSync,
   fstatSync,
   fsyncSync,
   ftruncateSync,
@@ -11,13 +10,13 @@ import {
   readFileSync,
   renameSync,
   rmSync,
-  writeFileSync,
   writeSync,
 } from "node:fs";
-import { fsync as fsyncCb, open as openCb, close as closeCb, write as writeCb, rename as renameCb } from "node:fs";
+import { fsync as fsyncCb, write as writeCb } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { ChainWriter, type Frame, sha256Hex, type SignedLock, type WriterState } from "../../protocol/index.ts";
+import { ChainWriter, type Frame, type SignedLock, type WriterState } from "../../protocol/index.ts";
+import { type BodyBytes, BodyStore, fsyncDir } from "./body-store.ts";
 
 /** What a chain part says about its run (RunMeta in protocol/api.ts); null for the host chain. */
 export interface RunInfo {
@@ -82,11 +81,7 @@ export interface Preparing {
   complete(): void;
 }
 
-/** A body's bytes a deferred entry still has to make durable, before its line. */
-export interface BodyBytes {
-  sha: string;
-  bytes: Uint8Array;
-}
+export type { BodyBytes } from "./body-store.ts";
 
 interface Deferred {
   /** The file offset just past its line. */
@@ -115,8 +110,6 @@ type Line =
     };
 
 const COMPACT_AFTER_LINES = 2000;
-/** The most body bytes kept in memory only (durable in body lines) before they are written to their files too. */
-export const MAX_INFLIGHT_BODY_BYTES = 64 * 1024 * 1024;
 /** Deferred entries a chain may hold (a disk that keeps failing): past it, an entry is written at once, and its failure seen. */
 export const MAX_DEFERRED = 1024;
 
@@ -135,29 +128,13 @@ export class Journal {
   constructor(dir: string) {
     this.dir = dir;
     mkdirSync(join(dir, "bodies"), { recursive: true, mode: 0o700 });
+    this.#store = new BodyStore(join(dir, "bodies"), (err) => this.onError(err));
     for (const name of readdirSync(dir)) {
       if (name.endsWith(".jsonl")) this.#load(name.slice(0, -".jsonl".length));
       else if (name.endsWith(".tmp")) rmSync(join(dir, name), { force: true });
     }
     for (const name of readdirSync(join(dir, "bodies"))) if (name.endsWith(".tmp")) rmSync(join(dir, "bodies", name), { force: true });
-    this.#restoreBodies();
-  }
-
-  // A body whose durable copy is a body line: its file may be missing or torn after a crash.
-  #restoreBodies(): void {
-    for (const rec of this.chains.values()) {
-      for (const b of rec.bodies) {
-        const b64 = this.#restore.get(b.sha);
-        if (b64 === undefined) continue;
-        const have = this.body(b.sha);
-        if (have && sha256Hex(have) === b.sha) this.#unsynced.add(b.sha);
-        else {
-          rmSync(join(this.dir, "bodies", b.sha), { force: true });
-          this.putBody(b.sha, Buffer.from(b64, "base64"));
-        }
-      }
-    }
-    this.#restore = new Map();
+    this.#store.restore([...this.chains.values()].flatMap((r) => r.bodies.map((b) => b.sha)));
   }
 
   /** Told when deferred entries became durable (their frames may ship now). */
@@ -168,17 +145,8 @@ export class Journal {
    */
   onError: (err: Error) => void = () => {};
   #flushScheduled = false;
-  #tmp = 0;
+  readonly #store: BodyStore;
   #closed = false;
-  /** Bodies durable in a chain file whose own file is not written yet (their bytes until it is). */
-  readonly #inflight = new Map<string, Uint8Array>();
-  #inflightBytes = 0;
-  /** Body files written without an fsync (their durable copy is a chain file's body line, until a compaction drops it). */
-  readonly #unsynced = new Set<string>();
-  /** Body lines read back at start, by sha: a body file a crash left missing or torn is written again from them. */
-  #restore = new Map<string, string>();
-  /** Body file writes under way (settled() waits for them). */
-  #writing = 0;
 
   /** The answer given to an event id already recorded, if any. */
   answered(id: string): unknown {
@@ -227,27 +195,11 @@ export class Journal {
 
   /** Writes a body to ship (idempotent; content-addressed) and fsyncs it. */
   putBody(sha: string, bytes: Uint8Array): void {
-    const path = join(this.dir, "bodies", sha);
-    if (existsSync(path)) return;
-    const tmp = `${path}.${++this.#tmp}.tmp`;
-    const fd = openSync(tmp, "w", 0o600);
-    try {
-      writeSync(fd, bytes);
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
-    renameSync(tmp, path);
+    this.#store.put(sha, bytes);
   }
 
   body(sha: string): Buffer | null {
-    const inflight = this.#inflight.get(sha);
-    if (inflight) return Buffer.from(inflight);
-    try {
-      return readFileSync(join(this.dir, "bodies", sha));
-    } catch {
-      return null;
-    }
+    return this.#store.get(sha);
   }
 
   /**
@@ -344,7 +296,7 @@ export class Journal {
         n = rec.deferred.length;
         if (n) this.#write(rec, null);
         // Their files too, now (whoever reads the files back next must find them).
-        for (const [sha, bytes] of this.#inflight) this.#writeBodyNow(sha, bytes);
+        this.#store.writeAll();
       } catch (err) {
         const what = n === 0 ? "a gateway call being prepared" : n === 1 ? "1 gateway entry" : `${n} gateway entries`;
         failed.push(new Error(`journal ${rec.chain}: ${what} could not be written: ${(err as Error).message}`, { cause: err }));
@@ -355,7 +307,7 @@ export class Journal {
 
   /** Resolves once no entry is being prepared or waiting to be durable, and no group commit is under way. */
   async settled(): Promise<void> {
-    while ([...this.chains.values()].some((r) => r.preparing.length || r.deferred.length || r.flushing) || this.#writing > 0)
+    while ([...this.chains.values()].some((r) => r.preparing.length || r.deferred.length || r.flushing) || this.#store.busy)
       await new Promise((r) => setTimeout(r, 1));
   }
 
@@ -376,7 +328,7 @@ export class Journal {
     this.ready(rec);
     if (rec.deferred.length) this.#write(rec, null);
     // The snapshot drops the body lines: the bodies still to ship must be durable files first.
-    for (const b of rec.bodies) this.#syncBody(b.sha);
+    for (const b of rec.bodies) this.#store.sync(b.sha);
     const path = this.#path(rec.chain);
     const tmp = `${path}.tmp`;
     const fd = openSync(tmp, "w", 0o600);
@@ -425,24 +377,6 @@ export class Journal {
       closeSync(rec.fd);
       rec.fd = -1;
     }
-  }
-
-  // A body whose durable copy was a body line: its file written (from memory if not yet) and fsync'd.
-  #syncBody(sha: string): void {
-    const inflight = this.#inflight.get(sha);
-    if (inflight) {
-      this.putBody(sha, inflight);
-      this.#dropInflight(sha);
-    } else if (this.#unsynced.has(sha)) {
-      const fd = openSync(join(this.dir, "bodies", sha), "r");
-      try {
-        fsyncSync(fd);
-      } finally {
-        closeSync(fd);
-      }
-    } else return;
-    this.#unsynced.delete(sha);
-    fsyncDir(join(this.dir, "bodies"));
   }
 
   #path(chain: string): string {
@@ -538,72 +472,13 @@ export class Journal {
     } else if (rec.deferred.length) this.#scheduleFlush();
   }
 
-  /**
-   * A body durable in a body line: kept in memory for the shipper (it ships within moments while the
-   * server answers), and written to its file only past {@link MAX_INFLIGHT_BODY_BYTES} (the server
-   * away), at a compaction, at stop, or at the next start.
-   */
-  #keepBody(b: BodyBytes): void {
-    if (this.#inflight.has(b.sha)) return;
-    if (this.#inflightBytes + b.bytes.length > MAX_INFLIGHT_BODY_BYTES) {
-      void this.#writeBodyFile(b);
-      return;
-    }
-    this.#inflight.set(b.sha, b.bytes);
-    this.#inflightBytes += b.bytes.length;
-  }
-
-  #dropInflight(sha: string): void {
-    const bytes = this.#inflight.get(sha);
-    if (!bytes) return;
-    this.#inflight.delete(sha);
-    this.#inflightBytes -= bytes.length;
-  }
-
-  #writeBodyNow(sha: string, bytes: Uint8Array): void {
-    const path = join(this.dir, "bodies", sha);
-    if (!existsSync(path)) {
-      const tmp = `${path}.${++this.#tmp}.tmp`;
-      writeFileSync(tmp, bytes, { mode: 0o600 });
-      renameSync(tmp, path);
-      this.#unsynced.add(sha);
-    }
-    this.#dropInflight(sha);
-  }
-
-  /** Writes a body file whose durable copy is a chain file's body line: no fsync (compaction syncs it). */
-  async #writeBodyFile(b: BodyBytes): Promise<void> {
-    const path = join(this.dir, "bodies", b.sha);
-    this.#writing++;
-    try {
-      if (!existsSync(path)) {
-        const tmp = `${path}.${++this.#tmp}.tmp`;
-        const fd = await openAsync(tmp, "w", 0o600);
-        try {
-          let off = 0;
-          while (off < b.bytes.length) off += (await writeAsync(fd, b.bytes, off, b.bytes.length - off, off)).bytesWritten;
-        } finally {
-          await closeAsync(fd);
-        }
-        await renameAsync(tmp, path);
-        this.#unsynced.add(b.sha);
-      }
-    } catch (err) {
-      // Kept in memory, shipped from there; written durably at the next compaction or start.
-      this.onError(new Error(`journal: body ${b.sha.slice(0, 12)} not written to its file yet: ${(err as Error).message}`));
-      return;
-    } finally {
-      this.#writing--;
-    }
-  }
-
   // Deferred entries whose lines are now durable join the record: their frames may ship.
   #settle(rec: ChainRecord): void {
     let n = 0;
     while (rec.deferred.length && rec.deferred[0]!.end <= rec.durable) {
       const d = rec.deferred.shift()!;
       this.#apply(rec, d.entry);
-      for (const b of d.bodies) this.#keepBody(b);
+      for (const b of d.bodies) this.#store.keep(b);
       n++;
     }
     if (n) this.onDurable();
@@ -627,9 +502,7 @@ export class Journal {
     dropAcked(rec, a);
     for (const sha of a.bodies) {
       if (this.#bodyWanted(sha)) continue;
-      this.#dropInflight(sha);
-      this.#unsynced.delete(sha);
-      rmSync(join(this.dir, "bodies", sha), { force: true });
+      this.#store.drop(sha);
     }
   }
 
@@ -721,7 +594,7 @@ export class Journal {
     if (!rec) throw new Error(`journal ${chain}: first line is not open/snap`);
     rec.lines++;
     if (line.k === "body") {
-      this.#restore.set(line.sha, line.b64);
+      this.#store.remember(line.sha, line.b64);
       return rec;
     }
     if (line.k === "ev") {
@@ -759,7 +632,6 @@ export function lockSeqOf(lock: SignedLock): number {
   return (JSON.parse(lock.payload) as { lock_seq: number }).lock_seq;
 }
 
-const openAsync = promisify(openCb);
 const writeAsync = promisify(writeCb) as (
   fd: number,
   b: Uint8Array,
@@ -768,8 +640,6 @@ const writeAsync = promisify(writeCb) as (
   pos: number,
 ) => Promise<{ bytesWritten: number }>;
 const fsyncAsync = promisify(fsyncCb);
-const closeAsync = promisify(closeCb);
-const renameAsync = promisify(renameCb);
 
 // Not O_APPEND: every line is written at its own offset (Linux appends a pwrite to an O_APPEND fd).
 function openAppendable(path: string): number {
@@ -781,18 +651,5 @@ function writeAll(fd: number, bytes: Uint8Array, at: number): void {
     const n = writeSync(fd, bytes, off, bytes.length - off, at + off);
     if (n <= 0) throw new Error("short write to the journal");
     off += n;
-  }
-}
-
-function fsyncDir(dir: string): void {
-  try {
-    const fd = openSync(dir, "r");
-    try {
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
-  } catch {
-    // Some platforms cannot fsync a directory; the rename is still atomic there.
   }
 }
