@@ -180,7 +180,8 @@ export class BodyStore {
 }
 
 const openAsync = promisify(openCb);
-const writeAsync = promisify(writeCb) as (
+/** `fs.write` at a position, as a promise. */
+export const writeAsync = promisify(writeCb) as (
   fd: number,
   b: Uint8Array,
   off: number,

@@ -12,11 +12,11 @@ import {
   rmSync,
   writeSync,
 } from "node:fs";
-import { fsync as fsyncCb, write as writeCb } from "node:fs";
+import { fsync as fsyncCb } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { ChainWriter, type Frame, type SignedLock, type WriterState } from "../../protocol/index.ts";
-import { type BodyBytes, BodyStore, fsyncDir } from "./body-store.ts";
+import { type BodyBytes, BodyStore, fsyncDir, writeAsync } from "./body-store.ts";
 
 /** What a chain part says about its run (RunMeta in protocol/api.ts); null for the host chain. */
 export interface RunInfo {
@@ -632,13 +632,6 @@ export function lockSeqOf(lock: SignedLock): number {
   return (JSON.parse(lock.payload) as { lock_seq: number }).lock_seq;
 }
 
-const writeAsync = promisify(writeCb) as (
-  fd: number,
-  b: Uint8Array,
-  off: number,
-  len: number,
-  pos: number,
-) => Promise<{ bytesWritten: number }>;
 const fsyncAsync = promisify(fsyncCb);
 
 // Not O_APPEND: every line is written at its own offset (Linux appends a pwrite to an O_APPEND fd).

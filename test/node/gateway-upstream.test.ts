@@ -4,7 +4,7 @@
 import { createServer, type Socket } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { anthropic, closeGateways, gateway, type GatewayRig, MODEL } from "../support/gateway-rig.ts";
-import { anthropicStream } from "../support/upstream.ts";
+import { anthropicStream, listenLocal } from "../support/upstream.ts";
 
 afterEach(closeGateways);
 
@@ -43,13 +43,7 @@ async function rawUpstream(answer: (socket: Socket, nth: number) => void): Promi
     });
     socket.on("error", () => {});
   });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  up.url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
-  up.close = () =>
-    new Promise((r) => {
-      for (const s of sockets) s.destroy();
-      server.close(() => r());
-    });
+  Object.assign(up, await listenLocal(server, sockets));
   return up;
 }
 

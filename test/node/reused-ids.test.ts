@@ -43,18 +43,21 @@ function claudeSession(r: Rig, session: string, path: string | null, during: () 
   });
 }
 
+/** The vendor's answer: always message id msg_1, with this input and 5 output tokens. */
+const reused = (input: number) => ({
+  headers: SSE_HEADERS,
+  chunks: anthropicStream({
+    id: "msg_1",
+    model: MODEL,
+    text: "x",
+    start: { input_tokens: input, output_tokens: 1 },
+    deltas: [{ output_tokens: 5 }],
+  }),
+});
+
 describe("a vendor reusing message ids: every call recorded, each once", () => {
   it("through the gateway: two sessions, each two calls answered with the same id and usage, are four llm_call frames", async () => {
-    const g = await gateway(() => ({
-      headers: SSE_HEADERS,
-      chunks: anthropicStream({
-        id: "msg_1",
-        model: MODEL,
-        text: "x",
-        start: { input_tokens: 10, output_tokens: 1 },
-        deltas: [{ output_tokens: 3 }],
-      }),
-    }));
+    const g = await gateway(() => reused(10));
     for (const session of ["reuse-a", "reuse-b"]) {
       await claudeSession(g.r, session, null, async () => {
         for (let i = 0; i < 2; i++)
@@ -91,16 +94,7 @@ describe("a vendor reusing message ids: every call recorded, each once", () => {
 
   it("gateway and transcript together: the carried calls are matched once each; a reused id the gateway did not carry is read from the transcript", async () => {
     let n = 0;
-    const g = await gateway(() => ({
-      headers: SSE_HEADERS,
-      chunks: anthropicStream({
-        id: "msg_1",
-        model: MODEL,
-        text: "x",
-        start: { input_tokens: 100 * ++n, output_tokens: 1 },
-        deltas: [{ output_tokens: 5 }],
-      }),
-    }));
+    const g = await gateway(() => reused(100 * ++n));
     // The transcript shows both carried calls (as Claude Code writes them) and a third under the same
     // id that never passed the gateway (its base URL pointed elsewhere for a moment).
     const path = transcript([assistant("msg_1", 100, 5), userLine, assistant("msg_1", 200, 5), userLine, assistant("msg_1", 300, 5)]);

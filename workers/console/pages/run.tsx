@@ -113,7 +113,6 @@ export function RunPage(props: {
   const r = props.run;
   const file = `${r.id}.oxagen.jsonl`;
   const exportable = r.status !== "live" && r.status !== "closed";
-  const took = durations(props.frames);
   const pageSize = 200;
   return (
     <Layout title={`Run ${r.id}`} here="/console/runs" ctx={props.ctx}>
@@ -240,37 +239,47 @@ export function RunPage(props: {
         </table>
       )}
       <h2 id="timeline">Timeline</h2>
-      <table>
-        <Head cols={["Seq", "Time (computer)", "Kind", "Path", "What", "Took", "Bodies"]} />
-        <tbody>
-          {props.frames.map((fr) => {
-            const f = fields(fr.payload);
-            return (
-              <tr id={`seq-${fr.seq}`}>
-                <th scope="row">{fr.seq}</th>
-                <td>
-                  <When ms={fr.t} />
-                </td>
-                <td class="mono">{fr.kind}</td>
-                <td>
-                  {str(f.path)}
-                  {f.backfilled ? " (backfilled)" : ""}
-                </td>
-                <td>{detail(fr.kind, f)}</td>
-                <td>{took.get(fr.seq) ?? ""}</td>
-                <td>
-                  <Bodies run={r.id} seq={fr.seq} refs={f.bodies} />
-                </td>
-              </tr>
-            );
-          })}
-        </tbody>
-      </table>
+      <Timeline frames={props.frames} run={r.id} />
       <p>
         {props.from > 0 ? <a href={`/console/runs/${r.id}?from=${Math.max(0, props.from - pageSize)}#timeline`}>← Earlier frames</a> : null}{" "}
         {props.next !== null ? <a href={`/console/runs/${r.id}?from=${props.next}#timeline`}>Later frames →</a> : null}
       </p>
     </Layout>
+  );
+}
+
+/** The frames of a page, one row each; with `run`, a run's, whose kept bodies are linked. */
+function Timeline(props: { frames: FrameRowView[]; run: string | null }) {
+  const took = durations(props.frames);
+  return (
+    <table>
+      <Head cols={["Seq", "Time (computer)", "Kind", "Path", "What", "Took", ...(props.run ? ["Bodies"] : [])]} />
+      <tbody>
+        {props.frames.map((fr) => {
+          const f = fields(fr.payload);
+          return (
+            <tr id={`seq-${fr.seq}`}>
+              <th scope="row">{fr.seq}</th>
+              <td>
+                <When ms={fr.t} />
+              </td>
+              <td class="mono">{fr.kind}</td>
+              <td>
+                {str(f.path)}
+                {f.backfilled ? " (backfilled)" : ""}
+              </td>
+              <td>{detail(fr.kind, f)}</td>
+              <td>{took.get(fr.seq) ?? ""}</td>
+              {props.run ? (
+                <td>
+                  <Bodies run={props.run} seq={fr.seq} refs={f.bodies} />
+                </td>
+              ) : null}
+            </tr>
+          );
+        })}
+      </tbody>
+    </table>
   );
 }
 
@@ -315,7 +324,6 @@ export function BodyPage(props: {
  */
 export function HostChainPage(props: { ctx: PageContext; hostId: string; frames: FrameRowView[]; from: number; next: number | null }) {
   const chain = `host_${props.hostId}`;
-  const took = durations(props.frames);
   return (
     <Layout title={`Computer ${props.hostId}: its own chain`} here="/console/computers" ctx={props.ctx}>
       <h1>
@@ -325,26 +333,7 @@ export function HostChainPage(props: { ctx: PageContext; hostId: string; frames:
         What the computer recorded outside every run: model calls the gateway could not tie to a session (reserved and priced like any
         other), sessions that ran without hooks. Not part of any run's record or export bundle.
       </p>
-      <table>
-        <Head cols={["Seq", "Time (computer)", "Kind", "Path", "What", "Took"]} />
-        <tbody>
-          {props.frames.map((fr) => {
-            const f = fields(fr.payload);
-            return (
-              <tr id={`seq-${fr.seq}`}>
-                <th scope="row">{fr.seq}</th>
-                <td>
-                  <When ms={fr.t} />
-                </td>
-                <td class="mono">{fr.kind}</td>
-                <td>{str(f.path)}</td>
-                <td>{detail(fr.kind, f)}</td>
-                <td>{took.get(fr.seq) ?? ""}</td>
-              </tr>
-            );
-          })}
-        </tbody>
-      </table>
+      <Timeline frames={props.frames} run={null} />
       {props.frames.length === 0 ? <p class="muted">The computer's own chain holds no frame yet.</p> : null}
       <p>
         {props.from > 0 ? <a href={`/console/runs/${chain}?from=${Math.max(0, props.from - 200)}`}>← Earlier frames</a> : null}{" "}
