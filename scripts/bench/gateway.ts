@@ -12,7 +12,8 @@ import { readdirSync, readFileSync } from "node:fs";
 import { Agent, request } from "node:http";
 import { performance } from "node:perf_hooks";
 import { defaultPolicy } from "../../protocol/index.ts";
-import { makeHome, NODE, ROOT, sleep, TACHO } from "../../test/support/recorder.ts";
+import { createServer } from "node:net";
+import { freePort, makeHome, NODE, ROOT, sleep, TACHO } from "../../test/support/recorder.ts";
 import { StubServer } from "../../test/support/stub-server.ts";
 import { anthropicStream, SSE_HEADERS, startUpstream } from "../../test/support/upstream.ts";
 
@@ -31,7 +32,9 @@ const upstream = await startUpstream(() => {
     id: `msg_bench_${++n}`,
     model: "claude-sonnet-4-5",
     text: "x",
-    start: { input_tokens: 1200, cache_read_input_tokens: 30_000, cache_creation_input_tokens: 0, output_tokens: 1 },
+    // Usage the request could have (about a token per 4 bytes of its 0.1 KB): a call costs less than
+    // the maximum the gateway reserves for it, as a real vendor's always does.
+    start: { input_tokens: 30, cache_read_input_tokens: 0, cache_creation_input_tokens: 0, output_tokens: 1 },
     deltas: [{ output_tokens: 85 }],
   });
   const delta = events[2]!;
@@ -44,7 +47,10 @@ const budgets = [{ id: "bench", scope: "workspace" as const, window: "day" as co
 const server = new StubServer();
 server.policy = { ...defaultPolicy("ws_test", 1), budgets };
 const serverPort = await server.start();
-const home = await makeHome({ server: `http://127.0.0.1:${serverPort}`, policy: { budgets } });
+// The hook port and the gateway's (the next one) both free.
+let port = await freePort();
+while (!(await free(port + 1))) port = await freePort();
+const home = await makeHome({ server: `http://127.0.0.1:${serverPort}`, policy: { budgets }, port });
 const env = { ...process.env, OXAGEN_HOME: home.dir, OXAGEN_GATEWAY_ANTHROPIC_URL: upstream.url };
 spawnSync(NODE, [`${ROOT}/scripts/build-collector.ts`], { stdio: "inherit" });
 const started = spawnSync(NODE, [TACHO, "daemon", "start", "--json"], { env, encoding: "utf8" });
@@ -116,6 +122,14 @@ const [direct, bare, gateway] = ways as [Way, Way, Way];
 
 const body = JSON.stringify({ model: "claude-sonnet-4-5", max_tokens: 256, stream: true, messages: [{ role: "user", content: "hi" }] });
 
+function free(p: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = createServer()
+      .once("error", () => resolve(false))
+      .listen(p, "127.0.0.1", () => s.close(() => resolve(true)));
+  });
+}
+
 /** The process's CPU time (user + system, all threads) in ms. */
 function cpuOf(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
@@ -165,6 +179,7 @@ function call(w: Way): Promise<number | null> {
 }
 
 for (let i = 0; i < 100 && (await call(gateway)) === null; i++) await sleep(100);
+if (gateway.ok === 0) throw new Error(`the recorder's gateway does not answer on ${gateway.url}`);
 for (const w of ways) {
   w.errors = 0;
   w.errorKinds.clear();
