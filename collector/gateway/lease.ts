@@ -154,7 +154,8 @@ export class BudgetLeases {
         }
         // Refused or unreachable moments ago: the rest are answered without asking again.
         const heard = this.#waitOut(s) ? "refused" : await this.#ask(s);
-        if (heard === "granted") continue;
+        // "nothing": the request under way was another (a give-back): ask again.
+        if (heard === "granted" || heard === "nothing") continue;
         const head = this.#dequeue(s);
         head.resolve(this.#noRoom(s, s.run, head.microusd));
       }
