@@ -73,6 +73,28 @@ function started(): Rig {
 const kinds = (r: Rig) => r.frames(CHAIN).map((f) => f.kind);
 const messageIds = (r: Rig) => payloadsOf(r.frames(CHAIN), "llm_call").map((p) => p.message_id);
 
+describe("a carried call the recorder cannot place", () => {
+  it("leaves a telemetry_gap naming it on the chain, never nothing, and tells the gateway", () => {
+    const r = started();
+    const errors: string[] = [];
+    const broken = {
+      now: (): never => {
+        throw new Error("the frame is over the limit");
+      },
+      later: () => null,
+      onError: (err: Error) => errors.push(err.message),
+    };
+    expect(r.recorder.recordGateway(REF, broken, r.clock.now, "gw-broken")).toBe(false);
+    expect(errors).toEqual(["the frame is over the limit"]);
+    expect(kinds(r)).toEqual(["agent_start", "telemetry_gap"]);
+    expect(payloadsOf(r.frames(CHAIN), "telemetry_gap")[0]).toMatchObject({
+      path: "gateway",
+      cause: "other",
+      detail: "a model call the gateway carried could not be recorded: the frame is over the limit",
+    });
+  });
+});
+
 describe("a gateway call prepared off the event loop", () => {
   it("takes its id at once: the dedupe sees it while it is prepared, and the same call is not recorded twice", async () => {
     const r = started();
