@@ -111,7 +111,8 @@ export class BodyStore {
 
   /** The body shipped (and no entry wants it): gone from memory and disk. */
   drop(sha: string): void {
-    this.#forget(sha);
+    // Held in memory and never written: there is no file to remove.
+    if (this.#forget(sha) && !this.#unsynced.has(sha)) return;
     this.#unsynced.delete(sha);
     rmSync(this.#path(sha), { force: true });
   }
@@ -148,11 +149,13 @@ export class BodyStore {
     }
   }
 
-  #forget(sha: string): void {
+  /** Whether it was held in memory. */
+  #forget(sha: string): boolean {
     const bytes = this.#inflight.get(sha);
-    if (!bytes) return;
+    if (!bytes) return false;
     this.#inflight.delete(sha);
     this.#inflightBytes -= bytes.length;
+    return true;
   }
 
   async #writeFile(b: BodyBytes): Promise<void> {

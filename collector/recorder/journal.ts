@@ -315,7 +315,9 @@ export class Journal {
   ack(rec: ChainRecord, stored: number, locks: number[], bodies: string[]): void {
     if (stored <= rec.stored && locks.length === 0 && bodies.length === 0) return;
     const line = { k: "ack" as const, stored: Math.max(stored, rec.stored), locks, bodies };
-    this.#write(rec, line);
+    // Not fsync'd on its own (the next fsync of the file covers it): an ack a crash loses only ships
+    // those frames and bodies again, which the server takes as duplicates.
+    this.#write(rec, line, false);
     this.#applyAck(rec, line);
     if (rec.lines > COMPACT_AFTER_LINES || (rec.frames.length === 0 && rec.locks.length === 0 && rec.lines > 50)) this.compact(rec);
   }
@@ -388,28 +390,29 @@ export class Journal {
   // them), so the file keeps the chain's order and a lock never covers a frame that is not durable.
   // Lines are written at their own offsets (the fd is not O_APPEND): a group commit under way writes
   // the same bytes at the same place.
-  #write(rec: ChainRecord, line: Line | null): void {
+  #write(rec: ChainRecord, line: Line | null, sync = true): void {
     if (rec.fd >= 0) {
-      this.#writeAt(rec, line);
+      this.#writeAt(rec, line, sync);
       return;
     }
     // Closed: this one write opens the file (its old fd number may be another file's by now).
     rec.fd = openAppendable(this.#path(rec.chain));
     try {
-      this.#writeAt(rec, line);
+      this.#writeAt(rec, line, sync);
     } finally {
       closeSync(rec.fd);
       rec.fd = -1;
     }
   }
 
-  #writeAt(rec: ChainRecord, line: Line | null): void {
+  #writeAt(rec: ChainRecord, line: Line | null, sync = true): void {
     const pending = rec.deferred;
     const bytes = Buffer.concat([...pending.map((d) => d.line), ...(line ? [Buffer.from(`${JSON.stringify(line)}\n`)] : [])]);
     const at = rec.durable;
     try {
       writeAll(rec.fd, bytes, at);
-      fsyncSync(rec.fd);
+      // Waiting entries written with it are durable only once fsync'd, whatever the line.
+      if (sync || pending.length > 0) fsyncSync(rec.fd);
     } catch (err) {
       rec.epoch++;
       try {
