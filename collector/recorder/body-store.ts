@@ -18,9 +18,9 @@ export interface BodyBytes {
  * A hook's body is a file, fsync'd before the hook is answered ({@link put}). A gateway entry's body
  * is made durable as a body line in its chain file, in the entry's group commit ({@link line}); it
  * is then kept in memory for the shipper ({@link keep}) and written to its file, without an fsync
- * of its own, only when memory holds too much, at a compaction ({@link sync}, which drops the line
- * and so fsyncs the file first), at stop ({@link writeAll}), or at the next start ({@link restore},
- * which writes again a file a crash left missing or torn).
+ * of its own, only when memory holds too much, at stop ({@link writeAll}), or at the next start
+ * ({@link restore}, which writes again a file a crash left missing or torn). A compaction writes
+ * its line again after the snapshot ({@link lineOf}).
  */
 export class BodyStore {
   readonly #dir: string;
@@ -117,22 +117,13 @@ export class BodyStore {
     rmSync(this.#path(sha), { force: true });
   }
 
-  /** Before a compaction drops its body line: the body a durable file of its own. */
-  sync(sha: string): void {
-    const inflight = this.#inflight.get(sha);
-    if (inflight) {
-      this.put(sha, inflight);
-      this.#forget(sha);
-    } else if (this.#unsynced.has(sha)) {
-      const fd = openSync(this.#path(sha), "r");
-      try {
-        fsyncSync(fd);
-      } finally {
-        closeSync(fd);
-      }
-    } else return;
-    this.#unsynced.delete(sha);
-    fsyncDir(this.#dir);
+  /**
+   * The body line a compaction writes again for a body whose durable copy is one (held in memory, or
+   * a file written without an fsync); null for a body whose file was fsync'd (a hook's).
+   */
+  lineOf(sha: string): string | null {
+    const bytes = this.#inflight.get(sha) ?? (this.#unsynced.has(sha) ? this.get(sha) : null);
+    return bytes ? BodyStore.line({ sha, bytes }) : null;
   }
 
   /** Every body held in memory written to its file (at stop, before the files are read back); their lines stay their durable copy. */

@@ -329,8 +329,8 @@ export class Journal {
     // The snapshot holds the ids: an id it holds has its frame in it.
     this.ready(rec);
     if (rec.deferred.length) this.#write(rec, null);
-    // The snapshot drops the body lines: the bodies still to ship must be durable files first.
-    for (const b of rec.bodies) this.#store.sync(b.sha);
+    // The bodies still to ship whose durable copy is a body line keep one, after the snapshot.
+    const kept = [...new Set(rec.bodies.map((b) => b.sha))].flatMap((sha) => this.#store.lineOf(sha) ?? []);
     const path = this.#path(rec.chain);
     const tmp = `${path}.tmp`;
     const fd = openSync(tmp, "w", 0o600);
@@ -345,7 +345,7 @@ export class Journal {
       ids: [...rec.ids],
       lastT: rec.lastT,
     };
-    const bytes = Buffer.from(`${JSON.stringify(snap)}\n`);
+    const bytes = Buffer.from(`${JSON.stringify(snap)}\n${kept.join("")}`);
     try {
       writeAll(fd, bytes, 0);
       fsyncSync(fd);
@@ -357,7 +357,7 @@ export class Journal {
     closeSync(rec.fd);
     rec.fd = openAppendable(path);
     rec.size = rec.durable = bytes.length;
-    rec.lines = 1;
+    rec.lines = 1 + kept.length;
     this.#collectBodies();
   }
 
