@@ -223,7 +223,8 @@ export class Journal {
         .join("");
       const bytes = Buffer.from(`${text}${JSON.stringify(line)}\n`);
       rec.size += bytes.length;
-      rec.lines += 1 + bodies.length;
+      // Body lines are not entries: they do not bring a compaction nearer.
+      rec.lines++;
       rec.deferred.push({ end: rec.size, line: bytes, entry, bodies });
       for (const f of entry.frames) rec.lastT = Math.max(rec.lastT, f.t);
       this.#claim(rec, entry);
@@ -319,7 +320,8 @@ export class Journal {
     // those frames and bodies again, which the server takes as duplicates.
     this.#write(rec, line, false);
     this.#applyAck(rec, line);
-    if (rec.lines > COMPACT_AFTER_LINES || (rec.frames.length === 0 && rec.locks.length === 0 && rec.lines > 50)) this.compact(rec);
+    const idle = rec.frames.length === 0 && rec.locks.length === 0 && rec.bodies.length === 0;
+    if (rec.lines > COMPACT_AFTER_LINES || (idle && rec.lines > 50)) this.compact(rec);
   }
 
   /** Rewrites a chain's file as one snapshot line: its state, its ids, what is still pending. */
@@ -357,7 +359,7 @@ export class Journal {
     closeSync(rec.fd);
     rec.fd = openAppendable(path);
     rec.size = rec.durable = bytes.length;
-    rec.lines = 1 + kept.length;
+    rec.lines = 1;
     this.#collectBodies();
   }
 
@@ -595,11 +597,11 @@ export class Journal {
       return r;
     }
     if (!rec) throw new Error(`journal ${chain}: first line is not open/snap`);
-    rec.lines++;
     if (line.k === "body") {
       this.#store.remember(line.sha, line.b64);
       return rec;
     }
+    rec.lines++;
     if (line.k === "ev") {
       rec.writer = new ChainWriter(line.w);
       for (const f of line.frames) rec.lastT = Math.max(rec.lastT, f.t);
