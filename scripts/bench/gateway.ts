@@ -228,8 +228,9 @@ const llmCalls = new Set<string>();
 for (const [chain, c] of server.chains) for (const f of c.frames.values()) if (f.kind === "llm_call") llmCalls.add(`${chain}:${f.seq}`);
 for (const name of readdirSync(`${home.dir}/journal`).filter((f) => f.endsWith(".jsonl"))) {
   for (const line of readFileSync(`${home.dir}/journal/${name}`, "utf8").split("\n").filter(Boolean)) {
-    const l = JSON.parse(line) as { frames?: { kind: string; chain: string; seq: number }[] };
-    for (const f of l.frames ?? []) if (f.kind === "llm_call") llmCalls.add(`${f.chain}:${f.seq}`);
+    // Acknowledged frames stay in the file until it is compacted: the same chain and seq is one call.
+    const l = JSON.parse(line) as { frames?: { kind: string; seq: number }[] };
+    for (const f of l.frames ?? []) if (f.kind === "llm_call") llmCalls.add(`${name.slice(0, -".jsonl".length)}:${f.seq}`);
   }
 }
 const onDisk = llmCalls.size;
