@@ -1,0 +1,179 @@
+import { rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { UpstreamUrl } from "../../../protocol/index.ts";
+import { readConfig } from "../../harnesses/settings.ts";
+import { claudeCode } from "../../harnesses/claude-code/config.ts";
+import { gatewayUrl, ownClaudeBaseUrl } from "../../harnesses/gateway.ts";
+import { ExitError, UsageError } from "../../lib/errors.ts";
+import { recorderHealth } from "../../lib/recorder-process.ts";
+import { unenrollOnServer } from "../../lib/server.ts";
+import { type HostConfig, type HostUpstream, statePath } from "../../lib/state.ts";
+import { requireRecorderStopped } from "../../lib/stopped.ts";
+import { pendingCount, undelivered } from "../../lib/undelivered.ts";
+
+/** Where the port scan starts: the ports tacho has always used first. */
+export const FIRST_PORTS = { hooks: 47110, gateway: 47111 } as const;
+
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once("error", () => resolve(false));
+    server.listen({ port, host: "127.0.0.1", exclusive: true }, () => server.close(() => resolve(true)));
+  });
+}
+
+function portFlag(value: string, flag: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1 || n > 65535)
+    throw new UsageError(`${flag} takes a port number (1-65535), not ${JSON.stringify(value)}`);
+  return n;
+}
+
+/**
+ * The enrollment's ports: the flags, else the ones it has, else the first pair from 47110 on that
+ * nothing listens on now (another enrollment's running recorder, another program), so two
+ * enrollments on one computer each get their own.
+ */
+export async function choosePorts(
+  hooksFlag: string | undefined,
+  gatewayFlag: string | undefined,
+  existing: HostConfig["ports"] | undefined,
+): Promise<HostConfig["ports"]> {
+  const hooks = hooksFlag !== undefined ? portFlag(hooksFlag, "--hooks-port") : existing?.hooks;
+  const gateway = gatewayFlag !== undefined ? portFlag(gatewayFlag, "--gateway-port") : existing?.gateway;
+  if (hooks !== undefined && gateway !== undefined) return { hooks, gateway };
+  if (hooks !== undefined) return { hooks, gateway: (await freeFrom(hooks + 1, [hooks])) ?? hooks + 1 };
+  for (let h = FIRST_PORTS.hooks; h < FIRST_PORTS.hooks + 400; h += 2) {
+    if (h === gateway || !(await canListen(h))) continue;
+    if (gateway !== undefined) return { hooks: h, gateway };
+    if (await canListen(h + 1)) return { hooks: h, gateway: h + 1 };
+  }
+  throw new ExitError(1, `no free pair of loopback ports from ${FIRST_PORTS.hooks} on; name them with --hooks-port N --gateway-port M`);
+}
+
+async function freeFrom(start: number, not: number[]): Promise<number | null> {
+  for (let p = start; p < start + 200 && p <= 65535; p++) if (!not.includes(p) && (await canListen(p))) return p;
+  return null;
+}
+
+/** What enroll did with a base URL of the user's own (said in its output). */
+export interface UpstreamSaid {
+  vendor: "anthropic" | "openai";
+  url: string;
+  from: string;
+  /** Whether it was in a harness's settings file (then tacho wrote the gateway there and unenroll puts it back). */
+  replaced: boolean;
+}
+
+function validUpstream(url: string, from: string): string {
+  if (!UpstreamUrl.safeParse(url).success)
+    throw new ExitError(
+      1,
+      `${from} is ${JSON.stringify(url)}, which the gateway cannot forward to (an http or https URL with no credentials, query or fragment); fix it, or name the upstream with --upstream VENDOR=URL (nothing was written)`,
+    );
+  return url;
+}
+
+/**
+ * This computer's own upstreams: `--upstream V=URL` first, then a base URL of the user's own in
+ * the settings of a harness being routed through the gateway, then the ones enroll kept before,
+ * then the environment enroll runs in (ANTHROPIC_BASE_URL, OPENAI_BASE_URL without its `/v1`).
+ */
+export function chooseUpstreams(
+  flags: string[],
+  routed: string[],
+  host: Pick<HostConfig, "ports" | "hook_secret">,
+  kept: HostConfig["upstreams"],
+): { chosen: HostConfig["upstreams"]; said: UpstreamSaid[] } {
+  const chosen: NonNullable<HostConfig["upstreams"]> = { ...kept };
+  const said: UpstreamSaid[] = [];
+  const found = (vendor: "anthropic" | "openai", up: HostUpstream, replaced: boolean) => {
+    chosen[vendor] = up;
+    said.push({ vendor, ...up, replaced });
+  };
+  const given = new Set<string>();
+  for (const flag of flags) {
+    const m = /^(anthropic|openai)=(.+)$/.exec(flag);
+    if (!m) throw new UsageError(`--upstream takes VENDOR=URL with VENDOR anthropic or openai, not ${JSON.stringify(flag)}`);
+    const vendor = m[1] as "anthropic" | "openai";
+    found(vendor, { url: validUpstream(m[2]!, `--upstream ${vendor}`), from: "--upstream" }, false);
+    given.add(vendor);
+  }
+  const ours = gatewayUrl(host);
+  if (routed.includes("claude-code") && !given.has("anthropic")) {
+    const file = readConfig(claudeCode);
+    const own = ownClaudeBaseUrl(file, host);
+    const shell = process.env.ANTHROPIC_BASE_URL;
+    if (own !== null) {
+      const from = `${file.path} env.ANTHROPIC_BASE_URL`;
+      found("anthropic", { url: validUpstream(String(own), from), from }, true);
+    } else if (!chosen.anthropic && shell && shell !== ours) {
+      found(
+        "anthropic",
+        { url: validUpstream(shell, "ANTHROPIC_BASE_URL"), from: "the environment tacho enroll ran in (ANTHROPIC_BASE_URL)" },
+        false,
+      );
+    }
+  }
+  const openai = process.env.OPENAI_BASE_URL;
+  if (routed.includes("codex") && !given.has("openai") && !chosen.openai && openai && !openai.startsWith(ours)) {
+    // Codex's base URL ends in /v1, and the gateway adds the API's own path (/v1/responses) to its upstream.
+    const url = openai.replace(/\/+$/, "").replace(/\/v1$/, "");
+    found("openai", { url: validUpstream(url, "OPENAI_BASE_URL"), from: "the environment tacho enroll ran in (OPENAI_BASE_URL)" }, false);
+  }
+  return { chosen: Object.keys(chosen).length ? chosen : undefined, said };
+}
+
+/** A re-enrollment of an enrolled computer with a new token: what it checks first, and what it does once the new host exists. */
+export interface Reenroll {
+  said: { old_host: string; old_workspace: string; server: string };
+  finish(next: HostConfig): Promise<void>;
+}
+
+/**
+ * One computer, one enrollment: a new token on an enrolled computer re-enrolls this computer (a
+ * new host in the token's workspace) and unenrolls the old host on the server, so the console does
+ * not end with two computers of one name. The recorder must be stopped (it holds the old key) and
+ * nothing recorded may be left undelivered (it is signed by the old key), unless --force.
+ */
+export function reenrollCheck(program: string, existing: HostConfig, force: boolean): Reenroll {
+  const then = "then run this tacho enroll again";
+  requireRecorderStopped(program, `${then} (this computer is enrolled already as ${existing.host_id}: the token re-enrolls it)`);
+  const pending = pendingCount(undelivered());
+  if (pending > 0 && !force)
+    throw new ExitError(
+      1,
+      `${program}: this computer is enrolled already (host ${existing.host_id} in workspace ${existing.workspace}), and ${pending} recorded items are not delivered yet; start the recorder (tacho daemon start) until tacho status shows nothing pending, stop it (tacho daemon stop), ${then}; or pass --force to drop them`,
+    );
+  return {
+    said: { old_host: existing.host_id, old_workspace: existing.workspace, server: "" },
+    async finish(next) {
+      const told = await unenrollOnServer(existing);
+      this.said.server = typeof told === "object" ? `not told (${told.error}): remove host ${existing.host_id} in the console` : told;
+      // The old host's chains, keys and policy go with it: the new host begins its own.
+      for (const name of ["policy.json", "journal", "spool", "recorder-status.json", "sources.json", "harness-processes.json"])
+        rmSync(statePath(name), { recursive: true, force: true });
+      delete next.previous_keys;
+    },
+  };
+}
+
+/** Why a recorder that started cannot listen on its ports, once it has tried them. */
+export async function portTrouble(host: HostConfig): Promise<string[]> {
+  let health = await recorderHealth();
+  for (let i = 0; i < 50 && health && health.bound === false; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    health = await recorderHealth();
+  }
+  if (!health) return [];
+  const out: string[] = [];
+  if (health.http !== "listening")
+    out.push(
+      `the recorder cannot listen on its hook port 127.0.0.1:${host.ports.hooks} (${health.http_error ?? "not listening"}): Claude Code's tool results would not be recorded; choose another with tacho enroll --hooks-port N`,
+    );
+  if (health.gateway === "unavailable")
+    out.push(
+      `the recorder cannot listen on its gateway port 127.0.0.1:${host.ports.gateway} (${health.gateway_error ?? "not listening"}): model calls pointed at it fail; choose another with tacho enroll --gateway-port N`,
+    );
+  return out;
+}
