@@ -36,6 +36,13 @@ export const MAX_BATCH_FRAMES = 5000;
 /** The largest ingest body, in bytes. */
 export const MAX_INGEST_BYTES = 8 * 1024 * 1024;
 
+/**
+ * The shape of every Oxagen token: a kind (`oxo` operator, `oxe` one-time enrollment, `oxs` service),
+ * a 16-hex id and a 48-hex secret. The server parses tokens by it; the collector checks a token
+ * against it before sending one, so a token copied in part is named as such.
+ */
+export const TOKEN_SHAPE = /^([a-z]{3})_([0-9a-f]{16})_([0-9a-f]{48})$/;
+
 /** `POST /v1/enroll`: a one-time token and the host's public key. */
 export const EnrollRequest = z.strictObject({
   token: z.string().min(16).max(256),

@@ -5,9 +5,9 @@
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { enrollLine, enrollmentToken, ensureDatabase, ensureSigningKey, ROOT, waitHealthy, WRANGLER } from "./dev-setup.ts";
+import { devPort, enrollLine, enrollmentToken, ensureDatabase, ensureSigningKey, ROOT, waitHealthy, WRANGLER } from "./dev-setup.ts";
 
-const port = Number(process.env.PORT ?? 8787);
+const port = devPort();
 if (ensureSigningKey()) process.stdout.write("Created .dev.vars with a new OXAGEN_SIGNING_KEY (keep it out of git).\n");
 const state = ensureDatabase();
 const url = `http://127.0.0.1:${port}`;

@@ -11,7 +11,7 @@ import { serviceCommands, serviceFile } from "./service.ts";
 export const USAGE = `usage: tacho daemon start|stop|status|run|install|uninstall [--json]
 
   start       starts the recorder in the background (tacho enroll does this too)
-  stop        stops it
+  stop        stops it (the next hook starts it again; it says how to keep it stopped)
   status      says whether it runs and answers on the hook port (exit 3 when not)
   run         runs it in the foreground (what a login service runs)
   install     writes a login service that starts the recorder at login and restarts it when it
@@ -134,8 +134,19 @@ async function stop(json: boolean, quiet = false): Promise<number> {
   process.kill(pid, "SIGTERM");
   for (let i = 0; i < 150 && alive(pid); i++) await sleep(100);
   if (alive(pid)) throw new ExitError(1, `tacho daemon: recorder ${pid} did not stop within 15 s`);
-  if (!quiet) print(json, { running: false, stopped: true, pid }, `recorder ${pid} stopped`);
+  if (!quiet) {
+    const keep = keepStopped();
+    print(json, { running: false, stopped: true, pid, restarts: keep }, `recorder ${pid} stopped\n${keep}`);
+  }
   return 0;
+}
+
+/** What starts a stopped recorder again, and how to keep it stopped. */
+function keepStopped(): string {
+  const file = serviceFile(recorderLaunch());
+  const service =
+    file && existsSync(file.path) ? `, and its login service (${file.name}) at your next login (tacho daemon uninstall removes it)` : "";
+  return `The next hook of a wrapped harness or custom agent starts it again, so no step goes unrecorded${service}. To keep it stopped, stop wrapping: tacho reassign --harness none (custom agents: stop calling tacho hook), or tacho unenroll.`;
 }
 
 async function status(json: boolean): Promise<number> {

@@ -1,5 +1,15 @@
 import { hostname } from "node:os";
-import { bytesToHex, EnrollAnswer, ErrorAnswer, fromHex, keyIdFor, newSecretKey, publicKeyOf, ROUTES } from "../../../protocol/index.ts";
+import {
+  bytesToHex,
+  EnrollAnswer,
+  ErrorAnswer,
+  fromHex,
+  keyIdFor,
+  newSecretKey,
+  publicKeyOf,
+  ROUTES,
+  TOKEN_SHAPE,
+} from "../../../protocol/index.ts";
 import { applyHarnesses, checkHarnessConfigs, proveHookCommands, type HarnessResult } from "../../harnesses/apply.ts";
 import { hookProgram } from "../../harnesses/command.ts";
 import { harnessHealth } from "../../harnesses/health.ts";
@@ -89,6 +99,10 @@ export async function enrollWith(options: EnrollOptions): Promise<number> {
   if (values.token && !values.server) throw new UsageError(`${options.program}: --server is required with --token\n${USAGE}`);
   const operator = values.token ? operatorTokenProblem(options.program, values.token, values.server!) : null;
   if (operator) throw new UsageError(operator);
+  if (values.token && TOKEN_SHAPE.exec(values.token)?.[1] !== "oxe")
+    throw new UsageError(
+      `${options.program}: --token ${values.token.length > 12 ? `${values.token.slice(0, 12)}...` : values.token} is not an enrollment token: one is oxe_, 16 hex characters, _ and 48 more, as npm start or POST /v1/enrollment-tokens gives it (was it copied whole?). Nothing was written.`,
+    );
   const reenroll = values.token && existing ? reenrollCheck(options.program, existing, values.force ?? false) : null;
   const ports = await choosePorts(values["hooks-port"], values["gateway-port"], existing?.ports);
   // Union: a re-apply never drops a harness (only `tacho reassign --harness` does).
@@ -184,7 +198,7 @@ async function register(
     const why = error.success ? error.data.message : "no reason given";
     const hint =
       res.status === 401
-        ? "\nAn enrollment token works once and expires (60 minutes by default). Create a new one with an operator token: POST /v1/enrollment-tokens (npm start prints a ready enroll line with one)."
+        ? "\nAn enrollment token works once and expires: 60 minutes after it was made unless its maker chose another ttl_minutes (the one npm start prints lasts 24 hours). Create a new one with an operator token: POST /v1/enrollment-tokens (npm start prints a ready enroll line with one)."
         : "";
     throw new ExitError(1, `enrollment refused (HTTP ${res.status}): ${why}${hint}`);
   }

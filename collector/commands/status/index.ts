@@ -17,14 +17,19 @@ export const USAGE = `usage: tacho status [--json] [--offline]
 The enrollment; for each wrapped harness, whether its hooks are there, whether each hook command
 runs (it is run once, from a shell with an empty PATH, recording nothing), and whether the harness
 lets them run (disabled, not trusted), with the fix; the recorder and its login service; what is
-pending and spooled; the cached policy; and, unless --offline, how the server sees this computer.`;
+pending and spooled; the cached policy and the operator's stops in it that apply here (a paused run
+or agent, this computer suspended, an exhausted budget); the gateway and this computer's own
+upstreams; and, unless --offline, how the server sees this computer.
+
+  --offline   do not ask the server
+  --json      print all of it as JSON`;
 
 export async function status(args: string[]): Promise<number> {
   const { values, positionals } = parse("tacho status", args, {
     json: { type: "boolean", default: false },
     offline: { type: "boolean", default: false },
   });
-  if (positionals.length > 0) throw new UsageError("usage: tacho status [--json] [--offline]");
+  if (positionals.length > 0) throw new UsageError(`tacho status: unexpected ${positionals.join(" ")}\n${USAGE}`);
   const host = readHost();
   if (!host) {
     if (values.json) process.stdout.write(`${JSON.stringify({ enrolled: false, state_dir: statePath() }, null, 2)}\n`);

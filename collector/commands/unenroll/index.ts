@@ -10,7 +10,16 @@ import { readHost, statePath } from "../../lib/state.ts";
 import { requireRecorderStopped } from "../../lib/stopped.ts";
 import { pendingCount, undelivered } from "../../lib/undelivered.ts";
 
-export const USAGE = "usage: tacho unenroll [--force] [--json]";
+export const USAGE = `usage: tacho unenroll [--force] [--json]
+
+Removes this computer from its workspace: the server stops taking its key, every harness's
+configuration gets back exactly what it held before tacho enroll (hooks, model settings such as
+ANTHROPIC_BASE_URL, files and directories enroll created), and the enrollment (host.json with its
+secret key), the cached policy, the journal and the spool are deleted. Stop the recorder first
+(tacho daemon stop). It refuses while anything recorded is not delivered yet.
+
+  --force  unenroll anyway: drop what is not delivered, and go on when the server cannot be told
+  --json   print what was removed as JSON`;
 
 /**
  * Unenrolls this computer: the server stops taking its key, the hook entries leave every wrapped
