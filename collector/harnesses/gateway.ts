@@ -10,7 +10,6 @@ import { forgetSetting, noteSetting, settingOf } from "./originals.ts";
 import { type ConfigFile, readConfig, writeConfig } from "./settings.ts";
 import { claudeCode } from "./claude-code/config.ts";
 import { parseToml } from "./toml.ts";
-import type { JsonObject } from "./types.ts";
 
 /**
  * Pointing a harness's model calls at the gateway (`tacho enroll --gateway`). Claude Code: its

@@ -163,6 +163,47 @@ describe("enroll --gateway", () => {
     );
   });
 
+  it("reassign --gateway: a base URL of the user's own in the settings becomes this computer's upstream too, said as enroll says it", async () => {
+    const claude = join(home.env.CLAUDE_CONFIG_DIR!, "settings.json");
+    expect((await enroll("claude-code")).code).toBe(0);
+    const own = `{ "env": { "ANTHROPIC_BASE_URL": "https://llm-proxy.corp.example" } }\n`;
+    put(
+      claude,
+      `${JSON.stringify({ ...JSON.parse(readFileSync(claude, "utf8")), env: { ANTHROPIC_BASE_URL: "https://llm-proxy.corp.example" } })}\n`,
+    );
+    const r = await tacho("reassign", "--gateway");
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain(
+      `anthropic: your base URL https://llm-proxy.corp.example (${claude} env.ANTHROPIC_BASE_URL) is now this computer's upstream`,
+    );
+    const host = JSON.parse(readFileSync(join(env.OXAGEN_HOME!, "host.json"), "utf8")) as Json;
+    expect(host.upstreams).toEqual({ anthropic: { url: "https://llm-proxy.corp.example", from: `${claude} env.ANTHROPIC_BASE_URL` } });
+    expect((await tacho("reassign", "--no-gateway")).code).toBe(0);
+    expect((JSON.parse(readFileSync(claude, "utf8")) as Json).env).toEqual(JSON.parse(own).env);
+  });
+
+  it("headers in the shell's ANTHROPIC_CUSTOM_HEADERS, which the settings' env (where the gateway's header goes) would hide from Claude Code: refused, naming them and the way forward, nothing written", async () => {
+    const claude = join(home.env.CLAUDE_CONFIG_DIR!, "settings.json");
+    const own = `{ "env": { "ANTHROPIC_CUSTOM_HEADERS": "x-team: blue" } }\n`;
+    put(claude, own);
+    const shell = { ...env, ANTHROPIC_CUSTOM_HEADERS: "x-team: blue\nX-Corp-Auth: s3cr3t-value" };
+    const args = ["enroll", "--no-start", "--harness", "claude-code", "--gateway", "--server", stub.url, "--token", STUB_TOKEN];
+    const r = await run(TACHO, [...args, "--gateway-port", String(gatewayPort)], { env: shell });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("ANTHROPIC_CUSTOM_HEADERS in the environment tacho enroll ran in has X-Corp-Auth");
+    expect(r.stderr).toContain(`add those lines to env.ANTHROPIC_CUSTOM_HEADERS in ${claude}`);
+    expect(r.stderr).not.toContain("s3cr3t-value");
+    expect(readFileSync(claude, "utf8")).toBe(own);
+    expect(existsSync(join(env.OXAGEN_HOME!, "host.json"))).toBe(false);
+    // With every line in the settings, enroll goes ahead and keeps them before its own.
+    put(claude, `{ "env": { "ANTHROPIC_CUSTOM_HEADERS": "x-team: blue\\nX-Corp-Auth: s3cr3t-value" } }\n`);
+    const ok = await run(TACHO, [...args, "--gateway-port", String(gatewayPort)], { env: shell });
+    expect(ok.code, ok.stderr).toBe(0);
+    expect((JSON.parse(readFileSync(claude, "utf8")) as Json).env.ANTHROPIC_CUSTOM_HEADERS).toMatch(
+      /^x-team: blue\nX-Corp-Auth: s3cr3t-value\nx-oxagen-hook-secret: /,
+    );
+  });
+
   it("a model provider of the user's own in Codex's config.toml is refused with the way forward, and nothing is written", async () => {
     const codex = join(env.CODEX_HOME!, "config.toml");
     const mine = `model_provider = "azure"\n`;

@@ -22,7 +22,8 @@ import { useNodeCrypto } from "../../lib/node-crypto.ts";
 import { readHost, statePath, withHookSecret, writeHost, type HostConfig } from "../../lib/state.ts";
 import { fetchPolicy } from "../../recorder/policy-cache.ts";
 import { startRecorder } from "../../lib/recorder-process.ts";
-import { choosePorts, chooseUpstreams, portTrouble, type Reenroll, reenrollCheck, type UpstreamSaid } from "./steps.ts";
+import { checkShellHeaders, chooseUpstreams, type UpstreamSaid, upstreamLine } from "../../harnesses/upstreams.ts";
+import { choosePorts, portTrouble, type Reenroll, reenrollCheck } from "./steps.ts";
 
 export const USAGE = `usage: tacho enroll --server URL --token TOKEN [--harness LIST] [options]
        tacho enroll --harness LIST            (this computer is enrolled already: wrap more harnesses)
@@ -114,7 +115,14 @@ export async function enrollWith(options: EnrollOptions): Promise<number> {
   checkHarnessConfigs(harnesses, { ports, hook_command });
   proveHookCommands({ ports, hook_command }, harnesses);
   checkRoutes({ ports }, routed, []);
-  const upstreams = chooseUpstreams(values.upstream ?? [], routed, { ports, hook_secret: existing?.hook_secret }, existing?.upstreams);
+  checkShellHeaders(options.program, routed);
+  const upstreams = chooseUpstreams(
+    options.program,
+    values.upstream ?? [],
+    routed,
+    { ports, hook_secret: existing?.hook_secret },
+    existing?.upstreams,
+  );
   useNodeCrypto();
   let host: HostConfig;
   let policy: string;
@@ -280,12 +288,7 @@ function report(
       `${r.harness}: model calls through the gateway (127.0.0.1:${host.ports.gateway}), ${r.changed ? "set in" : "already in"} ${r.config}`,
     );
   for (const u of gateway.unrouted) lines.push(`${u.harness}: model calls not through the gateway: ${u.why}`);
-  for (const u of more.upstreams)
-    lines.push(
-      u.replaced
-        ? `${u.vendor}: your base URL ${u.url} (${u.from}) is now this computer's upstream: the gateway forwards those calls to it; tacho unenroll or reassign --no-gateway puts it back`
-        : `${u.vendor}: the gateway forwards those calls to ${u.url} (from ${u.from})`,
-    );
+  for (const u of more.upstreams) lines.push(upstreamLine(u));
   if (recorder === null) lines.push("recorder: not started (--no-start); start it with tacho daemon start");
   else if ("error" in recorder) lines.push(`recorder: ${recorder.error}`);
   else lines.push(`recorder: ${recorder.started ? "started" : "running"} (pid ${recorder.pid}, 127.0.0.1:${host.ports.hooks})`);

@@ -1,13 +1,9 @@
 import { rmSync } from "node:fs";
 import { createServer } from "node:net";
-import { UpstreamUrl } from "../../../protocol/index.ts";
-import { readConfig } from "../../harnesses/settings.ts";
-import { claudeCode } from "../../harnesses/claude-code/config.ts";
-import { gatewayUrl, ownClaudeBaseUrl } from "../../harnesses/gateway.ts";
 import { ExitError, UsageError } from "../../lib/errors.ts";
 import { recorderHealth } from "../../lib/recorder-process.ts";
 import { unenrollOnServer } from "../../lib/server.ts";
-import { type HostConfig, type HostUpstream, statePath } from "../../lib/state.ts";
+import { type HostConfig, statePath } from "../../lib/state.ts";
 import { requireRecorderStopped } from "../../lib/stopped.ts";
 import { pendingCount, undelivered } from "../../lib/undelivered.ts";
 
@@ -54,74 +50,6 @@ export async function choosePorts(
 async function freeFrom(start: number, not: number[]): Promise<number | null> {
   for (let p = start; p < start + 200 && p <= 65535; p++) if (!not.includes(p) && (await canListen(p))) return p;
   return null;
-}
-
-/** What enroll did with a base URL of the user's own (said in its output). */
-export interface UpstreamSaid {
-  vendor: "anthropic" | "openai";
-  url: string;
-  from: string;
-  /** Whether it was in a harness's settings file (then tacho wrote the gateway there and unenroll puts it back). */
-  replaced: boolean;
-}
-
-function validUpstream(url: string, from: string): string {
-  if (!UpstreamUrl.safeParse(url).success)
-    throw new ExitError(
-      1,
-      `${from} is ${JSON.stringify(url)}, which the gateway cannot forward to (an http or https URL with no credentials, query or fragment); fix it, or name the upstream with --upstream VENDOR=URL (nothing was written)`,
-    );
-  return url;
-}
-
-/**
- * This computer's own upstreams: `--upstream V=URL` first, then a base URL of the user's own in
- * the settings of a harness being routed through the gateway, then the ones enroll kept before,
- * then the environment enroll runs in (ANTHROPIC_BASE_URL, OPENAI_BASE_URL without its `/v1`).
- */
-export function chooseUpstreams(
-  flags: string[],
-  routed: string[],
-  host: Pick<HostConfig, "ports" | "hook_secret">,
-  kept: HostConfig["upstreams"],
-): { chosen: HostConfig["upstreams"]; said: UpstreamSaid[] } {
-  const chosen: NonNullable<HostConfig["upstreams"]> = { ...kept };
-  const said: UpstreamSaid[] = [];
-  const found = (vendor: "anthropic" | "openai", up: HostUpstream, replaced: boolean) => {
-    chosen[vendor] = up;
-    said.push({ vendor, ...up, replaced });
-  };
-  const given = new Set<string>();
-  for (const flag of flags) {
-    const m = /^(anthropic|openai)=(.+)$/.exec(flag);
-    if (!m) throw new UsageError(`--upstream takes VENDOR=URL with VENDOR anthropic or openai, not ${JSON.stringify(flag)}`);
-    const vendor = m[1] as "anthropic" | "openai";
-    found(vendor, { url: validUpstream(m[2]!, `--upstream ${vendor}`), from: "--upstream" }, false);
-    given.add(vendor);
-  }
-  const ours = gatewayUrl(host);
-  if (routed.includes("claude-code") && !given.has("anthropic")) {
-    const file = readConfig(claudeCode);
-    const own = ownClaudeBaseUrl(file, host);
-    const shell = process.env.ANTHROPIC_BASE_URL;
-    if (own !== null) {
-      const from = `${file.path} env.ANTHROPIC_BASE_URL`;
-      found("anthropic", { url: validUpstream(String(own), from), from }, true);
-    } else if (!chosen.anthropic && shell && shell !== ours) {
-      found(
-        "anthropic",
-        { url: validUpstream(shell, "ANTHROPIC_BASE_URL"), from: "the environment tacho enroll ran in (ANTHROPIC_BASE_URL)" },
-        false,
-      );
-    }
-  }
-  const openai = process.env.OPENAI_BASE_URL;
-  if (routed.includes("codex") && !given.has("openai") && !chosen.openai && openai && !openai.startsWith(ours)) {
-    // Codex's base URL ends in /v1, and the gateway adds the API's own path (/v1/responses) to its upstream.
-    const url = openai.replace(/\/+$/, "").replace(/\/v1$/, "");
-    found("openai", { url: validUpstream(url, "OPENAI_BASE_URL"), from: "the environment tacho enroll ran in (OPENAI_BASE_URL)" }, false);
-  }
-  return { chosen: Object.keys(chosen).length ? chosen : undefined, said };
 }
 
 /** A re-enrollment of an enrolled computer with a new token: what it checks first, and what it does once the new host exists. */

@@ -54,6 +54,18 @@ export function ownBaseUrl(ctx: EnvContext): unknown {
   return value === undefined || baseIsOurs(ctx, value) ? null : value;
 }
 
+/**
+ * The header names in `shell` (the environment's ANTHROPIC_CUSTOM_HEADERS) that the settings do not
+ * carry. Claude Code's settings `env` replaces a variable of the shell's whole (seen with the real
+ * CLI), so once tacho writes its header line there, these lines no longer reach the vendor.
+ */
+export function headersHidden(file: ConfigFile, shell: string | undefined): string[] {
+  const inSettings = new Set(theirLines(envOf(file)?.[HEADERS]).map((l) => l.trim()));
+  return theirLines(shell)
+    .filter((l) => !inSettings.has(l.trim()))
+    .map((l) => l.split(":")[0]!.trim());
+}
+
 /** settings.json's text with the gateway's settings in it (`on`) or given back; null when nothing changes. */
 export function claudeEnvText(ctx: EnvContext, on: boolean): { text: string | null; notes: Note[] } {
   const { file } = ctx;
