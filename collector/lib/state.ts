@@ -16,6 +16,15 @@ export function statePath(...parts: string[]): string {
   return join(stateDir(), ...parts);
 }
 
+/**
+ * What the state directory keeps for its host besides host.json: it goes with the host (tacho
+ * unenroll; a re-enroll with a new token, whose new host begins its own).
+ */
+export const HOST_STATE = ["policy.json", "journal", "spool", "recorder-status.json", "sources.json", "harness-processes.json"] as const;
+
+/** The recorder's own files in the state directory (its log, pid, socket, last autostart). */
+export const RECORDER_FILES = ["recorder.log", "recorder.pid", "recorder.sock", "recorder-autostart"] as const;
+
 /** A base URL the gateway forwards one vendor's calls to on this computer, and where enroll found it. */
 export const HostUpstream = z.strictObject({
   url: UpstreamUrl,

@@ -3,7 +3,7 @@
 // `reassign --no-gateway` give exactly that back, byte for byte, for each harness, with and without
 // --gateway, with the user's own hooks, env and base URL there before and edits of theirs made after
 // (which survive). A file or directory enroll created goes again.
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { startStub, STUB_TOKEN, type StubServer } from "./support/stub-server.ts";
@@ -147,5 +147,33 @@ describe("a user's own configuration comes back byte for byte", () => {
     put(path, edited);
     expect((await tacho("reassign", "--no-gateway")).code).toBe(0);
     expect(JSON.parse(text(path)).env).toEqual({ ANTHROPIC_BASE_URL: "https://proxy.example" });
+  });
+});
+
+describe("nothing of tacho's own is left", () => {
+  it("unenroll removes the login service and the state directory with everything the recorder kept in it (its log, its sources)", async () => {
+    env.XDG_CONFIG_HOME = join(home.dir, "xdg");
+    mkdirSync(join(env.XDG_CONFIG_HOME, "systemd", "user"), { recursive: true });
+    // A systemctl that cannot reach a user manager, as on this machine, so no real service is ever loaded.
+    put(join(home.dir, "bin", "systemctl"), "#!/bin/sh\necho 'Failed to connect to bus' >&2\nexit 1\n");
+    chmodSync(join(home.dir, "bin", "systemctl"), 0o755);
+    env.PATH = `${join(home.dir, "bin")}:${process.env.PATH}`;
+    const all = () => readdirSync(home.dir, { recursive: true }).map(String).sort();
+    const before = all();
+    await enroll("--harness", "claude-code");
+    // No systemd here: the file is written and stays for the next login (exit 1 says it could not be loaded).
+    await tacho("daemon", "install");
+    const unit = readdirSync(join(env.XDG_CONFIG_HOME, "systemd", "user"));
+    expect(unit).toEqual([expect.stringMatching(/^oxagen-recorder-[0-9a-f]{8}\.service$/)]);
+    expect((await tacho("daemon", "start")).code).toBe(0);
+    expect((await tacho("daemon", "stop")).code).toBe(0);
+    expect(existsSync(join(env.OXAGEN_HOME!, "recorder.log"))).toBe(true);
+    const r = await tacho("unenroll", "--force", "--json");
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({
+      state_dir: { path: env.OXAGEN_HOME, removed: true },
+      service: { path: expect.stringContaining(unit[0]!) },
+    });
+    expect(all()).toEqual(before);
   });
 });

@@ -1,4 +1,3 @@
-import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { parse } from "../../lib/args.ts";
@@ -6,7 +5,7 @@ import { ExitError, UsageError } from "../../lib/errors.ts";
 import { alive, readPid } from "../../lib/pid.ts";
 import { recorderHealth, recorderLaunch, startRecorder } from "../../lib/recorder-process.ts";
 import { readHost, statePath, type HostConfig } from "../../lib/state.ts";
-import { serviceCommands, serviceFile } from "./service.ts";
+import { removeService, runAll, serviceCommands, serviceFile } from "./service.ts";
 
 export const USAGE = `usage: tacho daemon start|stop|status|run|install|uninstall [--json]
 
@@ -68,14 +67,6 @@ async function start(json: boolean): Promise<number> {
   return 0;
 }
 
-function runAll(commands: string[][]): string | null {
-  for (const [cmd, ...args] of commands) {
-    const r = spawnSync(cmd!, args, { encoding: "utf8" });
-    if (r.error || r.status !== 0) return `${[cmd, ...args].join(" ")}: ${r.error?.message ?? (r.stderr.trim() || `exit ${r.status}`)}`;
-  }
-  return null;
-}
-
 async function install(json: boolean): Promise<number> {
   enrolled();
   const launch = recorderLaunch();
@@ -108,14 +99,12 @@ async function install(json: boolean): Promise<number> {
 }
 
 async function uninstall(json: boolean): Promise<number> {
-  const file = serviceFile(recorderLaunch());
-  if (!file || !existsSync(file.path)) {
+  const removed = removeService();
+  if (!removed) {
     print(json, { installed: false, removed: false }, "no login service is installed for the recorder");
     return 0;
   }
-  // Unloading a service that is not loaded fails; removing its file is what matters.
-  const failed = runAll(serviceCommands(file).unload);
-  rmSync(file.path, { force: true });
+  const { file, failed } = removed;
   print(
     json,
     { installed: false, removed: true, path: file.path, ...(failed ? { warning: failed } : {}) },

@@ -3,7 +3,7 @@ import { createServer } from "node:net";
 import { ExitError, UsageError } from "../../lib/errors.ts";
 import { recorderHealth } from "../../lib/recorder-process.ts";
 import { unenrollOnServer } from "../../lib/server.ts";
-import { type HostConfig, statePath } from "../../lib/state.ts";
+import { HOST_STATE, type HostConfig, statePath } from "../../lib/state.ts";
 import { requireRecorderStopped } from "../../lib/stopped.ts";
 import { pendingCount, undelivered } from "../../lib/undelivered.ts";
 
@@ -79,8 +79,7 @@ export function reenrollCheck(program: string, existing: HostConfig, force: bool
       const told = await unenrollOnServer(existing);
       this.said.server = typeof told === "object" ? `not told (${told.error}): remove host ${existing.host_id} in the console` : told;
       // The old host's chains, keys and policy go with it: the new host begins its own.
-      for (const name of ["policy.json", "journal", "spool", "recorder-status.json", "sources.json", "harness-processes.json"])
-        rmSync(statePath(name), { recursive: true, force: true });
+      for (const name of HOST_STATE) rmSync(statePath(name), { recursive: true, force: true });
       delete next.previous_keys;
     },
   };

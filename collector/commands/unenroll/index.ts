@@ -1,4 +1,6 @@
-import { rmSync } from "node:fs";
+import { rmdirSync, rmSync } from "node:fs";
+import { homedir } from "node:os";
+import { dirname, join } from "node:path";
 import { applyHarnesses, checkHarnessConfigs, type HarnessResult } from "../../harnesses/apply.ts";
 import { checkRoutes, routeHarness } from "../../harnesses/gateway.ts";
 import { forgetAll } from "../../harnesses/originals.ts";
@@ -6,7 +8,8 @@ import { parse } from "../../lib/args.ts";
 import { ExitError, UsageError } from "../../lib/errors.ts";
 import { useNodeCrypto } from "../../lib/node-crypto.ts";
 import { unenrollOnServer } from "../../lib/server.ts";
-import { readHost, statePath } from "../../lib/state.ts";
+import { HOST_STATE, RECORDER_FILES, readHost, stateDir, statePath } from "../../lib/state.ts";
+import { removeService } from "../daemon/service.ts";
 import { requireRecorderStopped } from "../../lib/stopped.ts";
 import { pendingCount, undelivered } from "../../lib/undelivered.ts";
 
@@ -14,8 +17,9 @@ export const USAGE = `usage: tacho unenroll [--force] [--json]
 
 Removes this computer from its workspace: the server stops taking its key, every harness's
 configuration gets back exactly what it held before tacho enroll (hooks, model settings such as
-ANTHROPIC_BASE_URL, files and directories enroll created), and the enrollment (host.json with its
-secret key), the cached policy, the journal and the spool are deleted. Stop the recorder first
+ANTHROPIC_BASE_URL, files and directories enroll created), the login service (tacho daemon install)
+is removed, and the state directory goes: the enrollment (host.json with its secret key), the cached
+policy, the journal, the spool and the recorder's log. Stop the recorder first
 (tacho daemon stop). It refuses while anything recorded is not delivered yet.
 
   --force  unenroll anyway: drop what is not delivered, and go on when the server cannot be told
@@ -57,11 +61,14 @@ export async function unenroll(args: string[]): Promise<number> {
   const unrouted = (host.gateway ?? []).map((h) => routeHarness(host, h, false)!);
   const removed: HarnessResult[] = applyHarnesses(host, host.harnesses, "remove");
   forgetAll();
-  for (const name of ["host.json", "policy.json", "journal", "spool", "recorder-status.json"])
-    rmSync(statePath(name), { recursive: true, force: true });
+  const service = removeService();
+  for (const name of ["host.json", ...HOST_STATE, ...RECORDER_FILES]) rmSync(statePath(name), { recursive: true, force: true });
+  const stateGone = removeStateDir();
   const told = typeof server === "object" ? `not told: ${server.error}` : server;
   if (values.json) {
-    process.stdout.write(`${JSON.stringify({ host_id: host.host_id, server: told, dropped: pending, removed, unrouted }, null, 2)}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ host_id: host.host_id, server: told, dropped: pending, removed, unrouted, service: service && { path: service.file.path, ...(service.failed ? { warning: service.failed } : {}) }, state_dir: { path: statePath(), removed: stateGone } }, null, 2)}\n`,
+    );
   } else {
     const lines = [`unenrolled ${host.host_id} (server: ${told})`];
     for (const r of unrouted)
@@ -69,8 +76,33 @@ export async function unenroll(args: string[]): Promise<number> {
         `${r.harness}: model calls no longer through the gateway (${r.changed ? "settings given back in" : "were not in"} ${r.config})`,
       );
     for (const r of removed) lines.push(`${r.harness}: hooks ${r.changed ? "removed from" : "were not in"} ${r.config}`);
+    if (service)
+      lines.push(
+        `login service ${service.file.name} removed (${service.file.path})${service.failed ? `; unloading it said: ${service.failed}` : ""}`,
+      );
+    lines.push(
+      stateGone ? `state directory ${statePath()} removed` : `state directory ${statePath()} kept: it holds files tacho did not write`,
+    );
     if (pending > 0) lines.push(`dropped ${pending} undelivered items (--force)`);
     process.stdout.write(`${lines.join("\n")}\n`);
   }
   return 0;
+}
+
+/** Removes the state directory when nothing is left in it, and the default one's `oxagen` parent too; whether it is gone. */
+function removeStateDir(): boolean {
+  const dir = stateDir();
+  try {
+    rmdirSync(dir);
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "ENOENT";
+  }
+  const parent = dirname(dir);
+  if (parent === join(homedir(), ".config", "oxagen"))
+    try {
+      rmdirSync(parent);
+    } catch {
+      // Something else of Oxagen's lives there.
+    }
+  return true;
 }
