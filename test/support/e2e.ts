@@ -145,9 +145,15 @@ export async function stopAll(
   daemon: ReturnType<typeof runDaemon> | undefined,
   worker: { stop: () => Promise<void> } | undefined,
 ): Promise<void> {
+  await stopDaemon(daemon);
+  await worker?.stop();
+}
+
+/** Stops a foreground recorder (SIGTERM: it locks and ships first) and waits for it to exit; `undefined`, for the caller's variable. */
+export async function stopDaemon(daemon: ReturnType<typeof runDaemon> | undefined): Promise<undefined> {
   daemon?.proc.kill("SIGTERM");
   await daemon?.exited;
-  await worker?.stop();
+  return undefined;
 }
 
 /**

@@ -6,7 +6,7 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runIdFor } from "../../../protocol/index.ts";
-import { daemonUp, drained, eventually, newComputer, runDaemon, stopAll, type Computer } from "../../support/e2e.ts";
+import { daemonUp, drained, eventually, newComputer, runDaemon, stopAll, stopDaemon, type Computer } from "../../support/e2e.ts";
 import { startWorker, type LocalWorker } from "../../support/worker.ts";
 
 // biome-ignore lint/suspicious/noExplicitAny: tests walk parsed JSON
@@ -41,12 +41,6 @@ const hosts = async () => ((await (await worker.api("/v1/hosts")).json()) as { h
 const step = (session: string, event: string) =>
   computer.hook(["--harness", "claude-code"], { session_id: session, hook_event_name: event, cwd: computer.home, transcript_path: null });
 
-async function stopDaemon() {
-  daemon?.proc.kill("SIGTERM");
-  await daemon?.exited;
-  daemon = undefined;
-}
-
 beforeAll(async () => {
   worker = await startWorker();
   computer = await newComputer();
@@ -75,7 +69,7 @@ describe("a second token on an enrolled computer", () => {
     expect(refused.status).toBe(1);
     expect(refused.stderr).toContain(`this computer is enrolled already as ${first.host_id}`);
     expect((await hosts()).filter((h) => h.status === "active")).toHaveLength(1);
-    await stopDaemon();
+    daemon = await stopDaemon(daemon);
 
     const b = await enrollWith(second);
     expect(b.status, b.stderr).toBe(0);
@@ -105,7 +99,7 @@ describe("a second token on an enrolled computer", () => {
       "the new host's run to end on the server",
     );
     await drained(computer);
-    await stopDaemon();
+    daemon = await stopDaemon(daemon);
     const out = computer.tacho(["unenroll", "--json"]);
     expect(out.status, out.stderr).toBe(0);
     expect(readFileSync(settingsPath(), "utf8")).toBe(OWN);
