@@ -16,6 +16,7 @@ export * from "./hash.ts";
 export * from "./ids.ts";
 export * from "./json.ts";
 export * from "./lock.ts";
+export * from "./lock-check.ts";
 export * from "./server-keys.ts";
 export * from "./verify.ts";
 

@@ -14,7 +14,8 @@ import { genesisHash } from "./frame-hash.ts";
 import { type Gap, gapKey, tallyGaps } from "./gaps.ts";
 import { sha256 } from "./hash.ts";
 import { keyIdFor, runIdFor } from "./ids.ts";
-import { type LockPayload, parseLock, type SignedLock, verifyLocks } from "./lock.ts";
+import { type LockPayload, parseLock, type SignedLock } from "./lock.ts";
+import { verifyLocks } from "./lock-check.ts";
 import { type PinnedKey, pickKey, pinKey } from "./server-keys.ts";
 
 /** How bad a finding is: `tamper` → exit 1, `unverifiable` → exit 2, `incomplete` → exit 3, `note` → no effect. */
@@ -423,7 +424,13 @@ export class BundleCheck {
       hostId: run.host,
       parsed: this.#parsedLocks,
     });
+    let framesAfterFinal: number | null = null;
     for (const p of locks.problems) {
+      if (p.code === "FRAMES_AFTER_FINAL") {
+        // The first final lock: the one the problem is about.
+        framesAfterFinal = locks.parsed.find((l) => l?.final)?.count ?? null;
+        continue;
+      }
       if (p.code === "LOCK_TIME_REGRESSION") {
         out.push(finding(p.code, "note", `lock ${p.lockSeq}`, sentence(p.message)));
         continue;
@@ -436,15 +443,14 @@ export class BundleCheck {
       if (p.code === "LOCK_HEAD_MISMATCH" && lock) this.#broke(Math.max(0, Math.min(lock.count, n) - 1));
       out.push(finding(p.code, "tamper", `lock ${p.lockSeq}`, sentence(p.message)));
     }
-    const finalLock = locks.parsed.find((l) => l?.final);
-    if (finalLock && n > finalLock.count) {
-      this.#broke(finalLock.count);
+    if (framesAfterFinal !== null) {
+      this.#broke(framesAfterFinal);
       out.push(
         finding(
           "FRAMES_AFTER_FINAL",
           "tamper",
-          `frame ${finalLock.count}`,
-          `The chain holds ${n - finalLock.count} frames after its final lock.`,
+          `frame ${framesAfterFinal}`,
+          `The chain holds ${n - framesAfterFinal} frames after its final lock.`,
         ),
       );
     }
