@@ -92,6 +92,21 @@ export const ChainAck = z.strictObject({
 /** One of {@link ChainAck}. */
 export type ChainAck = z.infer<typeof ChainAck>;
 
+/** The ack of a chain's part before anything of it is taken: nothing stored, held, refused or missing yet. */
+export function chainAck(chain: string, status: ChainAck["status"]): ChainAck {
+  return {
+    chain,
+    status,
+    stored: 0,
+    duplicates: [],
+    missing: [],
+    held: 0,
+    conflicts: [],
+    locks_stored: 0,
+    locks_refused: [],
+  };
+}
+
 /** The answer to an ingest batch. */
 export const IngestAnswer = z.strictObject({ chains: z.array(ChainAck) });
 

@@ -2,6 +2,7 @@ import { eq, sql } from "drizzle-orm";
 import { Hono } from "hono";
 import {
   type ChainAck,
+  chainAck,
   frameSchemaProblem,
   hostChainId,
   IngestRequest,
@@ -81,18 +82,7 @@ function isRetryable(err: unknown): boolean {
 
 function retryable(chain: string, err: Error): ChainAck {
   console.warn("chain ingest retryable", chain, err.message);
-  return {
-    chain,
-    status: "retryable",
-    stored: 0,
-    duplicates: [],
-    missing: [],
-    held: 0,
-    conflicts: [],
-    locks_stored: 0,
-    locks_refused: [],
-    message: "the chain could not be reached; resend this part",
-  };
+  return { ...chainAck(chain, "retryable"), message: "the chain could not be reached; resend this part" };
 }
 
 export const ingest = new Hono<AppEnv>().post(ROUTES.ingest, async (c) => {
