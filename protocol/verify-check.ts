@@ -1,6 +1,6 @@
 /**
  * Verifying a bundle, phase by phase, whatever its layout: the reader of each layout
- * (`verify-v1.ts`, `verify-v2.ts`) hands a {@link BundleCheck} the bundle's parts in the order a
+ * (`verify-bundle-v1.ts`, `verify-bundle-v2.ts`) hands a {@link BundleCheck} the bundle's parts in the order a
  * bundle holds them, and the check keeps what each phase found in one ordered list of findings.
  * It holds the bundle's locks and gaps, never its frames: those arrive in chunks, already checked.
  * @module

@@ -6,8 +6,8 @@
  */
 import { bundleVersion } from "./bundle-layout.ts";
 import { BundleCheck, type VerifyOptions, type VerifyResult } from "./verify-check.ts";
-import { readV1 } from "./verify-v1.ts";
-import { type BundleSource, bytesSource, type FrameChecker, localChecker, readV2 } from "./verify-v2.ts";
+import { readV1 } from "./verify-bundle-v1.ts";
+import { type BundleSource, bytesSource, type FrameChecker, localChecker, readV2 } from "./verify-bundle-v2.ts";
 import { MAX_BUNDLE_BYTES } from "./bundle.ts";
 
 export {
@@ -21,7 +21,7 @@ export {
   type VerifyOptions,
   type VerifyResult,
 } from "./verify-check.ts";
-export { type BundleSource, bytesSource, checkLockSignatures, type FrameChecker, localChecker, SLOT_BYTES } from "./verify-v2.ts";
+export { type BundleSource, bytesSource, checkLockSignatures, type FrameChecker, localChecker, SLOT_BYTES } from "./verify-bundle-v2.ts";
 
 /** What a valid bundle proves, and what it does not. */
 export const STATEMENT = {
