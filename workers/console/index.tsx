@@ -14,6 +14,7 @@ import { bodyKey } from "../lib/body-store.ts";
 import { spendSince } from "../lib/spend.ts";
 import { exportAnswer, ownRun, pauseRun, resumeRun, runDetail, sealRun } from "../lib/runs.ts";
 import { EnrollmentTtlMinutes, mintEnrollmentToken } from "../lib/tokens.ts";
+import { serverOrigin } from "../auth/host.ts";
 import { agentsOf, hostView, ownHost, setSuspended } from "../routes/hosts.ts";
 import { policyEdit, policyPage } from "./policy.tsx";
 import type { PageContext } from "./layout.tsx";
@@ -287,7 +288,7 @@ async function computersPage(c: Context<ConsoleEnv>, minted: { token: string; ex
     <ComputersPage
       ctx={pageCtx(c)}
       hosts={rows.map(hostView)}
-      server={new URL(c.req.url).origin}
+      server={serverOrigin(c.env)}
       workspace={c.var.workspaceId}
       minted={minted}
       error={error}
