@@ -6,7 +6,7 @@ import { type AppEnv, requireMediaType } from "./request-body.ts";
 import { AppError } from "./errors.ts";
 
 /** Checks a value against a schema; a mismatch is a 400 `invalid_request` with the issues. */
-function check<S extends z.ZodType>(schema: S, value: unknown, what: string): z.output<S> {
+export function check<S extends z.ZodType>(schema: S, value: unknown, what: string): z.output<S> {
   const result = schema.safeParse(value);
   if (!result.success) {
     throw new AppError(400, "invalid_request", `The ${what} is not valid.`, {
@@ -17,7 +17,7 @@ function check<S extends z.ZodType>(schema: S, value: unknown, what: string): z.
 }
 
 /** Parses JSON text, or throws 400 `invalid_request`. */
-function parseJson(text: string, what: string): unknown {
+export function parseJson(text: string, what: string): unknown {
   try {
     return JSON.parse(text);
   } catch {
