@@ -57,7 +57,7 @@ export interface ValidOptions {
   empty?: "object" | "refused";
 }
 
-const WHAT: Record<Target, string> = { json: "request body", query: "query", param: "path", header: "headers" };
+const WHAT: Record<Target, string> = { json: "request body", query: "query", param: "path", header: "header" };
 
 /**
  * The one validation middleware: every route's JSON body, query, params and headers go through

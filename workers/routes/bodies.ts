@@ -26,7 +26,7 @@ export const bodies = new Hono<HostEnv>().put(
   hostAuth(),
   bodyOfType("application/octet-stream"),
   valid("param", BodyPath, { what: "body hash in the path" }),
-  valid("header", BodyHeaders, { what: `${BODY_HEADERS.run} and ${BODY_HEADERS.role} headers` }),
+  valid("header", BodyHeaders, { what: `${BODY_HEADERS.run} or ${BODY_HEADERS.role} header` }),
   async (c) => {
     const bytes = c.var.body;
     const host = c.var.host;
