@@ -1,6 +1,6 @@
 import { env, exports } from "cloudflare:workers";
 import { createExecutionContext, createScheduledController, waitOnExecutionContext } from "cloudflare:test";
-import { beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it, vi } from "vitest";
 import { eq } from "drizzle-orm";
 import { BODY_HEADERS, bodyRef } from "../../protocol/index.ts";
 import { db, schema } from "../../workers/db/client.ts";
@@ -370,6 +370,12 @@ describe("state-changing forms", () => {
     const bad = await b.fetch("/console/computers/enrollment-tokens", { form: { csrf, ttl_minutes: "0" } });
     expect(bad.status).toBe(400);
     expect(await bad.text()).toContain("1 to 10,080 minutes");
+    // Reached at another address, the line still names the origin hosts sign for (OXAGEN_ORIGIN), not the one in the address bar.
+    const elsewhere = await signedIn(token, LOCAL);
+    const other = await elsewhere.fetch("/console/computers/enrollment-tokens", {
+      form: { csrf: await csrfOf(elsewhere, "/console/computers"), ttl_minutes: "30" },
+    });
+    expect(/tacho enroll --server (\S+) /.exec(await other.text())?.[1]).toBe(BASE);
   });
 
   it("shows a policy's validation error next to its field and saves nothing; a valid change is saved", async () => {
@@ -486,7 +492,7 @@ describe("a run's pages", () => {
 });
 
 describe("the spend page", () => {
-  it("sums the runs' own spend by day, by agent and by computer over the last 30 days", async () => {
+  it("sums the runs' own spend by agent and by computer over the runs with a frame in the last 30 days", async () => {
     const day = 24 * 60 * 60_000;
     const now = Date.now();
     const spends = [1_500_000, 250_000, 0, 9_000_000];
@@ -501,10 +507,43 @@ describe("the spend page", () => {
     expect(res.status).toBe(200);
     const row = (key: string) => new RegExp(`<th scope="row" class="mono">${key}</th><td>(\\d+)</td><td>([^<]+)</td>`).exec(html)?.slice(1);
     expect(row("spend-bot")).toEqual(["3", "$1.75"]);
-    expect(row(new Date(now - day).toISOString().slice(0, 10))).toEqual(["2", "$1.75"]);
-    expect(row(new Date(now - 2 * day).toISOString().slice(0, 10))).toEqual(["1", "$0.00"]);
     expect(row(host.id)).toEqual(["3", "$1.75"]);
+    // Spend by day is the priced calls' (the next test): run rows with no call behind them add no day.
+    expect(row(new Date(now - day).toISOString().slice(0, 10))).toBeUndefined();
     expect(html).not.toContain("$10.75");
+  });
+
+  it("dates a run's spend by each call's receipt, as GET /v1/spend does, for a run that crosses UTC midnight", async () => {
+    const ws = await seedWorkspace();
+    const h = await enrollHost(ws.token);
+    const midnight = new Date().setUTCHours(0, 0, 0, 0);
+    const [before, after] = [new Date(midnight - 1).toISOString().slice(0, 10), new Date(midnight).toISOString().slice(0, 10)];
+    const run = new TestRun(h);
+    // One call received a minute before midnight (UTC), the next a minute after: the server's clock says which day.
+    run.t = midnight - 120_000;
+    run.start();
+    run.llm();
+    vi.useFakeTimers({ toFake: ["Date"], now: midnight - 60_000 });
+    try {
+      expect((await ingest(h, [run.part()])).status).toBe(200);
+      run.t = midnight + 30_000;
+      const second = run.llm({ usage: { input_tokens: 2000, output_tokens: 200 } });
+      vi.setSystemTime(midnight + 60_000);
+      expect((await ingest(h, [run.part([second])])).status).toBe(200);
+    } finally {
+      vi.useRealTimers();
+    }
+    const api = (await (await op(ws.token, `/v1/spend?group_by=day&run=${run.chain}`)).json()) as {
+      rows: { day: string; microusd: number }[];
+    };
+    const byDay = Object.fromEntries(api.rows.map((r) => [r.day, r.microusd]));
+    expect(byDay).toEqual({ [before]: 4500, [after]: 9000 });
+    const { html } = await (await signedIn(ws.token)).page("/console/spend");
+    const row = (key: string) => new RegExp(`<th scope="row" class="mono">${key}</th><td>(\\d+)</td><td>([^<]+)</td>`).exec(html)?.slice(1);
+    expect(row(before)).toEqual(["1", "$0.0045"]);
+    expect(row(after)).toEqual(["1", "$0.0090"]);
+    expect(html).toContain(`<title>${before}: $0.0045</title>`);
+    expect(html).toContain(`<title>${after}: $0.0090</title>`);
   });
 
   it("breaks the period's model calls down by model from the priced calls", async () => {

@@ -3,16 +3,18 @@ import { eq } from "drizzle-orm";
 import { type Context, Hono } from "hono";
 import { getCookie } from "hono/cookie";
 import { HTTPException } from "hono/http-exception";
-import { AgentName, BUNDLE_V2_PAYLOAD_TYPE, bytesToHex } from "../../protocol/index.ts";
+import { AgentName, bytesToHex } from "../../protocol/index.ts";
 import { db, schema } from "../db/client.ts";
 import { AppError } from "../errors.ts";
 import { signingKey } from "../keys.ts";
 import { budgetUseOf } from "../lib/budget-use.ts";
 import { agentPauses, markPaused, setAgentPaused } from "../lib/agent-pauses.ts";
 import { runCoverage } from "../lib/coverage.ts";
+import { bodyKey } from "../lib/body-store.ts";
 import { spendSince } from "../lib/spend.ts";
-import { exportFileName, exportRun, ownRun, pauseRun, resumeRun, runDetail, sealRun } from "../lib/runs.ts";
+import { exportAnswer, ownRun, pauseRun, resumeRun, runDetail, sealRun } from "../lib/runs.ts";
 import { EnrollmentTtlMinutes, mintEnrollmentToken } from "../lib/tokens.ts";
+import { serverOrigin } from "../auth/host.ts";
 import { agentsOf, hostView, ownHost, setSuspended } from "../routes/hosts.ts";
 import { policyEdit, policyPage } from "./policy.tsx";
 import type { PageContext } from "./layout.tsx";
@@ -175,7 +177,7 @@ export const consoleApp = new Hono<ConsoleEnv>()
     if (!ref.kept)
       why = `Not kept: ${ref.why === "over_limit" ? "over the 1 MiB limit" : ref.why === "digest_only" ? "the workspace keeps digests only" : "the workspace's retention does not keep this role"}.`;
     else {
-      const obj = await c.env.BODIES.get(`bodies/${c.var.workspaceId}/${ref.sha256}`, { range: { offset: 0, length: BODY_SHOWN_BYTES } });
+      const obj = await c.env.BODIES.get(bodyKey(c.var.workspaceId, ref.sha256), { range: { offset: 0, length: BODY_SHOWN_BYTES } });
       if (!obj) why = "The computer kept this body, but the server has not received it (see the run's missing_bodies gap, if it ended).";
       else {
         text = new TextDecoder().decode(await obj.arrayBuffer());
@@ -197,10 +199,7 @@ export const consoleApp = new Hono<ConsoleEnv>()
     );
   })
   .get(`/console/runs/:id{${RUN_ID}}/export`, async (c) => {
-    const row = await ownRun(c.env, c.var.workspaceId, c.req.param("id"));
-    const stream = await exportRun(c.env, row);
-    c.header("Content-Disposition", `attachment; filename="${exportFileName(row.id)}"`);
-    return c.body(stream, 200, { "Content-Type": BUNDLE_V2_PAYLOAD_TYPE });
+    return exportAnswer(c.env, await ownRun(c.env, c.var.workspaceId, c.req.param("id")));
   })
   .post(`/console/runs/:id{${RUN_ID}}/:action{pause|resume|seal}`, async (c) => {
     checkedForm(c);
@@ -289,7 +288,7 @@ async function computersPage(c: Context<ConsoleEnv>, minted: { token: string; ex
     <ComputersPage
       ctx={pageCtx(c)}
       hosts={rows.map(hostView)}
-      server={new URL(c.req.url).origin}
+      server={serverOrigin(c.env)}
       workspace={c.var.workspaceId}
       minted={minted}
       error={error}

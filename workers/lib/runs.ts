@@ -1,6 +1,6 @@
 import { and, desc, eq, gte, lt, lte, or, type SQL, sql } from "drizzle-orm";
 import { z } from "zod";
-import { type CoverageFacts, type Gap, GRADES, TIERS } from "../../protocol/index.ts";
+import { BUNDLE_V2_PAYLOAD_TYPE, type CoverageFacts, type Gap, GRADES, TIERS } from "../../protocol/index.ts";
 import { db, schema } from "../db/client.ts";
 import { AppError, notFound } from "../errors.ts";
 import { signingKey } from "../keys.ts";
@@ -143,8 +143,12 @@ export async function resumeRun(env: Env, row: RunRow): Promise<void> {
   await pushHost(env, row.hostId);
 }
 
-/** The run's export bundle as a stream, or 409 while the run is live or closed by the cron. */
-export async function exportRun(env: Env, row: RunRow): Promise<ReadableStream<Uint8Array>> {
+/**
+ * The answer to an export, the console's download and `GET /v1/runs/:id/export` alike: the run's
+ * version-2 bundle streamed as an attachment named {@link exportFileName}, or 409 while the run
+ * is live or closed by the cron.
+ */
+export async function exportAnswer(env: Env, row: RunRow): Promise<Response> {
   const stub = chain(env, row.id);
   const head = await stub.exportHead();
   if (!head) throw notFound("run");
@@ -156,7 +160,10 @@ export async function exportRun(env: Env, row: RunRow): Promise<ReadableStream<U
       "not_exportable",
       "The run went quiet and was closed with outcome unknown; it can be exported once the computer ends it or an operator seals it.",
     );
-  return bundleStream(stub, head, await signingKey(env), Date.now());
+  const stream = bundleStream(stub, head, await signingKey(env), Date.now());
+  return new Response(stream, {
+    headers: { "Content-Type": BUNDLE_V2_PAYLOAD_TYPE, "Content-Disposition": `attachment; filename="${exportFileName(row.id)}"` },
+  });
 }
 
 /** The file name an export is downloaded as. */

@@ -2,6 +2,7 @@
 import type { Gap } from "../../../protocol/index.ts";
 import type { BudgetUse } from "../../lib/budget-use.ts";
 import type { RunRow } from "../../lib/run-rows.ts";
+import { exportFileName } from "../../lib/runs.ts";
 import { BudgetUseTable } from "../budget-use.tsx";
 import { type ModelSpend, ModelSpendTable } from "./spend-models.tsx";
 import { Action, Layout, type PageContext, State, usd, When, Head } from "../layout.tsx";
@@ -111,7 +112,7 @@ export function RunPage(props: {
   budgets: BudgetUse;
 }) {
   const r = props.run;
-  const file = `${r.id}.oxagen.jsonl`;
+  const file = exportFileName(r.id);
   const exportable = r.status !== "live" && r.status !== "closed";
   const took = durations(props.frames);
   const pageSize = 200;
