@@ -119,7 +119,12 @@ describe("runs", () => {
     const run = new TestRun(host);
     run.start();
     await ingest(host, [run.part()]);
-    expect(await (await op(token, `/v1/runs/${run.chain}/pause`, { method: "POST" })).json()).toEqual({ id: run.chain, paused: true });
+    // No push connection here: the answer says its computer is offline (it learns the pause when it fetches).
+    expect(await (await op(token, `/v1/runs/${run.chain}/pause`, { method: "POST" })).json()).toEqual({
+      id: run.chain,
+      paused: true,
+      propagation: { hosts: 1, applied: 0, not_applied: [{ host_id: host.id, hostname: "box", why: "offline" }], more: 0 },
+    });
     expect((await currentPolicy()).paused_runs).toContain(run.chain);
     expect(await runView(run.chain)).toMatchObject({ paused: true });
     await op(token, `/v1/runs/${run.chain}/resume`, { method: "POST" });

@@ -215,23 +215,35 @@ export async function hostPolicyOf(h: TestHost): Promise<Policy> {
 
 type AuthHeaders = ReturnType<typeof signRequest>;
 
+/** A push announcement as a connection receives it. */
+export interface PushMessage {
+  type: string;
+  etag: string;
+  change: string;
+}
+
 /**
  * Opens a host's push connection (`sign` may spoil its signed headers); collects the pushes.
- * `received(n)` resolves once `n` arrived: the test's own timeout bounds it, nothing is timed.
+ * Like a recorder, it acknowledges each one as it arrives, unless `ack` is false: then the test
+ * acknowledges with `ack(change)` (or never). `received(n)` resolves once `n` arrived: the test's
+ * own timeout bounds it, nothing is timed.
  */
-export async function openPush(h: TestHost, sign: (s: AuthHeaders) => AuthHeaders = (s) => s) {
+export async function openPush(h: TestHost, sign: (s: AuthHeaders) => AuthHeaders = (s) => s, opts: { ack?: boolean } = {}) {
   const auth = sign(
     signRequest(h.secret, { origin: BASE, method: "GET", pathAndQuery: ROUTES.push, hostId: h.id, headers: {}, body: new Uint8Array() }),
   );
   const res = await exports.default.fetch(`${BASE}${ROUTES.push}`, { headers: { upgrade: "websocket", ...auth } });
-  const messages: { type: string; etag: string }[] = [];
+  const messages: PushMessage[] = [];
   const waiters: (() => void)[] = [];
   const ws = res.webSocket;
+  const ack = (change: string) => ws!.send(JSON.stringify({ type: "ack", change }));
   if (ws) {
     ws.accept();
     ws.addEventListener("message", (ev) => {
       if (ev.data === "pong") return;
-      messages.push(JSON.parse(String(ev.data)) as { type: string; etag: string });
+      const msg = JSON.parse(String(ev.data)) as PushMessage;
+      messages.push(msg);
+      if (opts.ack !== false) ack(msg.change);
       for (const w of waiters.splice(0)) w();
     });
   }
@@ -239,5 +251,5 @@ export async function openPush(h: TestHost, sign: (s: AuthHeaders) => AuthHeader
     while (messages.length < n) await new Promise<void>((r) => waiters.push(r));
     return messages;
   };
-  return { res, ws, messages, received };
+  return { res, ws, messages, received, ack };
 }

@@ -18,6 +18,8 @@ export default defineConfig(async () => ({
         bindings: {
           TEST_MIGRATIONS: await readD1Migrations(path.join(root, "migrations")),
           OXAGEN_SIGNING_KEY: TEST_SIGNING_KEY,
+          // A connection that never acknowledges holds an operator's call this long.
+          OXAGEN_PUSH_WAIT_MS: "3000",
         },
       },
     }),

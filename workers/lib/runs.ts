@@ -6,7 +6,7 @@ import { AppError, notFound } from "../errors.ts";
 import { signingKey } from "../keys.ts";
 import { bundleStream } from "./export-stream.ts";
 import { setPaused } from "./policy-store.ts";
-import { pushHost } from "./push.ts";
+import { type Propagation, pushHost } from "./push.ts";
 import { type RunRow, runView, syncRun } from "./run-rows.ts";
 import { spendTotals } from "../spend/query.ts";
 
@@ -116,31 +116,37 @@ export async function runFrames(env: Env, row: RunRow, from: number, limit: numb
   return chain(env, row.id).frames(from, limit);
 }
 
-/** Seals a run: its agent is stopped through policy first, then its chain is sealed with the server key. */
-export async function sealRun(env: Env, row: RunRow): Promise<RunRow> {
+/**
+ * Seals a run: its agent is stopped through policy first, then its chain is sealed with the server
+ * key. Answers the sealed row and how far the stop reached its computer.
+ */
+export async function sealRun(env: Env, row: RunRow): Promise<{ row: RunRow; propagation: Propagation }> {
   // Stop the agent first: if its host's policy cannot list it (409), the run is not sealed either.
   await setPaused(env, row, true, Date.now());
   // The chain object signs the seal with the current key: make sure it is on record first.
   await signingKey(env);
   const summary = await chain(env, row.id).seal(Date.now());
   await syncRun(db(env), summary);
-  await pushHost(env, row.hostId);
-  return ownRun(env, row.workspaceId, row.id);
+  const propagation = await pushHost(env, row.hostId);
+  return { row: await ownRun(env, row.workspaceId, row.id), propagation };
 }
 
-/** Pauses a run: its host's policy lists it (pushed to the host at once), so its next hook is refused. */
-export async function pauseRun(env: Env, row: RunRow): Promise<void> {
+/**
+ * Pauses a run: its host's policy lists it, pushed to the host; the answer comes once its recorder
+ * applied it (or says it has not), so its next hook is refused.
+ */
+export async function pauseRun(env: Env, row: RunRow): Promise<Propagation> {
   await setPaused(env, row, true, Date.now());
-  await pushHost(env, row.hostId);
+  return pushHost(env, row.hostId);
 }
 
 /** Resumes a paused run; a sealed run stays stopped (409). */
-export async function resumeRun(env: Env, row: RunRow): Promise<void> {
+export async function resumeRun(env: Env, row: RunRow): Promise<Propagation> {
   // The chain, not its D1 copy, knows whether it is sealed.
   if ((await chain(env, row.id).summary())?.status === "sealed")
     throw new AppError(409, "sealed", "A sealed run stays stopped; it cannot be resumed.");
   await setPaused(env, row, false, Date.now());
-  await pushHost(env, row.hostId);
+  return pushHost(env, row.hostId);
 }
 
 /** The run's export bundle as a stream, or 409 while the run is live or closed by the cron. */

@@ -7,11 +7,17 @@ import type { AppEnv } from "../body.ts";
 import { db, schema } from "../db/client.ts";
 import { notFound } from "../errors.ts";
 import { loadPolicy, workspaceObject } from "../lib/policy-store.ts";
-import { pushPolicies } from "../lib/push.ts";
+import { pushPolicies, pushWaitMs } from "../lib/push.ts";
 import { check, jsonBody, valid } from "../validate.ts";
 import type { LeaseAnswer } from "../workspace-object.ts";
 
 const LeaseParam = z.object({ id: z.string().regex(/^lease_[0-9a-f]{32}$/) });
+/**
+ * The longest a lease answer waits for the recorders to apply the exhaustion it caused: the
+ * gateway's call waits on this answer, and counts one slower than 5 s as the server unreachable.
+ */
+const LEASE_PUSH_WAIT_MS = 1000;
+const leasePush = (env: Env, workspaceId: string) => pushPolicies(env, workspaceId, Math.min(pushWaitMs(env), LEASE_PUSH_WAIT_MS));
 
 async function leaseAnswer(c: Context<AppEnv>, workspaceId: string, answer: LeaseAnswer, status: 200 | 201) {
   if (!answer.granted) {
@@ -20,7 +26,7 @@ async function leaseAnswer(c: Context<AppEnv>, workspaceId: string, answer: Leas
   }
   const { changed, ...lease } = answer;
   // A lease that reaches a limit exhausts the scope for everyone: the hosts hear of it at once.
-  if (changed) await pushPolicies(c.env, workspaceId);
+  if (changed) await leasePush(c.env, workspaceId);
   return c.json(lease, status);
 }
 
@@ -64,6 +70,6 @@ export const budget = new Hono<AppEnv>()
     requireActive(host);
     const { policy } = await loadPolicy(c.env, host.workspaceId);
     const { changed } = await workspaceObject(c.env, host.workspaceId).settle(c.req.valid("param").id, policy.budgets, Date.now(), host.id);
-    if (changed) await pushPolicies(c.env, host.workspaceId);
+    if (changed) await leasePush(c.env, host.workspaceId);
     return c.json({ settled: true });
   });
