@@ -16,8 +16,9 @@ import {
   signLock,
 } from "../../protocol/index.ts";
 import { heldRange, storeLock, takeLocks } from "./locks.ts";
+import { deriveOutcome, loadReading, readFrame, saveReading } from "./outcome.ts";
 import { type ChainState, loadState, newState, saveState } from "./state.ts";
-import { PRICE_TABLE_VERSION, priceCall, type RecordedUsage, utcDay } from "../spend/price.ts";
+import { callPrice, PRICE_TABLE_VERSION, type RecordedUsage, utcDay } from "../spend/price.ts";
 import type { ChainIngest, ChainIngestResult, ChainSummary, FramePage, SpendTotal } from "./types.ts";
 
 const FLAG_GAPS = 1;
@@ -71,6 +72,7 @@ export class ChainCore {
     const priced = new Set<string>();
     const refused: number[] = [];
     let head = fromHex(st.head, 32);
+    const reading = loadReading(this.#sql);
     const append = (frame: Frame, now: number) => {
       const hash = frameHash(st.chain, frame, head);
       const payload = JSON.parse(frame.payload) as ParsedPayload;
@@ -88,6 +90,7 @@ export class ChainCore {
       st.count++;
       appended.push({ frame, payload });
       this.#applyLifecycle(st, frame, payload, now);
+      readFrame(reading, frame.seq, frame.kind, payload);
       if (frame.kind === "llm_call") priced.add(this.#price(st, payload, now));
     };
     const frames = [...part.frames].sort((a, b) => a.seq - b.seq);
@@ -152,6 +155,7 @@ export class ChainCore {
       ack.message = `${refused.length} frames refused: ${why}`;
     }
     if (appended.length > 0) {
+      saveReading(this.#sql, reading);
       st.head = bytesToHex(head);
       st.facts = addCoverage(
         st.facts,
@@ -191,7 +195,7 @@ export class ChainCore {
     const vendor = String(payload.vendor);
     const model = String(payload.model);
     const usage = payload.usage as unknown as RecordedUsage;
-    const micro = priceCall(vendor, model, usage, new Date(now));
+    const micro = callPrice(payload, now);
     const day = utcDay(now);
     const version = micro === null ? "" : PRICE_TABLE_VERSION;
     if (micro !== null) st.spend += micro;
@@ -358,6 +362,7 @@ export class ChainCore {
       mode: st.mode,
       gatewayLocked: this.#gatewayLocked(st),
     };
+    const reading = loadReading(this.#sql);
     return {
       chain: st.chain,
       kind: st.kind,
@@ -368,6 +373,9 @@ export class ChainCore {
       sessionId: st.sessionId,
       status: st.status,
       outcome: st.outcome,
+      derived: deriveOutcome({ status: st.status, recorded: st.outcome, reading }),
+      modelCalls: reading.modelOk + reading.modelFailed,
+      modelFailed: reading.modelFailed,
       tier: enforcementTier(assessed),
       grade: replayGrade(assessed),
       spendMicrousd: st.spend,

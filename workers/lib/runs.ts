@@ -7,7 +7,7 @@ import { signingKey } from "../keys.ts";
 import { bundleStream } from "./export-stream.ts";
 import { setPaused } from "./policy-store.ts";
 import { type Propagation, pushHost } from "./push.ts";
-import { type RunRow, runView, syncRun } from "./run-rows.ts";
+import { RUN_COLUMNS, type RunRow, runView, syncRun } from "./run-rows.ts";
 import { spendTotals } from "../spend/query.ts";
 
 /** Run statuses, as the D1 row and the manifest name them. */
@@ -37,8 +37,9 @@ const chain = (env: Env, id: string) => env.CHAINS.get(env.CHAINS.idFromName(id)
 /** A run of the workspace, or 404 (also for another workspace's run). */
 export async function ownRun(env: Env, workspaceId: string, id: string): Promise<RunRow> {
   const r = await db(env)
-    .select()
+    .select(RUN_COLUMNS)
     .from(schema.runs)
+    .leftJoin(schema.hosts, eq(schema.hosts.id, schema.runs.hostId))
     .where(and(eq(schema.runs.id, id), eq(schema.runs.workspaceId, workspaceId)))
     .get();
   if (!r) throw notFound("run");
@@ -61,9 +62,11 @@ export async function listRuns(env: Env, workspaceId: string, q: RunListQuery): 
     const [ms, id] = q.cursor.split(":") as [string, string];
     where.push(or(lt(when, Number(ms)), and(eq(when, Number(ms)), lt(r.id, id)))!);
   }
+  // The computer's name comes with each row, by the host's primary key: no query per row.
   const rows = await db(env)
-    .select()
+    .select(RUN_COLUMNS)
     .from(r)
+    .leftJoin(schema.hosts, eq(schema.hosts.id, r.hostId))
     .where(and(...where))
     .orderBy(desc(when), desc(r.id))
     .limit(q.limit + 1)
