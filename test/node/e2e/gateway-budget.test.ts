@@ -149,7 +149,8 @@ describe("budget reservations at the gateway, three computers, one budget", () =
     expect(reservations.reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(LIMIT);
     // Refused in Anthropic's shape for a spend limit: 400 invalid_request_error, the reason in the message.
     for (const o of refused) {
-      expect(o.status).toBe(400);
+      // A refusal without a status is a connection failure: say what it was.
+      expect(o.status, String(o.error)).toBe(400);
       const body = (o.error as { error?: { type: string; error: { type: string; message: string } } }).error;
       expect(body?.error.type).toBe("invalid_request_error");
       // Refused by its gateway's lease (no room for this call), or, once a lease filled the budget, by the
