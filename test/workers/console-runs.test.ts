@@ -84,15 +84,7 @@ describe("a run's page", () => {
     const answer = JSON.stringify({ type: "error", error: { type: "overloaded_error", message: "Overloaded, try later" } });
     const ref = bodyRef("llm_response", answer, true);
     run.start();
-    run.add("llm_call", {
-      path: "gateway",
-      vendor: "anthropic",
-      model: "claude-sonnet-4-5",
-      forwarded: true,
-      status: 529,
-      usage: { input_tokens: 0, output_tokens: 0 },
-      bodies: [ref],
-    });
+    run.llm({ status: 529, usage: { input_tokens: 0, output_tokens: 0 }, bodies: [ref] });
     await ingest(host, [run.part()]);
     const up = await hostCall(host, "PUT", `/v1/bodies/${ref.sha256}`, answer, {
       "content-type": "application/octet-stream",
@@ -119,15 +111,7 @@ describe("a run's page", () => {
     });
     const ref = bodyRef("llm_request", request, true);
     run.start();
-    run.add("llm_call", {
-      path: "gateway",
-      vendor: "anthropic",
-      model: "claude-sonnet-4-5",
-      forwarded: true,
-      status: 200,
-      usage: { input_tokens: 10, output_tokens: 1 },
-      bodies: [ref],
-    });
+    run.llm({ status: 200, bodies: [ref] });
     await ingest(host, [run.part()]);
     await env.BODIES.put(`bodies/${host.workspaceId}/${ref.sha256}`, request);
     const b = await signedIn(token);

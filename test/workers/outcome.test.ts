@@ -26,21 +26,13 @@ const view = async (chain: string) => (await (await op(token, `/v1/runs/${chain}
 
 const decision = (over: Record<string, unknown>) => ({ path: "hook", subject: "tool", decision: "deny", mode: "enforce", ...over });
 const gatewayError = (code: string, status: number) => ({ path: "gateway", code, forwarded: false, status, vendor: "anthropic" });
-const llm502 = {
-  path: "gateway",
-  vendor: "anthropic",
-  model: "claude-sonnet-4-5",
-  forwarded: true,
-  status: 502,
-  usage: { input_tokens: 0, output_tokens: 0 },
-};
 
 describe("a run's derived outcome", () => {
   it("says a run whose every model call failed failed, with the last failure's reason, though the session ended as completed", async () => {
     const run = new TestRun(host);
     run.start();
     run.add("error", gatewayError("upstream_unreachable", 502));
-    run.add("llm_call", llm502);
+    run.llm({ status: 502, usage: { input_tokens: 0, output_tokens: 0 } });
     run.add("error", gatewayError("upstream_unreachable", 502));
     run.stop();
     await ingest(host, [run.part()]);
@@ -56,7 +48,7 @@ describe("a run's derived outcome", () => {
   it("keeps a run with one good model call among failed ones completed", async () => {
     const run = new TestRun(host);
     run.start();
-    run.add("llm_call", llm502);
+    run.llm({ status: 502, usage: { input_tokens: 0, output_tokens: 0 } });
     run.llm();
     run.stop();
     await ingest(host, [run.part()]);

@@ -131,15 +131,30 @@ export class TestRun {
     });
   }
 
-  /** Appends a model call the gateway carried; its cost is the server's to price (a `cost_microusd` claim is ignored). */
-  llm(o: { model?: string; vendor?: string; usage?: Record<string, number>; claim?: number; path?: "gateway" | "transcript" } = {}): Frame {
+  /**
+   * Appends a model call the gateway carried; its cost is the server's to price (a `cost_microusd`
+   * claim is ignored). `status` is the vendor's answer, `bodies` the bodies the frame names.
+   */
+  llm(
+    o: {
+      model?: string;
+      vendor?: string;
+      usage?: Record<string, number>;
+      claim?: number;
+      path?: "gateway" | "transcript";
+      status?: number;
+      bodies?: object[];
+    } = {},
+  ): Frame {
     return this.add("llm_call", {
       path: o.path ?? "gateway",
       vendor: o.vendor ?? "anthropic",
       model: o.model ?? "claude-sonnet-4-5",
       forwarded: true,
+      ...(o.status !== undefined ? { status: o.status } : {}),
       usage: o.usage ?? { input_tokens: 1000, output_tokens: 100 },
       ...(o.claim !== undefined ? { cost_microusd: o.claim } : {}),
+      ...(o.bodies ? { bodies: o.bodies } : {}),
     });
   }
 
