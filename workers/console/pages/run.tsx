@@ -159,7 +159,7 @@ export function RunPage(props: {
                     : g.from_seq !== undefined
                       ? `seq ${g.from_seq}–${g.to_seq ?? ""}`
                       : g.bodies
-                        ? `${g.bodies.length} bodies`
+                        ? plural(g.bodies.length, "body", "bodies")
                         : "—"}
                 </td>
                 <td>{g.detail}</td>
