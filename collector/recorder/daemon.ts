@@ -212,18 +212,19 @@ export async function startDaemon(host: HostConfig, log: (msg: string) => void):
     });
     return fetching;
   };
-  const push = new PolicyPush(
-    host,
-    () => policyEtag,
-    () => void refreshPolicy(),
-    {
-      baseMs: envMs("OXAGEN_PUSH_BACKOFF_MS", 1000),
-      maxMs: envMs("OXAGEN_PUSH_BACKOFF_MAX_MS", 60_000),
-      pollMs: envMs("OXAGEN_PUSH_POLL_MS", 30_000),
-      pingMs: envMs("OXAGEN_PUSH_PING_MS", 30_000),
-      log,
-    },
-  );
+  // What a push acknowledges: a fetch that started after it, verified and now deciding every hook.
+  const applyPolicy = async (): Promise<string | null> => {
+    await refreshPolicy();
+    if (policyError !== null) throw new Error(policyError);
+    return policyEtag;
+  };
+  const push = new PolicyPush(host, () => policyEtag, applyPolicy, {
+    baseMs: envMs("OXAGEN_PUSH_BACKOFF_MS", 1000),
+    maxMs: envMs("OXAGEN_PUSH_BACKOFF_MAX_MS", 60_000),
+    pollMs: envMs("OXAGEN_PUSH_POLL_MS", 30_000),
+    pingMs: envMs("OXAGEN_PUSH_PING_MS", 30_000),
+    log,
+  });
   // A failing timer (disk full, say) must not take the recorder down: nothing would restart it.
   const every = (ms: number, work: () => unknown) =>
     setInterval(() => {
