@@ -64,7 +64,7 @@ async function main(): Promise<number> {
   const home = mkdtempSync(join(tmpdir(), "oxagen-demo-"));
   cleanups.push(() => rmSync(home, { recursive: true, force: true }));
   const out = mkdtempSync(join(tmpdir(), "oxagen-demo-bundle-"));
-  const port = await freePort();
+  const [port, gatewayPort] = [await freePort(), await freePort()];
   const state = join(home, "state");
   const env = {
     ...process.env,
@@ -115,7 +115,7 @@ async function main(): Promise<number> {
     "--hooks-port",
     String(port),
     "--gateway-port",
-    String(port + 1),
+    String(gatewayPort),
   ];
   const enrolled = await run(OXAGEN, [...enrollArgs, "--json"]);
   if (enrolled.status !== 0) throw new DemoError(`oxagen agent enroll failed: ${enrolled.stderr}`);

@@ -94,8 +94,9 @@ export async function userOf(
   // The line `npm start` prints, with this test's own ports (other tests may hold the defaults).
   const [program, ...args] = enrollLine(worker.url, await enrollmentToken(worker.url, worker.token)).split(" ");
   if (program !== "tacho") throw new Error(`npm start's enroll line does not start with tacho: ${program}`);
-  const port = await freePort();
-  const ports = more.args?.includes("--hooks-port") ? [] : ["--hooks-port", String(port), "--gateway-port", String(port + 1)];
+  // Two ports of its own from the OS: port + 1 may be some connection's on a busy machine.
+  const [port, gatewayPort] = [await freePort(), await freePort()];
+  const ports = more.args?.includes("--hooks-port") ? [] : ["--hooks-port", String(port), "--gateway-port", String(gatewayPort)];
   const line = [...args.map((a) => (a === "claude-code" ? harness : a)), ...ports, ...(more.args ?? []), "--json"];
   const enrolled = run(pkg.tacho, line, more.env);
   // A user whose recorder cannot listen gets exit 1 with the enrollment made (the reason is in cannot_listen).

@@ -34,7 +34,7 @@ const enrollWith = async (t: string) =>
     "--hooks-port",
     String(computer.port),
     "--gateway-port",
-    String(computer.port + 1),
+    String(computer.gatewayPort),
     "--json",
   ]);
 const hosts = async () => ((await (await worker.api("/v1/hosts")).json()) as { hosts: Json[] }).hosts;
