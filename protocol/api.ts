@@ -5,36 +5,66 @@
  */
 import { z } from "zod";
 import { FrameWire } from "./chain.ts";
+import { MAX_BODY_BYTES } from "./frames.ts";
 import { AgentName, ChainId, HostId, Sha256Hex } from "./ids.ts";
 import { utf8 } from "./bytes.ts";
 import { pae, SignedLock } from "./lock.ts";
 
-/** Route paths the collector calls. */
+/** A route with one path parameter: call it for the path to send, read `pattern` for the path the server matches (`:name`). */
+export interface ParamRoute<P extends string> {
+  (value: string): string;
+  readonly pattern: P;
+}
+
+function withParam<P extends string>(pattern: P): ParamRoute<P> {
+  const at = pattern.lastIndexOf("/:");
+  const route = (value: string) => `${pattern.slice(0, at + 1)}${value}`;
+  return Object.assign(route, { pattern });
+}
+
+/** Every route the collector calls, the one place their paths are written (the server routes by them too). */
 export const ROUTES = {
   health: "/healthz",
   keys: "/v1/keys",
   keyEndorsements: "/v1/keys/endorsements",
   enroll: "/v1/enroll",
   ingest: "/v1/ingest",
-  body: (sha256: string) => `/v1/bodies/${sha256}`,
+  body: withParam("/v1/bodies/:sha256"),
   policy: "/v1/policy",
   /** A host-signed WebSocket upgrade: the server pushes `{"type":"policy","etag":…}` when the host's policy changes. */
   push: "/v1/host/push",
   /** Host-signed: lease budget for model calls not yet priced (the gateway's reservation), and settle a lease. */
   budgetLease: "/v1/host/budget/leases",
-  budgetSettle: (leaseId: string) => `/v1/host/budget/leases/${leaseId}`,
+  budgetSettle: withParam("/v1/host/budget/leases/:id"),
   hostStatus: "/v1/host",
   hostKey: "/v1/host/key",
-  hostRun: (runId: string) => `/v1/host/runs/${runId}`,
+  hostRun: withParam("/v1/host/runs/:id"),
 } as const;
 
-/** Every error answer: a stable code and a sentence. */
-export const ErrorAnswer = z.strictObject({ error: z.string(), message: z.string(), issues: z.unknown().optional() });
-
+/** The most chains one ingest batch may carry. */
+export const MAX_BATCH_CHAINS = 100;
 /** The most frames one ingest batch may carry. */
 export const MAX_BATCH_FRAMES = 5000;
 /** The largest ingest body, in bytes. */
 export const MAX_INGEST_BYTES = 8 * 1024 * 1024;
+/** The largest body of a collector route not in {@link ROUTE_BODY_LIMITS}, in bytes. */
+export const MAX_SMALL_BODY_BYTES = 64 * 1024;
+
+/** The collector routes whose request body may be larger than {@link MAX_SMALL_BODY_BYTES}: method, path pattern, bytes. */
+export const ROUTE_BODY_LIMITS: readonly { method: string; path: string; bytes: number }[] = [
+  { method: "POST", path: ROUTES.ingest, bytes: MAX_INGEST_BYTES },
+  { method: "PUT", path: ROUTES.body.pattern, bytes: MAX_BODY_BYTES },
+];
+
+/** Every error answer: a stable code and a sentence. */
+export const ErrorAnswer = z.strictObject({ error: z.string(), message: z.string(), issues: z.unknown().optional() });
+
+/**
+ * The shape of every Oxagen token: a kind (`oxo` operator, `oxe` one-time enrollment, `oxs` service),
+ * a 16-hex id and a 48-hex secret. The server parses tokens by it; the collector checks a token
+ * against it before sending one, so a token copied in part is named as such.
+ */
+export const TOKEN_SHAPE = /^([a-z]{3})_([0-9a-f]{16})_([0-9a-f]{48})$/;
 
 /** `POST /v1/enroll`: a one-time token and the host's public key. */
 export const EnrollRequest = z.strictObject({
@@ -67,7 +97,7 @@ export const ChainPart = z.strictObject({
 });
 
 /** `POST /v1/ingest`. */
-export const IngestRequest = z.strictObject({ chains: z.array(ChainPart).min(1).max(100) });
+export const IngestRequest = z.strictObject({ chains: z.array(ChainPart).min(1).max(MAX_BATCH_CHAINS) });
 /** One of {@link IngestRequest}. */
 export type IngestRequest = z.infer<typeof IngestRequest>;
 
@@ -91,6 +121,21 @@ export const ChainAck = z.strictObject({
 });
 /** One of {@link ChainAck}. */
 export type ChainAck = z.infer<typeof ChainAck>;
+
+/** The ack of a chain's part before anything of it is taken: nothing stored, held, refused or missing yet. */
+export function chainAck(chain: string, status: ChainAck["status"]): ChainAck {
+  return {
+    chain,
+    status,
+    stored: 0,
+    duplicates: [],
+    missing: [],
+    held: 0,
+    conflicts: [],
+    locks_stored: 0,
+    locks_refused: [],
+  };
+}
 
 /** The answer to an ingest batch. */
 export const IngestAnswer = z.strictObject({ chains: z.array(ChainAck) });

@@ -16,7 +16,7 @@
 import { z } from "zod";
 import { bytesToHex } from "./bytes.ts";
 import { CoverageFacts, enforcementTier, Environment, GRADES, replayGrade, TIERS, tallyCoverage } from "./assess.ts";
-import { checkFrame, FrameWire, MAX_PAYLOAD_BYTES } from "./chain.ts";
+import { checkFrame, FrameWire, MAX_PAYLOAD_CHARS } from "./chain.ts";
 import { emptyTally, type PayloadTally, tallyFrame } from "./frame-check.ts";
 import { Gap, tallyGaps } from "./gaps.ts";
 import { ChainId, HostId, keyIdFor, Sha256Hex } from "./ids.ts";
@@ -152,7 +152,7 @@ export function bundleFrameProblem(value: unknown): string | null {
   if (!Number.isSafeInteger(f.seq) || (f.seq as number) < 0) return "seq is not a non-negative integer";
   if (!Number.isSafeInteger(f.t) || (f.t as number) < 0) return "t is not a non-negative integer";
   if (typeof f.kind !== "string" || f.kind.length < 1 || f.kind.length > 64) return "kind is not a string of 1 to 64 characters";
-  if (typeof f.payload !== "string" || f.payload.length < 2 || f.payload.length > MAX_PAYLOAD_BYTES)
+  if (typeof f.payload !== "string" || f.payload.length < 2 || f.payload.length > MAX_PAYLOAD_CHARS)
     return "payload is not a string of 2 to 65536 characters";
   if (typeof f.hash !== "string" || !HEX64.test(f.hash)) return "hash is not 64 lowercase hex characters";
   return null;

@@ -15,7 +15,7 @@
  */
 import { z } from "zod";
 import { bytesToHex } from "./bytes.ts";
-import { type ChainProblem, checkFrame, checkFrames, FrameProblems, MAX_PAYLOAD_BYTES } from "./frame-check.ts";
+import { type ChainProblem, checkFrame, checkFrames, FrameProblems, MAX_PAYLOAD_CHARS } from "./frame-check.ts";
 import { type Frame, frameHash, genesisHash, type HashedFrame, hashFrames } from "./frame-hash.ts";
 import { type FrameKind, PAYLOADS } from "./frames.ts";
 import { ChainId } from "./ids.ts";
@@ -29,7 +29,7 @@ export const FrameWire = z.strictObject({
   seq: z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER),
   t: z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER),
   kind: z.string().min(1).max(64),
-  payload: z.string().min(2).max(MAX_PAYLOAD_BYTES),
+  payload: z.string().min(2).max(MAX_PAYLOAD_CHARS),
 });
 
 /** Why a frame may not enter a chain (kind, payload form, size), or null when it may. */

@@ -9,8 +9,11 @@ import { bytesToHex } from "./bytes.ts";
 import { type Frame, type HashedFrame, visitFrameHashes } from "./frame-hash.ts";
 import { readRecordJson } from "./json.ts";
 
-/** The largest frame payload, in bytes of UTF-8. */
-export const MAX_PAYLOAD_BYTES = 64 * 1024;
+/**
+ * The largest frame payload, in UTF-16 code units (a JavaScript string's length), not bytes: a
+ * payload at this limit is up to three times as many bytes of UTF-8.
+ */
+export const MAX_PAYLOAD_CHARS = 64 * 1024;
 
 /** Every frame kind, in the order the coverage statement names them (`frames.ts` gives each its schema). */
 export const FRAME_KIND_NAMES = [
@@ -50,7 +53,7 @@ export function checkFrame(frame: Frame): { problem: string | null; payload: Par
 
 /** {@link checkFrame} of a frame's kind and payload text. */
 export function checkPayload(kind: string, text: string): { problem: string | null; payload: ParsedPayload | null } {
-  if (text.length > MAX_PAYLOAD_BYTES) return { problem: "payload over 64 KiB", payload: null };
+  if (text.length > MAX_PAYLOAD_CHARS) return { problem: `payload over ${MAX_PAYLOAD_CHARS} UTF-16 code units`, payload: null };
   const read = readRecordJson(text);
   if (read.problem !== null) return { problem: `payload ${read.problem}`, payload: null };
   const value = read.value;

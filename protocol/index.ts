@@ -16,11 +16,17 @@ export * from "./hash.ts";
 export * from "./ids.ts";
 export * from "./json.ts";
 export * from "./lock.ts";
+export * from "./lock-check.ts";
 export * from "./server-keys.ts";
 export * from "./verify.ts";
 
-/** The record format's version. */
-export const PROTOCOL_VERSION = 1;
+/**
+ * The record format's version: of frames (the hash header's `oxagen/frame/v1` domain) and locks
+ * (`v` in a lock's payload), which `GET /healthz` answers as `protocol`. Not an export bundle's
+ * version: a bundle's layout has its own (`oxagen_bundle`, 1 or 2; see `verify-bundle-v1.ts` and
+ * `verify-bundle-v2.ts`), and both layouts carry records of this version.
+ */
+export const RECORD_FORMAT_VERSION = 1;
 export * from "./writer.ts";
 export * from "./api.ts";
 export * from "./auth.ts";

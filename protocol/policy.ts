@@ -142,6 +142,18 @@ export const Policy = z.strictObject({
 });
 
 /**
+ * The retention rule: whether a workspace with this retention keeps a body of `role`: true, or
+ * why not (the `why` of a body reference, see `frames.ts`). No retention known yet (a collector
+ * with no policy cached) keeps it. The collector decides each body's reference with it and the
+ * server refuses an upload it says no to.
+ */
+export function keepFor(retention: Policy["retention"] | null, role: z.infer<typeof BodyRole>): true | "digest_only" | "retention" {
+  if (!retention) return true;
+  if (retention.mode === "digest_only") return "digest_only";
+  return retention.keep.includes(role) ? true : "retention";
+}
+
+/**
  * The fields of a policy the server owns (its workspace, host and issue time, and the operator's
  * stops: paused runs and agents, suspended hosts, exhausted budgets): a `zod` omit mask. What is
  * left is what an operator may set (`PUT /v1/workspaces/:id/policy`).

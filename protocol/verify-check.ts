@@ -1,12 +1,12 @@
 /**
  * Verifying a bundle, phase by phase, whatever its layout: the reader of each layout
- * (`verify-v1.ts`, `verify-v2.ts`) hands a {@link BundleCheck} the bundle's parts in the order a
+ * (`verify-bundle-v1.ts`, `verify-bundle-v2.ts`) hands a {@link BundleCheck} the bundle's parts in the order a
  * bundle holds them, and the check keeps what each phase found in one ordered list of findings.
  * It holds the bundle's locks and gaps, never its frames: those arrive in chunks, already checked.
  * @module
  */
 import { bytesToHex, fromHex } from "./bytes.ts";
-import { type CoverageFacts, tallyCoverage } from "./assess.ts";
+import { tallyCoverage } from "./assess.ts";
 import { assessBundle, type Manifest } from "./bundle.ts";
 import { publicKeyProblem } from "./ed25519.ts";
 import { addTally, type BodyMention, emptyTally, type FrameChunk, FrameProblems } from "./frame-check.ts";
@@ -14,66 +14,20 @@ import { genesisHash } from "./frame-hash.ts";
 import { type Gap, gapKey, tallyGaps } from "./gaps.ts";
 import { sha256 } from "./hash.ts";
 import { keyIdFor, runIdFor } from "./ids.ts";
-import { type LockPayload, parseLock, type SignedLock, verifyLocks } from "./lock.ts";
+import { type LockPayload, parseLock, type SignedLock } from "./lock.ts";
+import { verifyLocks } from "./lock-check.ts";
 import { type PinnedKey, pickKey, pinKey } from "./server-keys.ts";
-
-/** How bad a finding is: `tamper` → exit 1, `unverifiable` → exit 2, `incomplete` → exit 3, `note` → no effect. */
-export type Severity = "tamper" | "unverifiable" | "incomplete" | "note";
-
-/** One problem (or note) found in a bundle. */
-export interface Finding {
-  code: string;
-  severity: Severity;
-  /** Where: `bundle`, `manifest`, `line 3`, `frame 12`, `lock 3`, `gap list`, `body <sha256>`. */
-  where: string;
-  message: string;
-}
-
-/** Exit codes of `oxagen verify`. */
-export const EXIT = { valid: 0, tampered: 1, unverifiable: 2, incomplete: 3 } as const;
-
-/** What verification is given besides the bundle. */
-export interface VerifyOptions {
-  /**
-   * The pinned server keys: one public key (32 bytes, any use, any time), or a set with the uses
-   * and periods each may sign in (see `server-keys.ts`). A signature is checked with the pinned
-   * key its key id names.
-   */
-  serverKey: Uint8Array | readonly PinnedKey[];
-  /** Hex hash the last frame must have (anti-truncation, from an earlier look at the run). */
-  expectHead?: string;
-  /** Looks up a body by SHA-256: its bytes, or null when the caller has none. */
-  body?: (sha256: string) => Uint8Array | null;
-  /** Called now and then with the fraction done, for a progress bar. */
-  onProgress?: (done: number) => void;
-}
-
-/** The result of verifying a bundle. */
-export interface VerifyResult {
-  exit: 0 | 1 | 2 | 3;
-  findings: Finding[];
-  /** The first seq whose frame, link or lock does not hold, or null. */
-  firstBrokenSeq: number | null;
-  summary: {
-    run: string | null;
-    frames: number;
-    locks: number;
-    lockedFrames: number;
-    finalLocked: boolean;
-    gaps: number;
-    head: string | null;
-    tier: string | null;
-    grade: string | null;
-    /** Body files read and hashed (a body named by several frames is read once, as far as memory allows). */
-    bodiesChecked: number;
-    /** The run's harness label, as the manifest names it. */
-    harness: string | null;
-    /** The coverage facts counted from the bundle's own frames (not the bundle's claim). */
-    coverage: CoverageFacts | null;
-    /** How many gaps of each kind the bundle lists. */
-    gapCounts: Record<string, number>;
-  };
-}
+import {
+  emptySummary,
+  exitFor,
+  type Finding,
+  FindingList,
+  finding,
+  lockFindings,
+  sentence,
+  type VerifyOptions,
+  type VerifyResult,
+} from "./verify-findings.ts";
 
 /** A bundle's head, in either layout: what it says about the run before its locks and frames. */
 export type BundleHeadParts = Pick<Manifest, "run" | "exported_ms" | "server_key_id" | "host_key">;
@@ -83,62 +37,6 @@ export interface LockSignatureJob {
   payload: string;
   sig: string;
   key: Uint8Array | null;
-}
-
-function exitFor(findings: readonly Finding[]): 0 | 1 | 2 | 3 {
-  if (findings.some((f) => f.severity === "tamper")) return EXIT.tampered;
-  if (findings.some((f) => f.severity === "unverifiable")) return EXIT.unverifiable;
-  if (findings.some((f) => f.severity === "incomplete")) return EXIT.incomplete;
-  return EXIT.valid;
-}
-
-const emptySummary = (): VerifyResult["summary"] => ({
-  run: null,
-  frames: 0,
-  locks: 0,
-  lockedFrames: 0,
-  finalLocked: false,
-  gaps: 0,
-  head: null,
-  tier: null,
-  grade: null,
-  bodiesChecked: 0,
-  harness: null,
-  coverage: null,
-  gapCounts: {},
-});
-
-const finding = (code: string, severity: Severity, where: string, message: string): Finding => ({ code, severity, where, message });
-
-/** The most findings of one code a phase keeps: a bundle whose every frame is broken does not fill memory. */
-export const MAX_FINDINGS_PER_CODE = 10_000;
-
-// A phase's findings, at most MAX_FINDINGS_PER_CODE of each code; the rest are counted, and one
-// note says how many of a code are not listed.
-class FindingList {
-  readonly #items: Finding[] = [];
-  readonly #counts = new Map<string, number>();
-
-  push(f: Finding): void {
-    const n = (this.#counts.get(f.code) ?? 0) + 1;
-    this.#counts.set(f.code, n);
-    if (n <= MAX_FINDINGS_PER_CODE) this.#items.push(f);
-  }
-
-  list(): Finding[] {
-    const omitted = [...this.#counts].filter(([, n]) => n > MAX_FINDINGS_PER_CODE);
-    return [
-      ...this.#items,
-      ...omitted.map(([code, n]) =>
-        finding(
-          "FINDINGS_OMITTED",
-          "note",
-          "bundle",
-          `${n - MAX_FINDINGS_PER_CODE} more ${code} findings are not listed (the first ${MAX_FINDINGS_PER_CODE} are).`,
-        ),
-      ),
-    ];
-  }
 }
 
 // Bodies already read, by hash; cleared when full, so a run naming millions of bodies costs a
@@ -409,7 +307,6 @@ export class BundleCheck {
   }
 
   #lockFindings(summary: VerifyResult["summary"]): Finding[] {
-    const out: Finding[] = [];
     const run = this.#head!.run;
     const n = this.#count;
     const locks = verifyLocks(this.#locks, {
@@ -423,49 +320,9 @@ export class BundleCheck {
       hostId: run.host,
       parsed: this.#parsedLocks,
     });
-    for (const p of locks.problems) {
-      if (p.code === "LOCK_TIME_REGRESSION") {
-        out.push(finding(p.code, "note", `lock ${p.lockSeq}`, sentence(p.message)));
-        continue;
-      }
-      if (p.code === "SERVER_KEY_UNKNOWN" || p.code === "SERVER_KEY_NOT_VALID") {
-        out.push(finding(p.code, "unverifiable", `lock ${p.lockSeq}`, p.message));
-        continue;
-      }
-      const lock = locks.parsed[p.lockSeq];
-      if (p.code === "LOCK_HEAD_MISMATCH" && lock) this.#broke(Math.max(0, Math.min(lock.count, n) - 1));
-      out.push(finding(p.code, "tamper", `lock ${p.lockSeq}`, sentence(p.message)));
-    }
-    const finalLock = locks.parsed.find((l) => l?.final);
-    if (finalLock && n > finalLock.count) {
-      this.#broke(finalLock.count);
-      out.push(
-        finding(
-          "FRAMES_AFTER_FINAL",
-          "tamper",
-          `frame ${finalLock.count}`,
-          `The chain holds ${n - finalLock.count} frames after its final lock.`,
-        ),
-      );
-    }
     summary.lockedFrames = locks.lockedCount;
     summary.finalLocked = locks.finalLocked;
-    if (!locks.finalLocked && !locks.parsed.at(-1)?.final) {
-      out.push(
-        finding("NOT_FINAL_LOCKED", "incomplete", "locks", "The run's record has no final lock, so a cut-off tail cannot be ruled out."),
-      );
-    }
-    if (locks.lockedCount < n) {
-      out.push(
-        finding(
-          "UNLOCKED_TAIL",
-          "incomplete",
-          `frame ${locks.lockedCount}`,
-          `Frames ${locks.lockedCount} to ${n - 1} come after the last lock; only the server vouches for them.`,
-        ),
-      );
-    }
-    return out;
+    return lockFindings(locks, n, (seq) => this.#broke(seq));
   }
 
   #derivedGaps(): Gap[] {
@@ -565,9 +422,4 @@ function sameRunId(host: string, harness: string, session: string, chainId: stri
     // A string with a lone surrogate has no UTF-8 form, so no run id derives from it.
     return false;
   }
-}
-
-function sentence(text: string): string {
-  const t = text.charAt(0).toUpperCase() + text.slice(1);
-  return t.endsWith(".") ? t : `${t}.`;
 }

@@ -5,23 +5,15 @@
  * @module
  */
 import { bundleVersion } from "./bundle-layout.ts";
-import { BundleCheck, type VerifyOptions, type VerifyResult } from "./verify-check.ts";
-import { readV1 } from "./verify-v1.ts";
-import { type BundleSource, bytesSource, type FrameChecker, localChecker, readV2 } from "./verify-v2.ts";
+import { BundleCheck } from "./verify-check.ts";
+import type { VerifyOptions, VerifyResult } from "./verify-findings.ts";
+import { readV1 } from "./verify-bundle-v1.ts";
+import { type BundleSource, bytesSource, type FrameChecker, localChecker, readV2 } from "./verify-bundle-v2.ts";
 import { MAX_BUNDLE_BYTES } from "./bundle.ts";
 
-export {
-  BundleCheck,
-  type BundleHeadParts,
-  EXIT,
-  type Finding,
-  type LockSignatureJob,
-  MAX_FINDINGS_PER_CODE,
-  type Severity,
-  type VerifyOptions,
-  type VerifyResult,
-} from "./verify-check.ts";
-export { type BundleSource, bytesSource, checkLockSignatures, type FrameChecker, localChecker, SLOT_BYTES } from "./verify-v2.ts";
+export { BundleCheck, type BundleHeadParts, type LockSignatureJob } from "./verify-check.ts";
+export { EXIT, type Finding, MAX_FINDINGS_PER_CODE, type Severity, type VerifyOptions, type VerifyResult } from "./verify-findings.ts";
+export { type BundleSource, bytesSource, checkLockSignatures, type FrameChecker, localChecker, SLOT_BYTES } from "./verify-bundle-v2.ts";
 
 /** What a valid bundle proves, and what it does not. */
 export const STATEMENT = {

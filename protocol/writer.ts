@@ -4,7 +4,7 @@
  * @module
  */
 import { bytesToHex, fromHex, utf8 } from "./bytes.ts";
-import { appendFrame, emptyHead, MAX_PAYLOAD_BYTES, type Frame, type ChainHead } from "./chain.ts";
+import { appendFrame, emptyHead, MAX_PAYLOAD_CHARS, type Frame, type ChainHead } from "./chain.ts";
 import { type BodyRef, MAX_BODY_BYTES, PAYLOADS, type FrameKind, type Payload } from "./frames.ts";
 import { sha256 } from "./hash.ts";
 import { toRecordJson, type RecordJsonValue } from "./json.ts";
@@ -65,7 +65,7 @@ export class ChainWriter {
     const checked = PAYLOADS[kind].parse(payload);
     const frame: Frame = { seq: this.#head.count, t, kind, payload: toRecordJson(checked as RecordJsonValue) };
     // The server refuses a larger payload, and a refused frame would stop its chain's upload for good.
-    if (frame.payload.length > MAX_PAYLOAD_BYTES) throw new Error(`${kind} payload is over ${MAX_PAYLOAD_BYTES} characters`);
+    if (frame.payload.length > MAX_PAYLOAD_CHARS) throw new Error(`${kind} payload is over ${MAX_PAYLOAD_CHARS} characters`);
     const { head, hash } = appendFrame(this.#head, frame);
     this.#head = head;
     return { frame, hash: bytesToHex(hash) };

@@ -15,6 +15,20 @@ export interface DevState {
   token: string;
 }
 
+/** The local server's URL on a loopback port: also its origin, the one enrolled hosts sign for. */
+export function localUrl(port: number): string {
+  return `http://127.0.0.1:${port}`;
+}
+
+/**
+ * The arguments of `wrangler dev` serving on a loopback port, with `OXAGEN_ORIGIN` set to that
+ * address so the Worker checks host signatures against the origin collectors enroll with
+ * (docs/operations.md, "The server's origin"); `extra` goes after (`--persist-to`, more `--var`s).
+ */
+export function devArgs(port: number, extra: string[] = []): string[] {
+  return [WRANGLER, "dev", "--ip", "127.0.0.1", "--port", String(port), "--var", `OXAGEN_ORIGIN:${localUrl(port)}`, ...extra];
+}
+
 /** Runs wrangler with this Node, failing loudly (`config`: another wrangler.toml than the repo's). */
 export function wrangler(args: string[], opts: { quiet?: boolean; persistTo?: string; config?: string } = {}): void {
   const extra = [...(opts.persistTo ? ["--persist-to", opts.persistTo] : []), ...(opts.config ? ["--config", opts.config] : [])];
@@ -74,6 +88,21 @@ export async function enrollmentToken(url: string, operatorToken: string, ttlMin
   if (res.status !== 201 || typeof body?.token !== "string")
     throw new Error(`POST /v1/enrollment-tokens: HTTP ${res.status} ${String(body?.message ?? "")}`);
   return body.token;
+}
+
+/**
+ * The local server's port, one choice for `npm start` (which listens there) and `npm run demo`
+ * (which talks to it): PORT, 8787 unless set.
+ */
+export function devPort(): number {
+  const port = Number(process.env.PORT ?? 8787);
+  if (!Number.isInteger(port) || port < 1 || port > 65535) throw new Error(`PORT=${process.env.PORT} is not a port number (1-65535)`);
+  return port;
+}
+
+/** The local server's URL: OXAGEN_URL when set (another server), else 127.0.0.1 on {@link devPort}. */
+export function devUrl(): string {
+  return process.env.OXAGEN_URL ?? localUrl(devPort());
 }
 
 /** The command a developer pastes to enroll their computer against this server and wrap Claude Code. */

@@ -5,13 +5,23 @@
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { enrollLine, enrollmentToken, ensureDatabase, ensureSigningKey, ROOT, waitHealthy, WRANGLER } from "./dev-setup.ts";
+import {
+  devArgs,
+  devPort,
+  enrollLine,
+  enrollmentToken,
+  ensureDatabase,
+  ensureSigningKey,
+  localUrl,
+  ROOT,
+  waitHealthy,
+} from "./dev-setup.ts";
 
-const port = Number(process.env.PORT ?? 8787);
+const port = devPort();
 if (ensureSigningKey()) process.stdout.write("Created .dev.vars with a new OXAGEN_SIGNING_KEY (keep it out of git).\n");
 const state = ensureDatabase();
-const url = `http://127.0.0.1:${port}`;
-const child = spawn(process.execPath, [WRANGLER, "dev", "--ip", "127.0.0.1", "--port", String(port)], { cwd: ROOT, stdio: "inherit" });
+const url = localUrl(port);
+const child = spawn(process.execPath, devArgs(port), { cwd: ROOT, stdio: "inherit" });
 const stop = () => child.kill("SIGINT");
 process.on("SIGINT", stop);
 process.on("SIGTERM", stop);

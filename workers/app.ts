@@ -1,6 +1,6 @@
 import { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
-import { type AppEnv, readBodyFirst } from "./body.ts";
+import { type AppEnv, readBodyFirst } from "./request-body.ts";
 import { consoleApp } from "./console/index.tsx";
 import { AppError } from "./errors.ts";
 import { QuotaError } from "./lib/quotas.ts";
@@ -49,7 +49,10 @@ app.onError((err, c) => {
   if (err instanceof AppError) {
     if (err.status >= 500) console.error("server error", err.code, err.cause ?? err);
     if (err instanceof QuotaError) c.header("Retry-After", String(err.retryAfterS));
-    return c.json({ error: err.code, message: err.message, ...(err.issues !== undefined ? { issues: err.issues } : {}) }, err.status);
+    return c.json(
+      { error: err.code, message: err.message, ...(err.issues !== undefined ? { issues: err.issues } : {}), ...err.fields },
+      err.status,
+    );
   }
   if (err instanceof HTTPException) {
     const code = err.status === 400 ? "invalid_request" : err.status === 401 ? "unauthorized" : "http_error";

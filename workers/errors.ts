@@ -6,12 +6,20 @@ export class AppError extends Error {
   readonly status: ContentfulStatusCode;
   /** Extra structured detail for the answer (validation issues); never internal state. */
   readonly issues: unknown;
-  constructor(status: ContentfulStatusCode, code: string, message: string, options?: { cause?: unknown; issues?: unknown }) {
+  /** Further members of the answer beside `error` and `message` (e.g. the exhausted budget scope); never internal state. */
+  readonly fields: Record<string, unknown>;
+  constructor(
+    status: ContentfulStatusCode,
+    code: string,
+    message: string,
+    options?: { cause?: unknown; issues?: unknown; fields?: Record<string, unknown> },
+  ) {
     super(message, options);
     this.name = "AppError";
     this.code = code;
     this.status = status;
     this.issues = options?.issues;
+    this.fields = options?.fields ?? {};
   }
 }
 

@@ -1,4 +1,4 @@
-import { bodyRef, sha256Hex, utf8, type BodyRef, type Policy, type Redaction } from "../../protocol/index.ts";
+import { bodyRef, keepFor, sha256Hex, utf8, type BodyRef, type Policy, type Redaction } from "../../protocol/index.ts";
 import { redact } from "../../protocol/redact.ts";
 
 type Role = BodyRef["role"];
@@ -15,13 +15,6 @@ export interface Body {
 export function bodyText(value: unknown): string {
   if (typeof value === "string") return value;
   return JSON.stringify(value ?? null) ?? "null";
-}
-
-/** Whether the workspace keeps a body of this role: true, or why not. */
-export function keepFor(retention: Policy["retention"] | null, role: Role): true | "digest_only" | "retention" {
-  if (!retention) return true;
-  if (retention.mode === "digest_only") return "digest_only";
-  return retention.keep.includes(role) ? true : "retention";
 }
 
 /** Redacts, then hashes: credentials never reach a hash, a frame or the disk. */

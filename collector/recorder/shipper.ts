@@ -3,6 +3,7 @@ import {
   type ChainAck,
   IngestAnswer,
   type IngestRequest,
+  MAX_BATCH_CHAINS,
   MAX_BATCH_FRAMES,
   ROUTES,
   type SignedLock,
@@ -22,7 +23,6 @@ export interface ShipperOptions {
 }
 
 const BATCH_BYTES = 6 * 1024 * 1024;
-const MAX_CHAINS = 100;
 const RETRYABLE = new Set([429, 502, 503, 504]);
 const BODY_FINAL = new Set([400, 409, 413, 422]);
 
@@ -158,7 +158,7 @@ export class Shipper {
     let bytes = 0;
     const now = Date.now();
     for (const rec of this.#journal.chains.values()) {
-      if (chains.length >= MAX_CHAINS || bytes >= BATCH_BYTES) break;
+      if (chains.length >= MAX_BATCH_CHAINS || bytes >= BATCH_BYTES) break;
       if ((this.#refusedUntil.get(rec.chain) ?? 0) > now) continue;
       const frames: JournalFrame[] = [];
       for (const f of this.#framesToSend(rec)) {

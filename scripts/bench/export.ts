@@ -18,7 +18,7 @@ import { performance } from "node:perf_hooks";
 import { bodyRef, bytesToHex, type Frame, newSecretKey, publicKeyOf, runIdFor, type SignedLock } from "../../protocol/index.ts";
 import { useNodeCrypto } from "../../collector/lib/node-crypto.ts";
 import { AGENT, BODIES, HOST_PUBLIC, HOST_SECRET, SESSION, sampleSteps } from "../../test/support/sample-run.ts";
-import { ensureDatabase, ROOT, waitHealthy, WRANGLER } from "../dev-setup.ts";
+import { devArgs, ensureDatabase, localUrl, ROOT, waitHealthy } from "../dev-setup.ts";
 
 const FRAMES = Number(process.env.BENCH_FRAMES ?? 100_000);
 const STATE = process.env.BENCH_STATE ?? join(tmpdir(), `oxagen-export-${FRAMES}`);
@@ -37,12 +37,11 @@ const port = await new Promise<number>((resolve) => {
     s.close(() => resolve(p));
   });
 });
-const url = `http://127.0.0.1:${port}`;
-const child = spawn(
-  process.execPath,
-  [WRANGLER, "dev", "--ip", "127.0.0.1", "--port", String(port), "--persist-to", STATE, "--var", `OXAGEN_SIGNING_KEY:${signingKey}`],
-  { cwd: ROOT, stdio: ["ignore", "ignore", "inherit"] },
-);
+const url = localUrl(port);
+const child = spawn(process.execPath, devArgs(port, ["--persist-to", STATE, "--var", `OXAGEN_SIGNING_KEY:${signingKey}`]), {
+  cwd: ROOT,
+  stdio: ["ignore", "ignore", "inherit"],
+});
 
 // The workerd process among wrangler's descendants, and its resident memory (MB).
 function descendants(pid: number): number[] {

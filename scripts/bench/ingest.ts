@@ -18,7 +18,7 @@ import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { bytesToHex, ChainWriter, type Frame, newSecretKey, publicKeyOf, runIdFor, type SignedLock } from "../../protocol/index.ts";
 import { useNodeCrypto } from "../../collector/lib/node-crypto.ts";
-import { ensureDatabase, ROOT, waitHealthy, WRANGLER } from "../dev-setup.ts";
+import { devArgs, ensureDatabase, localUrl, ROOT, waitHealthy } from "../dev-setup.ts";
 
 const BATCH = 500;
 const ONE_RUN_BATCHES = Number(process.env.BENCH_BATCHES ?? 20);
@@ -88,28 +88,14 @@ const pct = (xs: number[], p: number) => {
 const median = (xs: number[]) => pct(xs, 50);
 
 const port = await freePort();
-const url = `http://127.0.0.1:${port}`;
+const url = localUrl(port);
 const persist = mkdtempSync(join(tmpdir(), "oxagen-bench-ingest-"));
 const state = ensureDatabase(persist, join(persist, "oxagen-dev.json"), CONFIG);
 const key = bytesToHex(newSecretKey());
-const child = spawn(
-  process.execPath,
-  [
-    WRANGLER,
-    "dev",
-    "--config",
-    CONFIG,
-    "--ip",
-    "127.0.0.1",
-    "--port",
-    String(port),
-    "--persist-to",
-    persist,
-    "--var",
-    `OXAGEN_SIGNING_KEY:${key}`,
-  ],
-  { cwd: ROOT, stdio: ["ignore", "ignore", "inherit"] },
-);
+const child = spawn(process.execPath, devArgs(port, ["--config", CONFIG, "--persist-to", persist, "--var", `OXAGEN_SIGNING_KEY:${key}`]), {
+  cwd: ROOT,
+  stdio: ["ignore", "ignore", "inherit"],
+});
 try {
   await waitHealthy(url);
   const op = (path: string, body: unknown) =>

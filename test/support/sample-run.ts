@@ -65,12 +65,13 @@ export interface SampleStep {
 
 /**
  * Options of the sample run: a lock every `lockEvery` frames, `extraToolCalls` more tool calls
- * (4 frames each), and the host it runs on (the RFC 8032 test host by default).
+ * (4 frames each), the host it runs on (the RFC 8032 test host by default) and its session id.
  */
 export interface SampleOptions {
   lockEvery?: number;
   extraToolCalls?: number;
   host?: { id: string; secret: Uint8Array };
+  session?: string;
 }
 
 /**
@@ -79,7 +80,8 @@ export interface SampleOptions {
  */
 export function* sampleSteps(options: SampleOptions = {}, bodies: Record<string, string> = {}): Generator<SampleStep> {
   const host = options.host ?? { id: HOST_ID, secret: HOST_SECRET };
-  const chain = runIdFor(host.id, AGENT, SESSION);
+  const session = options.session ?? SESSION;
+  const chain = runIdFor(host.id, AGENT, session);
   const w = new ChainWriter(chain);
   let t = T0;
   let count = 0;
@@ -104,7 +106,7 @@ export function* sampleSteps(options: SampleOptions = {}, bodies: Record<string,
     return { frame: { ...frame, hash }, lock: lock ? { ...lock, received_ms: t + 500 } : null };
   };
 
-  yield step("agent_start", { path: "hook", harness: AGENT, agent: AGENT, session_id: SESSION, cwd: "/work" });
+  yield step("agent_start", { path: "hook", harness: AGENT, agent: AGENT, session_id: session, cwd: "/work" });
   const prompt = keep("prompt", BODIES.prompt);
   yield step("turn_start", { path: "hook", prompt: { sha256: prompt.sha256, size: prompt.size }, bodies: [prompt] });
   const req = keep("llm_request", BODIES.llmRequest);
@@ -166,14 +168,14 @@ export function* sampleSteps(options: SampleOptions = {}, bodies: Record<string,
 }
 
 /** The sample run's metadata, as its bundle names it. */
-export function sampleRunMeta(first: number, last: number): SampleRun["manifest"]["run"] {
+export function sampleRunMeta(first: number, last: number, hostId = HOST_ID, session = SESSION): SampleRun["manifest"]["run"] {
   return {
-    id: runIdFor(HOST_ID, AGENT, SESSION),
+    id: runIdFor(hostId, AGENT, session),
     workspace: "ws_demo",
-    host: HOST_ID,
+    host: hostId,
     harness: AGENT,
     agent: AGENT,
-    session_id: SESSION,
+    session_id: session,
     status: "ended",
     outcome: "completed",
     environment: "customer_computer",
@@ -185,7 +187,9 @@ export function sampleRunMeta(first: number, last: number): SampleRun["manifest"
 
 /** Builds the sample run; `extraToolCalls` pads it with more tool calls (for benchmarks). */
 export function sampleRun(options: SampleOptions = {}): SampleRun {
-  const chain = runIdFor(HOST_ID, AGENT, SESSION);
+  const hostId = options.host?.id ?? HOST_ID;
+  const session = options.session ?? SESSION;
+  const chain = runIdFor(hostId, AGENT, session);
   const frames: SampleRun["frames"] = [];
   const locks: SampleRun["locks"] = [];
   const bodies: Record<string, string> = {};
@@ -196,10 +200,10 @@ export function sampleRun(options: SampleOptions = {}): SampleRun {
   const t = frames.at(-1)!.t;
 
   const manifest = assembleManifest({
-    run: sampleRunMeta(frames[0]!.t, t),
+    run: sampleRunMeta(frames[0]!.t, t, hostId, session),
     exportedMs: t + 60_000,
     serverKeyId: SERVER_KEY_ID,
-    hostKey: HOST_PUBLIC,
+    hostKey: options.host ? publicKeyOf(options.host.secret) : HOST_PUBLIC,
     frames,
     locks,
     equivocations: [],

@@ -5,7 +5,7 @@ import { closeSync, mkdtempSync, openSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { bytesToHex } from "../../protocol/index.ts";
-import { ensureDatabase, ROOT, waitHealthy, WRANGLER } from "../../scripts/dev-setup.ts";
+import { devArgs, ensureDatabase, localUrl, ROOT, waitHealthy } from "../../scripts/dev-setup.ts";
 import { freePort } from "./recorder.ts";
 import { SERVER_SECRET } from "./sample-run.ts";
 
@@ -26,26 +26,24 @@ export async function startWorker(): Promise<LocalWorker> {
   const persist = mkdtempSync(join(tmpdir(), "oxagen-worker-"));
   const state = ensureDatabase(persist, join(persist, "oxagen-dev.json"));
   const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
+  const url = localUrl(port);
   let child: ChildProcess | null = null;
   const launch = async () => {
     // Its output goes to a file beside its state, for reading after a failure.
     const log = openSync(join(persist, "wrangler.log"), "a");
     child = spawn(
       process.execPath,
-      [
-        WRANGLER,
-        "dev",
-        "--ip",
-        "127.0.0.1",
-        "--port",
-        String(port),
+      devArgs(port, [
         "--persist-to",
         persist,
         "--var",
         `OXAGEN_SIGNING_KEY:${bytesToHex(SERVER_SECRET)}`,
+        // An operator's change waits this long for the recorders to apply it: long enough for a
+        // loaded machine, so a test that expects every computer applied never depends on speed.
+        "--var",
+        "OXAGEN_PUSH_WAIT_MS:15000",
         "--show-interactive-dev-session=false",
-      ],
+      ]),
       { cwd: ROOT, stdio: ["ignore", log, log], env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "1" } },
     );
     closeSync(log);

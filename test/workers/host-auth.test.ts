@@ -108,4 +108,26 @@ describe("what the signature covers", () => {
     expect(res.status).toBe(401);
     expect((await hostCall(host, "GET", "/v1/host")).status).toBe(200);
   });
+
+  it("checks the signed origin against its own, not the request's Host: a relay at another origin stores nothing", async () => {
+    const run = new TestRun(host);
+    run.start();
+    const body = JSON.stringify({ chains: [run.part()] });
+    const headers = { "content-type": "application/json" };
+    const evil = "http://evil.example";
+    const auth = signRequest(host.secret, {
+      origin: evil,
+      method: "POST",
+      pathAndQuery: "/v1/ingest",
+      hostId: host.id,
+      headers,
+      body: utf8(body),
+    });
+    // Sent to evil.example's URL, so the request's Host (and URL) name the origin it was signed for.
+    const res = await exports.default.fetch(`${evil}/v1/ingest`, { method: "POST", headers: { ...headers, ...auth }, body });
+    expect(res.status).toBe(401);
+    expect(await res.json()).toMatchObject({ error: "bad_signature" });
+    expect(await env.CHAINS.get(env.CHAINS.idFromName(run.chain)).summary()).toBeNull();
+    expect((await op(token, `/v1/runs/${run.chain}`)).status).toBe(404);
+  });
 });

@@ -18,6 +18,10 @@ export default defineConfig(async () => ({
         bindings: {
           TEST_MIGRATIONS: await readD1Migrations(path.join(root, "migrations")),
           OXAGEN_SIGNING_KEY: TEST_SIGNING_KEY,
+          // The origin the tests' hosts sign for (test/workers/support.ts BASE).
+          OXAGEN_ORIGIN: "http://oxagen.test",
+          // A connection that never acknowledges holds an operator's call this long.
+          OXAGEN_PUSH_WAIT_MS: "3000",
         },
       },
     }),

@@ -1,5 +1,6 @@
 import { and, eq, isNull, lt, or } from "drizzle-orm";
 import type { Context } from "hono";
+import { createMiddleware } from "hono/factory";
 import { z } from "zod";
 import {
   AUTH_HEADERS,
@@ -7,17 +8,21 @@ import {
   authHeadersProblem,
   fromHex,
   hostChainId,
+  originOf,
   publicKeyOf,
   REQUEST_WINDOW_MS,
   requestProblem,
   SIGNED_HEADERS,
 } from "../../protocol/index.ts";
-import type { AppEnv } from "../body.ts";
+import type { AppEnv } from "../request-body.ts";
 import { db, schema } from "../db/client.ts";
 import { AppError } from "../errors.ts";
 
 /** A host row. */
 export type HostRow = typeof schema.hosts.$inferSelect;
+
+/** Hono env of a host-signed route: the signing host is set by {@link hostAuth}. */
+export type HostEnv = { Bindings: Env; Variables: AppEnv["Variables"] & { host: HostRow } };
 
 const SEEN_EVERY_MS = 30_000;
 
@@ -31,13 +36,26 @@ function standInKey(): Uint8Array {
 const refuse = (why: string) => new AppError(401, "bad_signature", `The request is not signed by an enrolled host: ${why}.`);
 
 /**
- * Authenticates a collector call signed with its host key (protocol/auth.ts) over the exact body
- * bytes, the server's origin and the headers the server acts on. An unknown host and a signature
- * that does not verify get the same answer after the same work. Each nonce is admitted once (in
- * the host's own chain object), so a replay inside the time window is refused too. The caller
- * decides what a suspended host may still do.
+ * The origin hosts sign their requests for: this server's own, `OXAGEN_ORIGIN` (wrangler.toml, or
+ * `--var` under `wrangler dev`), never the request's URL or `Host` header, so a request signed for
+ * another origin and relayed here with that origin's `Host` is refused.
  */
-export async function authenticateHost(c: Context<AppEnv>): Promise<HostRow> {
+export function serverOrigin(env: Env): string {
+  try {
+    return originOf(env.OXAGEN_ORIGIN);
+  } catch (cause) {
+    throw new AppError(500, "misconfigured", "The server's OXAGEN_ORIGIN is not a URL.", { cause });
+  }
+}
+
+/**
+ * Authenticates a collector call signed with its host key (protocol/auth.ts) over the exact body
+ * bytes, the server's own origin ({@link serverOrigin}) and the headers the server acts on. An
+ * unknown host and a signature that does not verify get the same answer after the same work. Each
+ * nonce is admitted once (in the host's own chain object), so a replay inside the time window is
+ * refused too. The caller decides what a suspended host may still do.
+ */
+async function authenticateHost(c: Context<HostEnv>): Promise<HostRow> {
   const h: AuthHeaders = {
     host: c.req.header(AUTH_HEADERS.host) ?? null,
     time: c.req.header(AUTH_HEADERS.time) ?? null,
@@ -45,15 +63,16 @@ export async function authenticateHost(c: Context<AppEnv>): Promise<HostRow> {
     signature: c.req.header(AUTH_HEADERS.signature) ?? null,
   };
   const now = Date.now();
+  const origin = serverOrigin(c.env);
   const read = authHeadersProblem(h, now);
   if ("problem" in read) throw refuse(read.problem);
   const row = h.host!.length <= 64 ? await db(c.env).select().from(schema.hosts).where(eq(schema.hosts.id, h.host!)).get() : undefined;
   const host = row && row.status !== "unenrolled" ? row : null;
   const url = new URL(c.req.url);
   const headers = Object.fromEntries(SIGNED_HEADERS.map((name) => [name, c.req.header(name) ?? null]));
-  const request = { origin: url.origin, method: c.req.method, pathAndQuery: url.pathname + url.search, headers, body: c.var.body };
+  const request = { origin, method: c.req.method, pathAndQuery: url.pathname + url.search, headers, body: c.var.body };
   const problem = requestProblem(host ? fromHex(host.publicKey, 32) : standInKey(), h, request, now);
-  if (problem || !host) throw refuse("the signature does not verify under an enrolled host's key");
+  if (problem || !host) throw refuse(`the signature does not verify under an enrolled host's key for this server's origin, ${origin}`);
   const hostChain = c.env.CHAINS.get(c.env.CHAINS.idFromName(hostChainId(host.id)));
   if (!(await hostChain.admitNonce(h.nonce!, read.time + REQUEST_WINDOW_MS, now))) {
     throw new AppError(401, "replayed", "This request was received before; every request is signed afresh, with a new nonce.");
@@ -64,6 +83,19 @@ export async function authenticateHost(c: Context<AppEnv>): Promise<HostRow> {
     .set({ lastSeenMs: now })
     .where(and(eq(schema.hosts.id, host.id), or(isNull(schema.hosts.lastSeenMs), lt(schema.hosts.lastSeenMs, now - SEEN_EVERY_MS))));
   return host;
+}
+
+/**
+ * The middleware of every host-signed route: {@link authenticateHost}, then a suspended host is
+ * refused (403) unless `suspended` lets it through (its own policy, its unenrollment). Sets `host`.
+ */
+export function hostAuth(opts: { suspended?: "allowed" } = {}) {
+  return createMiddleware<HostEnv>(async (c, next) => {
+    const host = await authenticateHost(c);
+    if (opts.suspended !== "allowed") requireActive(host);
+    c.set("host", host);
+    await next();
+  });
 }
 
 /** One of a host's earlier keys, as `hosts.retired_keys` holds it. */

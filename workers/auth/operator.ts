@@ -1,6 +1,6 @@
 import { and, eq, isNull, lt, or } from "drizzle-orm";
 import { createMiddleware } from "hono/factory";
-import type { AppEnv } from "../body.ts";
+import type { AppEnv } from "../request-body.ts";
 import { db, schema } from "../db/client.ts";
 import { AppError } from "../errors.ts";
 import { parseToken, secretMatches } from "../lib/tokens.ts";

@@ -1,39 +1,27 @@
 import {
   addCoverage,
-  bodyMentions,
   bytesToHex,
   type ChainAck,
+  ChainWriter,
+  chainAck,
   chainGaps,
   coverageFacts,
   enforcementTier,
   type Frame,
-  frameHash,
-  fromHex,
   type Gap,
   type ParsedPayload,
   parseLock,
   replayGrade,
-  signLock,
 } from "../../protocol/index.ts";
+import { bodyReceived, missingBodiesGap } from "./bodies.ts";
+import { FLAG_GAPS, FLAG_GATEWAY_CALL, type FrameRow, heldAndMissing, takeFrames } from "./frames.ts";
 import { heldRange, storeLock, takeLocks } from "./locks.ts";
+import { priceAppendedCall, spendDays, spendTotals, unpricedCalls } from "./spend.ts";
 import { type ChainState, loadState, newState, saveState } from "./state.ts";
-import { PRICE_TABLE_VERSION, priceCall, type RecordedUsage, utcDay } from "../spend/price.ts";
+import { deriveOutcome, loadReading, readFrame, saveReading } from "./outcome.ts";
 import type { ChainIngest, ChainIngestResult, ChainSummary, FramePage, SpendTotal } from "./types.ts";
 
-const FLAG_GAPS = 1;
-/** Frame flag: the payload names a kept body (see `missingBodies`, and the export's missing bodies). */
-export const FLAG_KEPT_BODIES = 2;
-/** Frame flag: an `llm_call` the gateway recorded (the `gateway` tier needs one under a host lock). */
-const FLAG_GATEWAY_CALL = 4;
 const MAX_EVIDENCE = 70_000;
-const MAX_MISSING_RANGES = 100;
-
-interface FrameRow extends Record<string, SqlStorageValue> {
-  seq: number;
-  t: number;
-  kind: string;
-  payload: string;
-}
 
 /**
  * The logic of one chain over its SQLite storage. Every method is synchronous: the caller runs it
@@ -51,197 +39,78 @@ export class ChainCore {
     return loadState(this.#sql);
   }
 
+  /** Takes one chain's part of a batch: its frames, then its locks; answers the ack, the summary and the spend the part added. */
   ingest(part: ChainIngest): ChainIngestResult {
     const existing = this.state();
     const st = existing ?? newState(part.init);
     if (st.chain !== part.init.chain) throw new Error(`object holds ${st.chain}, not ${part.init.chain}`);
-    const ack: ChainAck = {
-      chain: st.chain,
-      status: "accepted",
-      stored: 0,
-      duplicates: [],
-      missing: [],
-      held: 0,
-      conflicts: [],
-      locks_stored: 0,
-      locks_refused: [],
-    };
-    let changed = existing === null;
-    const appended: { frame: Frame; payload: ParsedPayload }[] = [];
+    const ack = chainAck(st.chain, "accepted");
+    const appended: { kind: string; payload: ParsedPayload }[] = [];
     const priced = new Set<string>();
-    const refused: number[] = [];
-    let head = fromHex(st.head, 32);
-    const append = (frame: Frame, now: number) => {
-      const hash = frameHash(st.chain, frame, head);
-      const payload = JSON.parse(frame.payload) as ParsedPayload;
-      this.#sql.exec(
-        "INSERT INTO frames (seq, t, kind, payload, hash, received_ms, flags) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        frame.seq,
-        frame.t,
-        frame.kind,
-        frame.payload,
-        bytesToHex(hash),
-        now,
-        flagsOf(frame.kind, payload),
-      );
-      head = hash;
-      st.count++;
-      appended.push({ frame, payload });
-      this.#applyLifecycle(st, frame, payload, now);
-      if (frame.kind === "llm_call") priced.add(this.#price(st, payload, now));
-    };
-    const frames = [...part.frames].sort((a, b) => a.seq - b.seq);
-    let heldCount = this.#sql.exec<{ n: number }>("SELECT count(*) AS n FROM held").one().n;
-    for (const frame of frames) {
-      if (frame.seq < st.count) {
-        const stored = this.#sql.exec<FrameRow>("SELECT seq, t, kind, payload FROM frames WHERE seq = ?", frame.seq).one();
-        if (sameFrame(stored, frame)) ack.duplicates.push(frame.seq);
-        else {
-          ack.conflicts.push(frame.seq);
-          changed = this.#equivocate(frame, part.now) || changed;
-        }
-      } else if (st.final) {
-        refused.push(frame.seq);
-        // Still news from the computer: the session goes on (or ends) there, though the record is closed.
-        st.lastReceivedMs = part.now;
-        if (frame.kind === "agent_stop") st.hostStopped = true;
-      } else if (frame.seq === st.count) {
-        append(frame, part.now);
-        // Most batches arrive in order: skip the lookup for a held successor when nothing is held.
-        while (heldCount > 0) {
-          const next = this.#sql.exec<FrameRow>("SELECT seq, t, kind, payload FROM held WHERE seq = ?", st.count).toArray()[0];
-          if (!next) break;
-          this.#sql.exec("DELETE FROM held WHERE seq = ?", next.seq);
-          heldCount--;
-          append(next, part.now);
-        }
-      } else {
-        const held = this.#sql.exec<FrameRow>("SELECT seq, t, kind, payload FROM held WHERE seq = ?", frame.seq).toArray()[0];
-        if (!held) {
-          this.#sql.exec(
-            "INSERT INTO held (seq, t, kind, payload, received_ms) VALUES (?, ?, ?, ?, ?)",
-            frame.seq,
-            frame.t,
-            frame.kind,
-            frame.payload,
-            part.now,
-          );
-          heldCount++;
-          changed = true;
-        } else if (sameFrame(held, frame)) ack.duplicates.push(frame.seq);
-        else {
-          ack.conflicts.push(frame.seq);
-          changed = this.#equivocate(frame, part.now) || changed;
-        }
-      }
-    }
-    if (refused.length > 0) {
-      const from = refused[0]!;
-      const to = refused.at(-1)!;
-      const kind = st.sealed ? "frames_after_seal" : "broken_chain";
-      const why = st.sealed ? "the run was sealed by an operator" : "the chain has a final lock";
-      this.addGap({
-        kind,
-        from_seq: from,
-        to_seq: to,
-        count: refused.length,
-        detail: `frames ${from} to ${to} arrived after ${why}; they were refused`,
-      });
+    const reading = loadReading(this.#sql);
+    const frames = takeFrames(
+      {
+        sql: this.#sql,
+        appended: (frame, payload) => {
+          appended.push({ kind: frame.kind, payload });
+          this.#applyLifecycle(st, frame, payload, part.now);
+          readFrame(reading, frame.seq, frame.kind, payload);
+          if (frame.kind === "llm_call") priced.add(priceAppendedCall(this.#sql, st, payload, part.now));
+        },
+        equivocate: (frame) => this.#equivocate(frame, part.now),
+      },
+      st,
+      part.frames,
+      part.now,
+      ack,
+    );
+    let changed = existing === null || frames.changed;
+    if (frames.refused.length > 0) {
+      this.#refusedAfterFinal(st, frames.refused, ack);
       changed = true;
-      ack.status = "refused";
-      ack.message = `${refused.length} frames refused: ${why}`;
     }
     if (appended.length > 0) {
-      st.head = bytesToHex(head);
+      saveReading(this.#sql, reading);
+      st.head = bytesToHex(frames.head);
       st.facts = addCoverage(
         st.facts,
         coverageFacts(
-          appended.map((a) => a.frame.kind),
+          appended.map((a) => a.kind),
           appended.map((a) => a.payload),
         ),
       );
       changed = true;
     }
     changed = takeLocks(this.#lockStore(), st, part.locks, part.init.hostKeys, part.now, ack) || changed;
-    const heldSeqs = this.#sql
-      .exec<{ seq: number }>("SELECT seq FROM held ORDER BY seq")
-      .toArray()
-      .map((r) => r.seq);
-    ack.held = heldSeqs.length;
-    ack.missing = missingRanges(st.count, heldSeqs);
-    ack.stored = st.count;
+    Object.assign(ack, heldAndMissing(this.#sql, st.count), { stored: st.count });
     if (changed) {
       st.version++;
       saveState(this.#sql, st);
     }
-    const spend = this.#spendTotals(priced);
-    const days = [...new Set(spend.map((t) => t.day))];
-    const spendDays = days.map((day) => ({
-      day,
-      microusd: this.#sql.exec<{ n: number }>("SELECT sum(microusd) AS n FROM spend WHERE day = ?", day).one().n,
-    }));
-    return { ack, summary: this.summary(st), spend, spendDays };
+    const spend = spendTotals(this.#sql, priced);
+    return { ack, summary: this.summary(st), spend, spendDays: spendDays(this.#sql, spend) };
   }
 
-  /**
-   * Prices one appended llm_call from the usage it holds, with the bundled price table, at the
-   * server's time of receipt; adds it to its day's total. Returns that total's key.
-   */
-  #price(st: ChainState, payload: ParsedPayload, now: number): string {
-    const vendor = String(payload.vendor);
-    const model = String(payload.model);
-    const usage = payload.usage as unknown as RecordedUsage;
-    const micro = priceCall(vendor, model, usage, new Date(now));
-    const day = utcDay(now);
-    const version = micro === null ? "" : PRICE_TABLE_VERSION;
-    if (micro !== null) st.spend += micro;
-    this.#sql.exec(
-      `INSERT INTO spend (day, vendor, model, price_version, calls, unpriced_calls, microusd, input_tokens, output_tokens,
-         cache_read_tokens, cache_write_tokens) VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?)
-       ON CONFLICT (day, vendor, model, price_version) DO UPDATE SET calls = calls + 1,
-         unpriced_calls = unpriced_calls + excluded.unpriced_calls, microusd = microusd + excluded.microusd,
-         input_tokens = input_tokens + excluded.input_tokens, output_tokens = output_tokens + excluded.output_tokens,
-         cache_read_tokens = cache_read_tokens + excluded.cache_read_tokens, cache_write_tokens = cache_write_tokens + excluded.cache_write_tokens`,
-      day,
-      vendor,
-      model,
-      version,
-      micro === null ? 1 : 0,
-      micro ?? 0,
-      usage.input_tokens,
-      usage.output_tokens,
-      usage.cache_read_tokens ?? 0,
-      usage.cache_write_tokens ?? 0,
-    );
-    return JSON.stringify([day, vendor, model, version]);
-  }
-
-  /** The chain's spend totals: all of them, or those of the given keys. */
-  #spendTotals(keys?: Set<string>): SpendTotal[] {
-    if (keys && keys.size === 0) return [];
-    const rows = this.#sql
-      .exec<Record<string, SqlStorageValue>>("SELECT * FROM spend ORDER BY day, vendor, model, price_version")
-      .toArray();
-    return rows
-      .filter((r) => !keys || keys.has(JSON.stringify([r.day, r.vendor, r.model, r.price_version])))
-      .map((r) => ({
-        day: String(r.day),
-        vendor: String(r.vendor),
-        model: String(r.model),
-        priceVersion: String(r.price_version),
-        calls: Number(r.calls),
-        unpricedCalls: Number(r.unpriced_calls),
-        microusd: Number(r.microusd),
-        inputTokens: Number(r.input_tokens),
-        outputTokens: Number(r.output_tokens),
-        cacheReadTokens: Number(r.cache_read_tokens),
-        cacheWriteTokens: Number(r.cache_write_tokens),
-      }));
+  // Frames that arrived after a final lock: refused, with the gap that says so.
+  #refusedAfterFinal(st: ChainState, refused: readonly number[], ack: ChainAck): void {
+    const from = refused[0]!;
+    const to = refused.at(-1)!;
+    const kind = st.sealed ? "frames_after_seal" : "broken_chain";
+    const why = st.sealed ? "the run was sealed by an operator" : "the chain has a final lock";
+    this.addGap({
+      kind,
+      from_seq: from,
+      to_seq: to,
+      count: refused.length,
+      detail: `frames ${from} to ${to} arrived after ${why}; they were refused`,
+    });
+    ack.status = "refused";
+    ack.message = `${refused.length} frames refused: ${why}`;
   }
 
   /** Every spend total of the chain. */
   spendTotals(): SpendTotal[] {
-    return this.#spendTotals();
+    return spendTotals(this.#sql);
   }
 
   /** Closes a live run quiet since `now - quietMs` (server clock) with outcome unknown. */
@@ -283,11 +152,20 @@ export class ChainCore {
         detail: `${held.n} frames (seq ${held.lo} to ${held.hi}) arrived beyond the hole; they cannot join the chain and are outside the sealed record`,
       });
     }
-    const bodies = this.missingBodiesGap();
+    const bodies = missingBodiesGap(this.#sql, st.count);
     if (bodies) this.addGap(bodies);
     if (!st.final) {
-      const fields = { chain: st.chain, lock_seq: st.lockNext, count: st.count, head: st.head, prev_lock: st.lastLock };
-      const lock = signLock({ ...fields, t: now, final: true, signer: "server", host: st.hostId }, serverSecret);
+      // The chain's writer signs the seal, exactly as the computer's signs its locks.
+      const writer = new ChainWriter({
+        chain: st.chain,
+        count: st.count,
+        head: st.head,
+        lockSeq: st.lockNext,
+        lastLockHash: st.lastLock,
+        lockedCount: st.lockedCount,
+        final: false,
+      });
+      const lock = writer.lock({ secretKey: serverSecret, hostId: st.hostId, t: now, final: true, signer: "server" })!;
       storeLock(this.#sql, st, lock, parseLock(lock), now);
     }
     st.sealed = true;
@@ -308,34 +186,8 @@ export class ChainCore {
       .map((r) => JSON.parse(r.gap) as Gap);
   }
 
-  /** Kept bodies the chain names that never arrived. */
-  missingBodies(): string[] {
-    const rows = this.#sql.exec<FrameRow>(`SELECT seq, t, kind, payload FROM frames WHERE flags & ${FLAG_KEPT_BODIES}`).toArray();
-    const named = new Set(
-      bodyMentions(rows.map((r) => JSON.parse(r.payload) as ParsedPayload))
-        .filter((m) => m.kept)
-        .map((m) => m.sha256),
-    );
-    const missing: string[] = [];
-    for (const sha of named) {
-      if (this.#sql.exec("SELECT 1 FROM bodies WHERE sha256 = ?", sha).toArray().length === 0) missing.push(sha);
-    }
-    return missing.sort();
-  }
-
-  missingBodiesGap(): Gap | null {
-    const missing = this.missingBodies();
-    if (missing.length === 0) return null;
-    return {
-      kind: "missing_bodies",
-      source: "server",
-      bodies: missing,
-      detail: `${missing.length} kept bodies named by the record never reached the server`,
-    };
-  }
-
   bodyReceived(sha256: string, now: number): void {
-    this.#sql.exec("INSERT OR IGNORE INTO bodies (sha256, received_ms) VALUES (?, ?)", sha256, now);
+    bodyReceived(this.#sql, sha256, now);
   }
 
   bump(st: ChainState): ChainSummary {
@@ -358,6 +210,7 @@ export class ChainCore {
       mode: st.mode,
       gatewayLocked: this.#gatewayLocked(st),
     };
+    const reading = loadReading(this.#sql);
     return {
       chain: st.chain,
       kind: st.kind,
@@ -368,10 +221,13 @@ export class ChainCore {
       sessionId: st.sessionId,
       status: st.status,
       outcome: st.outcome,
+      derived: deriveOutcome({ status: st.status, recorded: st.outcome, reading }),
+      modelCalls: reading.modelOk + reading.modelFailed,
+      modelFailed: reading.modelFailed,
       tier: enforcementTier(assessed),
       grade: replayGrade(assessed),
       spendMicrousd: st.spend,
-      unpricedCalls: this.#sql.exec<{ n: number | null }>("SELECT sum(unpriced_calls) AS n FROM spend").one().n ?? 0,
+      unpricedCalls: unpricedCalls(this.#sql),
       frameCount: st.count,
       lockCount: st.lockNext,
       gapCount: gaps.length,
@@ -468,27 +324,4 @@ export class ChainCore {
     }
     return chainGaps(kinds, payloads);
   }
-}
-
-function sameFrame(a: FrameRow, b: Frame): boolean {
-  return a.t === b.t && a.kind === b.kind && a.payload === b.payload;
-}
-
-function flagsOf(kind: string, payload: ParsedPayload): number {
-  let flags = kind === "telemetry_gap" || kind === "agent_stop" ? FLAG_GAPS : 0;
-  const mentions = bodyMentions([payload]);
-  if (mentions.some((m) => !m.kept)) flags |= FLAG_GAPS;
-  if (mentions.some((m) => m.kept)) flags |= FLAG_KEPT_BODIES;
-  if (kind === "llm_call" && payload.path === "gateway") flags |= FLAG_GATEWAY_CALL;
-  return flags;
-}
-
-function missingRanges(count: number, held: number[]): [number, number][] {
-  const out: [number, number][] = [];
-  let next = count;
-  for (const seq of held) {
-    if (seq > next && out.length < MAX_MISSING_RANGES) out.push([next, seq - 1]);
-    next = seq + 1;
-  }
-  return out;
 }

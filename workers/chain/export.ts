@@ -8,7 +8,8 @@ import {
   type PayloadTally,
   tallyFrame,
 } from "../../protocol/index.ts";
-import { type ChainCore, FLAG_KEPT_BODIES } from "./core.ts";
+import { MISSING_BODIES_PAGE, missingBodies } from "./bodies.ts";
+import type { ChainCore } from "./core.ts";
 import type { ChainSummary } from "./types.ts";
 
 /**
@@ -19,8 +20,6 @@ import type { ChainSummary } from "./types.ts";
 export const PAGE_CHARS = 1024 * 1024;
 /** The most rows a page reads. */
 const PAGE_ROWS = 8192;
-/** Missing body hashes per page (67 bytes each in a bundle line). */
-const PAGE_BODIES = 16_384;
 
 /**
  * What an export streams from: the run as it is when the export starts, and how far each table
@@ -158,21 +157,8 @@ export function exportPage(sql: SqlStorage, req: ExportPageRequest): ExportPage 
       return page;
     }
     case "missing_bodies": {
-      // Kept bodies the frames name that the bodies table does not hold, each once, in hash order:
-      // SQLite walks the payloads, so no page of them is ever held here.
-      const rows = sql.exec<{ sha: string }>(
-        `SELECT DISTINCT json_extract(b.value, '$.sha256') AS sha
-           FROM frames f, json_each(f.payload, '$.bodies') b
-          WHERE f.flags & ${FLAG_KEPT_BODIES} AND f.seq < ? AND json_extract(b.value, '$.kept') = 1
-            AND json_extract(b.value, '$.sha256') > ?
-            AND NOT EXISTS (SELECT 1 FROM bodies WHERE bodies.sha256 = json_extract(b.value, '$.sha256'))
-          ORDER BY sha LIMIT ?`,
-        req.frames,
-        req.after,
-        PAGE_BODIES,
-      );
-      page.bodies = rows.toArray().map((r) => r.sha);
-      page.next = page.bodies.length === PAGE_BODIES ? page.bodies.at(-1)! : null;
+      page.bodies = missingBodies(sql, req.frames, req.after);
+      page.next = page.bodies.length === MISSING_BODIES_PAGE ? page.bodies.at(-1)! : null;
       return page;
     }
   }

@@ -4,7 +4,7 @@ import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { createMiddleware } from "hono/factory";
 import { bytesToHex, equalBytes, fromUtf8, utf8 } from "../../protocol/index.ts";
 import { checkOperatorToken, liveToken, type OperatorEnv, requireScope, touchToken } from "../auth/operator.ts";
-import { mediaType } from "../body.ts";
+import { mediaType } from "../request-body.ts";
 import { db, schema } from "../db/client.ts";
 import { AppError } from "../errors.ts";
 import { newToken, parseToken, secretMatches } from "../lib/tokens.ts";

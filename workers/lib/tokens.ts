@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { bytesToHex, equalBytes, fromHex, isHex, sha256, utf8 } from "../../protocol/index.ts";
+import { bytesToHex, equalBytes, fromHex, isHex, sha256, TOKEN_SHAPE, utf8 } from "../../protocol/index.ts";
 import { db, schema } from "../db/client.ts";
 
 /** A bearer token `<prefix>_<id>_<secret>`: the id finds the row, the secret is compared by hash. */
@@ -27,7 +27,7 @@ export function hashSecret(secret: string): string {
 
 /** Splits a token into id and secret, or null when it is not one of ours. */
 export function parseToken(token: string, prefix: "oxo" | "oxe" | "oxs"): { id: string; secret: string } | null {
-  const m = /^([a-z]{3})_([0-9a-f]{16})_([0-9a-f]{48})$/.exec(token);
+  const m = TOKEN_SHAPE.exec(token);
   if (!m || m[1] !== prefix) return null;
   return { id: m[2]!, secret: m[3]! };
 }

@@ -2,7 +2,7 @@ import { and, eq, getTableColumns, gt, isNull, type SQL, sql } from "drizzle-orm
 import { SQLiteSyncDialect, type SQLiteTable } from "drizzle-orm/sqlite-core";
 import { Hono } from "hono";
 import { AgentName, bytesToHex, EnrollRequest, fromHex, keyIdFor, publicKeyProblem, ROUTES } from "../../protocol/index.ts";
-import type { AppEnv } from "../body.ts";
+import type { AppEnv } from "../request-body.ts";
 import { db, schema } from "../db/client.ts";
 import { AppError } from "../errors.ts";
 import { signingKey } from "../keys.ts";

@@ -1,7 +1,7 @@
 import { Hono } from "hono";
-import { PROTOCOL_VERSION } from "../../protocol/index.ts";
-import type { AppEnv } from "../body.ts";
+import { RECORD_FORMAT_VERSION, ROUTES } from "../../protocol/index.ts";
+import type { AppEnv } from "../request-body.ts";
 
-export const health = new Hono<AppEnv>().get("/healthz", (c) =>
-  c.json({ ok: true, version: c.env.OXAGEN_VERSION, protocol: PROTOCOL_VERSION }),
+export const health = new Hono<AppEnv>().get(ROUTES.health, (c) =>
+  c.json({ ok: true, version: c.env.OXAGEN_VERSION, protocol: RECORD_FORMAT_VERSION }),
 );

@@ -2,7 +2,7 @@ import { and, eq } from "drizzle-orm";
 import { Hono } from "hono";
 import { z } from "zod";
 import { HARNESSES, HostKeyRotation, HostReport, ROUTES } from "../../protocol/index.ts";
-import { authenticateHost, type HostRow, requireActive } from "../auth/host.ts";
+import { type HostEnv, type HostRow, hostAuth } from "../auth/host.ts";
 import { operatorAuth, type OperatorEnv } from "../auth/operator.ts";
 import { db, schema } from "../db/client.ts";
 import { AppError, notFound } from "../errors.ts";
@@ -11,8 +11,7 @@ import { keysView, rotateHostKey, unenrollHost } from "../lib/host-keys.ts";
 import { hostPolicyPayload, touchHostPolicy } from "../lib/policy-store.ts";
 import { pushHost } from "../lib/push.ts";
 import { checkQuotas } from "../lib/quotas.ts";
-import { check, jsonBody, valid } from "../validate.ts";
-import type { AppEnv } from "../body.ts";
+import { valid } from "../validate.ts";
 
 const IdParam = z.object({ id: z.string().min(1).max(64) });
 
@@ -72,8 +71,8 @@ export async function setSuspended(env: Env, host: HostRow, suspended: boolean) 
   const status = suspended ? "suspended" : "active";
   await d.batch([d.update(schema.hosts).set({ status }).where(eq(schema.hosts.id, host.id)), touchHostPolicy(d, host.id, Date.now())]);
   // A suspended host keeps the push connection it holds: that is how it hears of its resumption at once.
-  await pushHost(env, host.id);
-  return { ...hostView(host), status };
+  const propagation = await pushHost(env, host.id);
+  return { ...hostView(host), status, propagation };
 }
 
 async function hostStatus(env: Env, host: HostRow) {
@@ -83,16 +82,11 @@ async function hostStatus(env: Env, host: HostRow) {
 }
 
 /** Collector-facing: its own status, and its report of pending data and hooks. */
-export const hostSelf = new Hono<AppEnv>()
-  .get(ROUTES.hostStatus, async (c) => {
-    const host = await authenticateHost(c);
-    requireActive(host);
-    return c.json(await hostStatus(c.env, host));
-  })
-  .post(ROUTES.hostStatus, async (c) => {
-    const host = await authenticateHost(c);
-    requireActive(host);
-    const report = check(HostReport, jsonBody(c, "host report"), "host report");
+export const hostSelf = new Hono<HostEnv>()
+  .get(ROUTES.hostStatus, hostAuth(), async (c) => c.json(await hostStatus(c.env, c.var.host)))
+  .post(ROUTES.hostStatus, hostAuth(), valid("json", HostReport, { what: "host report", empty: "refused" }), async (c) => {
+    const host = c.var.host;
+    const report = c.req.valid("json");
     const d = db(c.env);
     const now = Date.now();
     await checkQuotas(d, host.id, { runs: [], names: report.agents.map((a, i) => ({ name: a.name, at: `agents[${i}]` })) }, now);
@@ -119,24 +113,19 @@ export const hostSelf = new Hono<AppEnv>()
     return c.json(await hostStatus(c.env, host));
   });
 
-/** Collector-facing: the host's own key rotation and unenrollment. */
-export const hostLifecycle = new Hono<AppEnv>()
-  .post(ROUTES.hostKey, async (c) => {
-    const host = await authenticateHost(c);
-    requireActive(host);
-    const req = check(HostKeyRotation, jsonBody(c, "key rotation"), "key rotation");
-    return c.json(await rotateHostKey(c.env, host, req, Date.now()));
-  })
-  .delete(ROUTES.hostStatus, async (c) => c.json(await unenrollHost(c.env, await authenticateHost(c), Date.now())));
+/** Collector-facing: the host's own key rotation and unenrollment (which a suspended host may still ask for). */
+export const hostLifecycle = new Hono<HostEnv>()
+  .post(ROUTES.hostKey, hostAuth(), valid("json", HostKeyRotation, { what: "key rotation", empty: "refused" }), async (c) =>
+    c.json(await rotateHostKey(c.env, c.var.host, c.req.valid("json"), Date.now())),
+  )
+  .delete(ROUTES.hostStatus, hostAuth({ suspended: "allowed" }), async (c) => c.json(await unenrollHost(c.env, c.var.host, Date.now())));
 
 /** Collector-facing: whether the server already holds one of this host's runs (backfill asks first). */
-export const hostRuns = new Hono<AppEnv>().get("/v1/host/runs/:id", valid("param", IdParam), async (c) => {
-  const host = await authenticateHost(c);
-  requireActive(host);
+export const hostRuns = new Hono<HostEnv>().get(ROUTES.hostRun.pattern, hostAuth(), valid("param", IdParam), async (c) => {
   const row = await db(c.env)
     .select({ id: schema.runs.id, status: schema.runs.status, frameCount: schema.runs.frameCount })
     .from(schema.runs)
-    .where(and(eq(schema.runs.id, c.req.valid("param").id), eq(schema.runs.hostId, host.id)))
+    .where(and(eq(schema.runs.id, c.req.valid("param").id), eq(schema.runs.hostId, c.var.host.id)))
     .get();
   if (!row) throw notFound("run");
   return c.json({ id: row.id, status: row.status, frame_count: row.frameCount });

@@ -1,7 +1,9 @@
 import { eq, sql } from "drizzle-orm";
 import { Hono } from "hono";
+import { createMiddleware } from "hono/factory";
 import {
   type ChainAck,
+  chainAck,
   frameSchemaProblem,
   hostChainId,
   IngestRequest,
@@ -10,7 +12,7 @@ import {
   ROUTES,
   runIdFor,
 } from "../../protocol/index.ts";
-import { authenticateHost, type HostRow, hostKeysOf, requireActive } from "../auth/host.ts";
+import { type HostEnv, type HostRow, hostAuth, hostKeysOf } from "../auth/host.ts";
 import type { ChainIngestResult, ChainInit } from "../chain/types.ts";
 import { db, schema } from "../db/client.ts";
 import { AppError } from "../errors.ts";
@@ -18,8 +20,7 @@ import { agentKind } from "../lib/health.ts";
 import { checkQuotas } from "../lib/quotas.ts";
 import { runRowUpsert } from "../lib/run-rows.ts";
 import { countSpend, spendUpsert } from "../spend/record.ts";
-import { check, jsonBody } from "../validate.ts";
-import type { AppEnv } from "../body.ts";
+import { valid } from "../validate.ts";
 
 type Part = IngestRequest["chains"][number];
 
@@ -81,99 +82,103 @@ function isRetryable(err: unknown): boolean {
 
 function retryable(chain: string, err: Error): ChainAck {
   console.warn("chain ingest retryable", chain, err.message);
-  return {
-    chain,
-    status: "retryable",
-    stored: 0,
-    duplicates: [],
-    missing: [],
-    held: 0,
-    conflicts: [],
-    locks_stored: 0,
-    locks_refused: [],
-    message: "the chain could not be reached; resend this part",
-  };
+  return { ...chainAck(chain, "retryable"), message: "the chain could not be reached; resend this part" };
 }
 
-export const ingest = new Hono<AppEnv>().post(ROUTES.ingest, async (c) => {
-  const host = await authenticateHost(c);
-  requireActive(host);
-  const d = db(c.env);
-  // Started before the (CPU-bound) checks so the D1 round trip overlaps them.
-  const workspace = d
-    .select({ mode: schema.workspaces.mode })
-    .from(schema.workspaces)
-    .where(eq(schema.workspaces.id, host.workspaceId))
-    .get();
-  const batch = check(IngestRequest, jsonBody(c, "request body"), "batch");
-  checkBatch(batch, host);
-  const now = Date.now();
-  const runs = batch.chains.flatMap((p, i) => (p.run ? [{ chain: p.chain, at: `chains[${i}]`, name: p.run.harness }] : []));
-  await checkQuotas(d, host.id, { runs, names: runs }, now);
-  const mode = (await workspace)?.mode ?? "enforce";
-  const keys = hostKeysOf(host);
-  const results = await Promise.all(
-    batch.chains.map(async (part): Promise<{ part: Part; result: ChainIngestResult | null; ack: ChainAck }> => {
-      try {
-        const stub = c.env.CHAINS.get(c.env.CHAINS.idFromName(part.chain));
-        // RPC typing widens the ack's [from, to] tuples to arrays; the object returns ChainIngestResult.
-        const result = (await stub.ingest({
-          init: initFor(part, host, keys, mode),
-          frames: part.frames,
-          locks: part.locks,
-          now,
-        })) as unknown as ChainIngestResult;
-        return { part, result, ack: result.ack };
-      } catch (err) {
-        if (isRetryable(err)) return { part, result: null, ack: retryable(part.chain, err as Error) };
-        throw err;
-      }
-    }),
+/** Starts reading the host's workspace mode before the batch is parsed, so the D1 round trip overlaps the (CPU-bound) checks. */
+const workspaceModeFirst = createMiddleware<IngestEnv>(async (c, next) => {
+  c.set(
+    "mode",
+    db(c.env)
+      .select({ mode: schema.workspaces.mode })
+      .from(schema.workspaces)
+      .where(eq(schema.workspaces.id, c.var.host.workspaceId))
+      .get()
+      .then((w) => w?.mode ?? "enforce"),
   );
-  const writes = [];
-  for (const { result } of results) for (const t of result?.spend ?? []) writes.push(spendUpsert(d, host, result!, t));
-  for (const { part, result, ack } of results) {
-    if (!part.run || !result) continue;
-    writes.push(runRowUpsert(d, result.summary, now));
-    const name = part.run.harness;
-    const pending = ack.held > 0;
-    const refused = ack.status === "refused" || ack.conflicts.length > 0 || ack.locks_refused.length > 0;
-    writes.push(
-      d
-        .insert(schema.agents)
-        .values({
-          hostId: host.id,
-          name,
-          workspaceId: host.workspaceId,
-          kind: agentKind(name),
-          createdMs: now,
-          firstSeenMs: now,
-          lastSeenMs: now,
-          lastDeliveredMs: now,
-          pendingSinceMs: pending ? now : null,
-          lastRefusedMs: refused ? now : null,
-        })
-        .onConflictDoUpdate({
-          target: [schema.agents.hostId, schema.agents.name],
-          set: {
-            firstSeenMs: sql`coalesce(${schema.agents.firstSeenMs}, ${now})`,
+  await next();
+});
+
+type IngestEnv = { Bindings: Env; Variables: HostEnv["Variables"] & { mode: Promise<"enforce" | "observe"> } };
+
+export const ingest = new Hono<IngestEnv>().post(
+  ROUTES.ingest,
+  hostAuth(),
+  workspaceModeFirst,
+  valid("json", IngestRequest, { what: "batch", empty: "refused" }),
+  async (c) => {
+    const host = c.var.host;
+    const d = db(c.env);
+    const batch = c.req.valid("json");
+    checkBatch(batch, host);
+    const now = Date.now();
+    const runs = batch.chains.flatMap((p, i) => (p.run ? [{ chain: p.chain, at: `chains[${i}]`, name: p.run.harness }] : []));
+    await checkQuotas(d, host.id, { runs, names: runs }, now);
+    const mode = await c.var.mode;
+    const keys = hostKeysOf(host);
+    const results = await Promise.all(
+      batch.chains.map(async (part): Promise<{ part: Part; result: ChainIngestResult | null; ack: ChainAck }> => {
+        try {
+          const stub = c.env.CHAINS.get(c.env.CHAINS.idFromName(part.chain));
+          // RPC typing widens the ack's [from, to] tuples to arrays; the object returns ChainIngestResult.
+          const result = (await stub.ingest({
+            init: initFor(part, host, keys, mode),
+            frames: part.frames,
+            locks: part.locks,
+            now,
+          })) as unknown as ChainIngestResult;
+          return { part, result, ack: result.ack };
+        } catch (err) {
+          if (isRetryable(err)) return { part, result: null, ack: retryable(part.chain, err as Error) };
+          throw err;
+        }
+      }),
+    );
+    const writes = [];
+    for (const { result } of results) for (const t of result?.spend ?? []) writes.push(spendUpsert(d, host, result!, t));
+    for (const { part, result, ack } of results) {
+      if (!part.run || !result) continue;
+      writes.push(runRowUpsert(d, result.summary, now));
+      const name = part.run.harness;
+      const pending = ack.held > 0;
+      const refused = ack.status === "refused" || ack.conflicts.length > 0 || ack.locks_refused.length > 0;
+      writes.push(
+        d
+          .insert(schema.agents)
+          .values({
+            hostId: host.id,
+            name,
+            workspaceId: host.workspaceId,
+            kind: agentKind(name),
+            createdMs: now,
+            firstSeenMs: now,
             lastSeenMs: now,
             lastDeliveredMs: now,
-            pendingSinceMs: pending ? sql`coalesce(${schema.agents.pendingSinceMs}, ${now})` : null,
-            degradedMs: pending ? sql`${schema.agents.degradedMs}` : null,
-            lastRefusedMs: refused ? now : sql`${schema.agents.lastRefusedMs}`,
-          },
-        }),
+            pendingSinceMs: pending ? now : null,
+            lastRefusedMs: refused ? now : null,
+          })
+          .onConflictDoUpdate({
+            target: [schema.agents.hostId, schema.agents.name],
+            set: {
+              firstSeenMs: sql`coalesce(${schema.agents.firstSeenMs}, ${now})`,
+              lastSeenMs: now,
+              lastDeliveredMs: now,
+              pendingSinceMs: pending ? sql`coalesce(${schema.agents.pendingSinceMs}, ${now})` : null,
+              degradedMs: pending ? sql`${schema.agents.degradedMs}` : null,
+              lastRefusedMs: refused ? now : sql`${schema.agents.lastRefusedMs}`,
+            },
+          }),
+      );
+    }
+    if (writes.length > 0) await d.batch(writes as [(typeof writes)[number], ...(typeof writes)[number][]]);
+    // Budgets are counted before the answer: the recorder that sent the call that exhausted one is
+    // pushed its refusal no later than the others.
+    await countSpend(
+      c.env,
+      host,
+      results.flatMap((r) => (r.result ? [r.result] : [])),
+      now,
     );
-  }
-  if (writes.length > 0) await d.batch(writes as [(typeof writes)[number], ...(typeof writes)[number][]]);
-  // Budgets are counted before the answer: the recorder that sent the call that exhausted one is
-  // pushed its refusal no later than the others.
-  await countSpend(
-    c.env,
-    host,
-    results.flatMap((r) => (r.result ? [r.result] : [])),
-    now,
-  );
-  return c.json({ chains: results.map((r) => r.ack) });
-});
+    return c.json({ chains: results.map((r) => r.ack) });
+  },
+);

@@ -1,6 +1,6 @@
 import { Hono } from "hono";
 import { type KeyEndorsement, ROUTES, type ServerKeyEntry } from "../../protocol/index.ts";
-import type { AppEnv } from "../body.ts";
+import type { AppEnv } from "../request-body.ts";
 import { serverKeys } from "../keys.ts";
 
 /** Public: every key the server signs or signed with and when (protocol server-keys.ts), and the endorsements between them. */

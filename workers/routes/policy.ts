@@ -1,8 +1,7 @@
 import { Hono } from "hono";
 import { ROUTES } from "../../protocol/index.ts";
-import { authenticateHost } from "../auth/host.ts";
+import { type HostEnv, hostAuth } from "../auth/host.ts";
 import { hostPolicyPayload } from "../lib/policy-store.ts";
-import type { AppEnv } from "../body.ts";
 
 function matches(ifNoneMatch: string | undefined, etag: string): boolean {
   if (!ifNoneMatch) return false;
@@ -13,9 +12,8 @@ function matches(ifNoneMatch: string | undefined, etag: string): boolean {
  * A host's own signed policy: the workspace's clauses and its own pause state, naming the host. A
  * suspended host may read it: that is how it learns it is suspended (and nothing else).
  */
-export const policy = new Hono<AppEnv>().get(ROUTES.policy, async (c) => {
-  const host = await authenticateHost(c);
-  const { etag, sign } = await hostPolicyPayload(c.env, host, Date.now());
+export const policy = new Hono<HostEnv>().get(ROUTES.policy, hostAuth({ suspended: "allowed" }), async (c) => {
+  const { etag, sign } = await hostPolicyPayload(c.env, c.var.host, Date.now());
   c.header("ETag", `"${etag}"`);
   c.header("Cache-Control", "no-cache");
   if (matches(c.req.header("if-none-match"), etag)) return c.body(null, 304);

@@ -1,12 +1,11 @@
 import { Hono } from "hono";
 import { z } from "zod";
-import { BUNDLE_V2_PAYLOAD_TYPE, RunId } from "../../protocol/index.ts";
+import { RunId } from "../../protocol/index.ts";
 import { operatorAuth, type OperatorEnv } from "../auth/operator.ts";
 import { runCoverage } from "../lib/coverage.ts";
 import { runView } from "../lib/run-rows.ts";
 import {
-  exportFileName,
-  exportRun,
+  exportAnswer,
   listRuns,
   ownRun,
   pauseRun,
@@ -54,21 +53,17 @@ export const runs = new Hono<OperatorEnv>()
   })
   .post("/v1/runs/:id/seal", valid("param", IdParam), async (c) => {
     const row = await ownRun(c.env, c.var.workspaceId, c.req.valid("param").id);
-    return c.json(runView(await sealRun(c.env, row)));
+    const sealed = await sealRun(c.env, row);
+    return c.json({ ...runView(sealed.row), propagation: sealed.propagation });
   })
   .post("/v1/runs/:id/pause", valid("param", IdParam), async (c) => {
     const row = await ownRun(c.env, c.var.workspaceId, c.req.valid("param").id);
-    await pauseRun(c.env, row);
-    return c.json({ id: row.id, paused: true });
+    return c.json({ id: row.id, paused: true, propagation: await pauseRun(c.env, row) });
   })
   .post("/v1/runs/:id/resume", valid("param", IdParam), async (c) => {
     const row = await ownRun(c.env, c.var.workspaceId, c.req.valid("param").id);
-    await resumeRun(c.env, row);
-    return c.json({ id: row.id, paused: false });
+    return c.json({ id: row.id, paused: false, propagation: await resumeRun(c.env, row) });
   })
   .get("/v1/runs/:id/export", valid("param", IdParam), async (c) => {
-    const row = await ownRun(c.env, c.var.workspaceId, c.req.valid("param").id);
-    const stream = await exportRun(c.env, row);
-    c.header("Content-Disposition", `attachment; filename="${exportFileName(row.id)}"`);
-    return c.body(stream, 200, { "Content-Type": BUNDLE_V2_PAYLOAD_TYPE });
+    return exportAnswer(c.env, await ownRun(c.env, c.var.workspaceId, c.req.valid("param").id));
   });

@@ -27,9 +27,12 @@ export interface SpendFilter {
 }
 
 /**
- * Spend totals grouped as asked. Priced calls sum into `microusd`; unpriced calls are only
- * counted (`unpriced_calls`), never as $0. `price_versions` names the price tables the totals
- * were priced with.
+ * Spend totals grouped as asked: the one definition of spend over a time, which `GET /v1/spend`
+ * answers and the console's Spend page shows. Each model call counts on the UTC day the server
+ * received (and priced) it, never by the computer's clock or the run's last frame, so a run that
+ * crosses midnight has spend on both days. Priced calls sum into `microusd`; unpriced calls are
+ * only counted (`unpriced_calls`), never as $0. `runs` counts the runs with calls in the group;
+ * `price_versions` names the price tables the totals were priced with.
  */
 export async function spendTotals(d: Db, f: SpendFilter, groupBy: SpendGroup[], limit: number) {
   const where: SQL[] = [eq(s.workspaceId, f.workspaceId)];
@@ -43,6 +46,7 @@ export async function spendTotals(d: Db, f: SpendFilter, groupBy: SpendGroup[], 
     .select({
       ...keys,
       microusd: sql<number>`sum(${s.microusd})`,
+      runs: sql<number>`count(DISTINCT ${s.runId})`,
       calls: sql<number>`sum(${s.calls})`,
       unpriced_calls: sql<number>`sum(${s.unpricedCalls})`,
       input_tokens: sql<number>`sum(${s.inputTokens})`,

@@ -3,7 +3,7 @@
 import { Hono } from "hono";
 import { z } from "zod";
 import { ChainId, FrameWire, type Frame, MAX_INGEST_BYTES, SignedLock } from "../../../protocol/index.ts";
-import { readLimited } from "../../../workers/body.ts";
+import { readLimited } from "../../../workers/request-body.ts";
 import { ChainObject } from "../../../workers/chain-object.ts";
 import worker from "../../../workers/index.ts";
 

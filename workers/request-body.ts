@@ -1,24 +1,27 @@
 import { createMiddleware } from "hono/factory";
-import { MAX_BODY_BYTES, MAX_INGEST_BYTES } from "../protocol/index.ts";
+import { MAX_SMALL_BODY_BYTES, ROUTE_BODY_LIMITS } from "../protocol/index.ts";
 import { AppError } from "./errors.ts";
 
-/** The Hono env of every route: the request body, read once under its route's limit. */
+/**
+ * The HTTP request's body (not a recorded body: those are `routes/bodies.ts` and R2). The Hono env
+ * of every route: the request body, read once under its route's limit.
+ */
 export type AppEnv = { Bindings: Env; Variables: { body: Uint8Array } };
 
-/** The largest operator policy body (`PUT /v1/workspaces/:id/policy`). */
+/** The largest operator policy body. */
 export const MAX_POLICY_INPUT_BYTES = 1024 * 1024;
-/** The largest body of every other route. */
-export const MAX_SMALL_BODY_BYTES = 64 * 1024;
+/** The operator's policy route, the one operator route with a body limit of its own. */
+export const WORKSPACE_POLICY_PATH = "/v1/workspaces/:id/policy";
 
-const LIMITS: [method: string, path: RegExp, bytes: number][] = [
-  ["POST", /^\/v1\/ingest$/, MAX_INGEST_BYTES],
-  ["PUT", /^\/v1\/bodies\/[^/]+$/, MAX_BODY_BYTES],
-  ["PUT", /^\/v1\/workspaces\/[^/]+\/policy$/, MAX_POLICY_INPUT_BYTES],
-];
+// Each route's pattern as a regular expression: a `:name` segment matches any one segment.
+const LIMITS = [...ROUTE_BODY_LIMITS, { method: "PUT", path: WORKSPACE_POLICY_PATH, bytes: MAX_POLICY_INPUT_BYTES }].map((l) => ({
+  ...l,
+  re: new RegExp(`^${l.path.replace(/:[A-Za-z0-9_]+/g, "[^/]+")}$`),
+}));
 
-/** The body limit of a route. */
+/** The body limit of a route: its own in `ROUTE_BODY_LIMITS` (protocol/api.ts) or the operator policy's, else 64 KiB. */
 export function bodyLimit(method: string, path: string): number {
-  return LIMITS.find(([m, re]) => m === method && re.test(path))?.[2] ?? MAX_SMALL_BODY_BYTES;
+  return LIMITS.find((l) => l.method === method && l.re.test(path))?.bytes ?? MAX_SMALL_BODY_BYTES;
 }
 
 const tooLarge = (limit: number) => new AppError(413, "too_large", `The request body is over ${limit} bytes.`);
