@@ -172,7 +172,7 @@ describe("budget leases over the host-signed route", () => {
     expect(await refused.json()).toMatchObject({
       error: "budget_exhausted",
       message:
-        "The lease would pass the budget daily ($0.0100): $0.0000 is spent, $0.0060 is reserved by calls in flight, $0.0040 is left, and $0.0050 was asked.",
+        "The lease would pass the budget daily ($0.01): $0.00 is spent, $0.0060 is reserved by calls in flight, $0.0040 is left, and $0.0050 was asked.",
       exhausted: { budget: "daily", spent_microusd: 11_000, reserved_microusd: 11_000, limit_microusd: 10_000 },
       room_microusd: 4000,
     });

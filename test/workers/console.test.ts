@@ -565,7 +565,8 @@ describe("a computer's own chain in the console", () => {
     const { res, html } = await b.page(`/console/runs/${chain}`);
     expect(res.status).toBe(200);
     expect(html).toContain("its own chain");
-    expect(html).toContain("status 504");
+    expect(html).toContain("the vendor did not answer in time");
+    expect(html).toContain("answering 504");
     const other = await seedWorkspace();
     const stranger = await signedIn(other.token);
     expect((await stranger.page(`/console/runs/${chain}`)).res.status).toBe(404);
