@@ -1,15 +1,29 @@
 import { DurableObject } from "cloudflare:workers";
 import type { CoverageFacts, Gap } from "../protocol/index.ts";
 import { ChainCore } from "./chain/core.ts";
-import { migrate } from "./chain/schema.ts";
 import { type ExportHead, type ExportPage, type ExportPageRequest, exportHead, exportPage } from "./chain/export.ts";
+import { noteBatch, noteSent, projectionDue, projectionMessage } from "./chain/projection.ts";
+import { migrate } from "./chain/schema.ts";
 import type { ChainIngest, ChainIngestResult, ChainSummary, FramePage } from "./chain/types.ts";
 import { serverKey } from "./keys.ts";
+import { QUIET_MS } from "./lib/quiet.ts";
+import { workspaceMode } from "./lib/policy-store.ts";
+import { project } from "./projection/messages.ts";
+
+/** The projection's coalescing window when `OXAGEN_PROJECTION_MS` does not say. */
+const DEFAULT_PROJECTION_MS = 5000;
+
+/** One chain's part of a batch as the Worker hands it: the workspace's mode is the object's to learn, once, when it creates the chain. */
+export type ChainIngestRequest = Omit<ChainIngest, "init"> & { init: Omit<ChainIngest["init"], "mode"> };
 
 /**
  * One run's chain, or one host's own chain (`host_<id>`): the only writer of it. Named by the chain
  * id (`env.CHAINS.idFromName(chain)`). The logic lives in {@link ChainCore}; every RPC below runs it
  * inside one synchronous transaction, so no `await` ever separates reading the head from writing.
+ *
+ * The object also owns its run's fleet row: every change is sent, coalesced, through the
+ * projection queue to D1 (at once for a new chain or a status change, otherwise at most once per
+ * `OXAGEN_PROJECTION_MS`), by its alarm, which also closes the run 12 hours after its last frame.
  */
 export class ChainObject extends DurableObject<Env> {
   readonly #core: ChainCore;
@@ -21,8 +35,17 @@ export class ChainObject extends DurableObject<Env> {
   }
 
   /** Takes one chain's part of an ingest batch (frames, then locks) and answers its ack and summary. */
-  ingest(part: ChainIngest): ChainIngestResult {
-    return this.ctx.storage.transactionSync(() => this.#core.ingest(part));
+  async ingest(part: ChainIngestRequest): Promise<ChainIngestResult> {
+    // Only a new chain needs the workspace's mode (an existing one keeps the mode it began under).
+    const mode = this.#core.state()?.mode ?? (await workspaceMode(this.env, part.init.workspace));
+    const result = this.ctx.storage.transactionSync(() => {
+      const r = this.#core.ingest({ ...part, init: { ...part.init, mode } });
+      const refused = r.ack.status === "refused" || r.ack.conflicts.length > 0 || r.ack.locks_refused.length > 0;
+      noteBatch(this.ctx.storage.sql, part.now, r.ack.held > 0, refused);
+      return r;
+    });
+    await this.#schedule(result.summary, part.now);
+    return result;
   }
 
   /** The run's summary, or null when the object holds nothing. */
@@ -38,8 +61,10 @@ export class ChainObject extends DurableObject<Env> {
   }
 
   /** Closes the run if it is live and has had no frame for `quietMs` (server clock); the next frame reopens it. */
-  close(now: number, quietMs: number): ChainSummary | null {
-    return this.ctx.storage.transactionSync(() => this.#core.close(now, quietMs));
+  async close(now: number, quietMs: number): Promise<ChainSummary | null> {
+    const s = this.ctx.storage.transactionSync(() => this.#core.close(now, quietMs));
+    if (s) await this.#schedule(s, now);
+    return s;
   }
 
   /**
@@ -47,9 +72,11 @@ export class ChainObject extends DurableObject<Env> {
    * status `sealed`, and gaps for what the record still lacks. Later frames are refused and
    * recorded as `frames_after_seal`. Idempotent.
    */
-  seal(now: number): ChainSummary | null {
+  async seal(now: number): Promise<ChainSummary | null> {
     const key = serverKey(this.env);
-    return this.ctx.storage.transactionSync(() => this.#core.seal(now, key.secret));
+    const s = this.ctx.storage.transactionSync(() => this.#core.seal(now, key.secret));
+    if (s) await this.#schedule(s, now);
+    return s;
   }
 
   /** Notes that a body the chain may name is stored in R2. */
@@ -58,8 +85,8 @@ export class ChainObject extends DurableObject<Env> {
   }
 
   /** Records a body refused on the server's credential re-check as a `body_refused` gap. */
-  bodyRefused(sha256: string, role: string, kinds: string[]): ChainSummary | null {
-    return this.ctx.storage.transactionSync(() => {
+  async bodyRefused(sha256: string, role: string, kinds: string[]): Promise<ChainSummary | null> {
+    const s = this.ctx.storage.transactionSync(() => {
       const st = this.#core.state();
       if (!st) return null;
       const added = this.#core.addGap({
@@ -69,9 +96,11 @@ export class ChainObject extends DurableObject<Env> {
       });
       return added ? this.#core.bump(st) : this.#core.summary(st);
     });
+    if (s) await this.#schedule(s, Date.now());
+    return s;
   }
 
-  /** A page of stored frames from seq `from`. */
+  /** A page of stored frames from seq `from`: at most `limit`, and at most `core.ts` FRAMES_PAGE_CHARS of payload. */
   frames(from: number, limit: number): FramePage {
     return this.#core.framesPage(from, limit);
   }
@@ -81,21 +110,47 @@ export class ChainObject extends DurableObject<Env> {
     return exportHead(this.ctx.storage.sql, this.#core);
   }
 
-  /**
-   * Admits one signed request's nonce for this object's host (host chains only): true the first
-   * time, false for a nonce already admitted (a replay). A nonce is kept until `expiresMs`, the end
-   * of its request's time window; expired ones are dropped on the way.
-   */
-  admitNonce(nonce: string, expiresMs: number, now: number): boolean {
-    return this.ctx.storage.transactionSync(() => {
-      const sql = this.ctx.storage.sql;
-      sql.exec("DELETE FROM nonces WHERE expires_ms < ?", now);
-      return sql.exec("INSERT OR IGNORE INTO nonces (nonce, expires_ms) VALUES (?, ?)", nonce, expiresMs).rowsWritten > 0;
-    });
-  }
-
   /** One page of an export, below the bounds its head gave: read only, so it runs between ingest calls. */
   exportPage(req: ExportPageRequest): ExportPage {
     return exportPage(this.ctx.storage.sql, req);
+  }
+
+  /**
+   * The object's one alarm: closes the run once it has been quiet for 12 hours (the spec's
+   * quiet-run close), and sends its fleet row when that is due. A send that fails throws, so the
+   * alarm is retried (with backoff); the next change sets it again in any case.
+   */
+  override async alarm(): Promise<void> {
+    const now = Date.now();
+    const st = this.#core.state();
+    if (!st) return;
+    let s = this.#core.summary(st);
+    if (s.kind === "run" && s.status === "live" && (s.lastReceivedMs ?? 0) <= now - QUIET_MS) {
+      s = this.ctx.storage.transactionSync(() => this.#core.close(now, QUIET_MS)) ?? s;
+    }
+    const due = projectionDue(this.ctx.storage.sql, s, this.#coalesceMs());
+    if (due !== null && due <= now) {
+      await project(this.env, [projectionMessage(this.ctx.storage.sql, s, now)]);
+      this.ctx.storage.transactionSync(() => noteSent(this.ctx.storage.sql, s.version, s.status, now));
+    }
+    await this.#schedule(s, now);
+  }
+
+  /** Sets the alarm for the next thing due: the fleet row's send, or the quiet close of a live run. */
+  async #schedule(s: ChainSummary, now: number): Promise<void> {
+    const due = projectionDue(this.ctx.storage.sql, s, this.#coalesceMs());
+    const quiet = s.kind === "run" && s.status === "live" ? (s.lastReceivedMs ?? now) + QUIET_MS : null;
+    const next = Math.min(due ?? Number.POSITIVE_INFINITY, quiet ?? Number.POSITIVE_INFINITY);
+    if (next === Number.POSITIVE_INFINITY) return;
+    const at = Math.max(next, Date.now());
+    const set = await this.ctx.storage.getAlarm();
+    // An alarm set earlier stays: when it runs, it sets the next one.
+    if (set !== null && set <= at) return;
+    await this.ctx.storage.setAlarm(at);
+  }
+
+  #coalesceMs(): number {
+    const ms = Number(this.env.OXAGEN_PROJECTION_MS);
+    return Number.isFinite(ms) && ms >= 0 ? ms : DEFAULT_PROJECTION_MS;
   }
 }

@@ -1,30 +1,31 @@
 import { and, eq, inArray, isNotNull, isNull, lt, lte, or, sql } from "drizzle-orm";
-import type { ChainSummary } from "./chain/types.ts";
 import { db, schema } from "./db/client.ts";
 import { PENDING_DEGRADED_MS } from "./lib/health.ts";
-import { runRowUpsert } from "./lib/run-rows.ts";
+import { QUIET_MS } from "./lib/quiet.ts";
 
-/** A run with no frame for this long (server clock) is closed with outcome unknown. */
-export const QUIET_MS = 12 * 60 * 60_000;
-/** Runs closed per invocation; the rest wait for the next one (every 5 minutes). */
+/** Runs the backstop sweep hands to their objects per invocation. */
 export const CLOSE_BATCH = 50;
+/** How long past the quiet close the backstop waits: a run's own alarm closes it first. */
+const BACKSTOP_MS = 60 * 60_000;
 
-/** Closes quiet runs. Idempotent: a run the object finds not quiet (a frame just came) stays live. */
+/**
+ * The backstop of the quiet-run close: each run's object closes it by its own alarm 12 hours
+ * after its last frame (`chain-object.ts`); an object written before it had an alarm has none
+ * until its next call. This hands those objects (rows still live an hour past the quiet close) a
+ * close, which also sets their alarm. Bounded and served by the `runs_cron` index; it finds
+ * nothing once every object has its alarm.
+ */
 export async function closeQuietRuns(env: Env, now: number): Promise<number> {
-  const d = db(env);
-  const quiet = await d
+  const quiet = await db(env)
     .select({ id: schema.runs.id })
     .from(schema.runs)
-    .where(and(eq(schema.runs.status, "live"), lt(schema.runs.lastReceivedMs, now - QUIET_MS)))
+    .where(and(eq(schema.runs.status, "live"), lt(schema.runs.lastReceivedMs, now - QUIET_MS - BACKSTOP_MS)))
     .orderBy(schema.runs.lastReceivedMs)
     .limit(CLOSE_BATCH)
     .all();
-  // One unreachable chain must not keep the others' rows from being written.
+  // One unreachable chain must not keep the others from being closed; each sends its own row.
   const settled = await Promise.allSettled(quiet.map((r) => env.CHAINS.get(env.CHAINS.idFromName(r.id)).close(now, QUIET_MS)));
-  const summaries = settled.map((s) => (s.status === "fulfilled" ? s.value : null)) as (ChainSummary | null)[];
-  const writes = summaries.filter((s): s is ChainSummary => s !== null).map((s) => runRowUpsert(d, s, now));
-  if (writes.length > 0) await d.batch(writes as [(typeof writes)[number], ...(typeof writes)[number][]]);
-  return summaries.filter((s) => s?.status === "closed").length;
+  return settled.filter((s) => s.status === "fulfilled" && s.value?.status === "closed").length;
 }
 
 /** Marks agents (and their hosts) whose data has been pending over 10 minutes as degraded; clears hosts that recovered. */

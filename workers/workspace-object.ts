@@ -1,4 +1,6 @@
 import { DurableObject } from "cloudflare:workers";
+import { eq } from "drizzle-orm";
+import { db, schema } from "./db/client.ts";
 import type { BudgetClause } from "../protocol/index.ts";
 import { utcDay } from "./spend/price.ts";
 import {
@@ -76,6 +78,26 @@ export class WorkspaceObject extends DurableObject<Env> {
    */
   announce(to: Audience, waitMs: number): Promise<Announced> {
     return this.#hub.announce(to, waitMs);
+  }
+
+  /** The workspace's mode: a new chain is created under it. */
+  async mode(workspaceId: string): Promise<"enforce" | "observe"> {
+    const row = this.ctx.storage.sql.exec<{ mode: string }>("SELECT mode FROM settings WHERE id = 1").toArray()[0];
+    if (row) return row.mode as "enforce" | "observe";
+    const ws = await db(this.env)
+      .select({ id: schema.workspaces.id, mode: schema.workspaces.mode })
+      .from(schema.workspaces)
+      .where(eq(schema.workspaces.id, workspaceId))
+      .get();
+    // No row: a workspace being created, or none at all; nothing is kept, the next call looks again.
+    if (!ws) return "enforce";
+    this.setMode(ws.mode);
+    return ws.mode;
+  }
+
+  /** Sets the mode after its D1 row changed. */
+  setMode(mode: "enforce" | "observe"): void {
+    this.ctx.storage.sql.exec("INSERT OR REPLACE INTO settings (id, mode) VALUES (1, ?)", mode);
   }
 
   /** The hosts with a push connection open now. */

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { AGENT_NAMES_PER_DAY, RUNS_PER_HOUR } from "../../workers/lib/quotas.ts";
-import { enrollHost, hostCall, ingest, seedRuns, seedWorkspace, TestRun } from "./support.ts";
+import { enrollHost, hostCall, ingest, seedWorkspace, TestRun } from "./support.ts";
 
 let token: string;
 
@@ -15,12 +15,14 @@ describe("per-host quotas", () => {
     const existing = new TestRun(host);
     existing.start();
     expect((await ingest(host, [existing.part()])).status).toBe(200);
+    // The host started RUNS_PER_HOUR - 2 more runs half an hour ago (as its object counted them).
     const startedAt = Date.now() - 30 * 60_000;
-    await seedRuns(
-      host,
-      Array.from({ length: RUNS_PER_HOUR - 2 }, (_, i) => i + 1),
-      (i) => ({ createdMs: startedAt + i }),
-    );
+    const hostObject = env.HOSTS.get(env.HOSTS.idFromName(host.id));
+    for (let i = 1; i <= RUNS_PER_HOUR - 2; i++) {
+      expect(
+        await hostObject.admit({ runs: [{ chain: `run_${i.toString(16).padStart(32, "0")}`, at: "seed" }], names: [] }, startedAt + i),
+      ).toBeNull();
+    }
     const a = new TestRun(host);
     const b = new TestRun(host);
     a.start();

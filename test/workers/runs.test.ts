@@ -1,10 +1,17 @@
 import { env } from "cloudflare:workers";
-import { createExecutionContext, createScheduledController, waitOnExecutionContext } from "cloudflare:test";
+import {
+  createExecutionContext,
+  createScheduledController,
+  runDurableObjectAlarm,
+  runInDurableObject,
+  waitOnExecutionContext,
+} from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
 import { ChainWriter, openPolicy, publicKeyOf, type SignedPolicy, verifyBundle } from "../../protocol/index.ts";
 import worker from "../../workers/index.ts";
 import { SERVER_SECRET } from "../support/sample-run.ts";
-import { enrollHost, hostCall, ingest, op, seedWorkspace, TestRun, type TestHost } from "./support.ts";
+import { QUIET_MS } from "../../workers/lib/quiet.ts";
+import { enrollHost, hostCall, ingest, op, projected, seedWorkspace, TestRun, type TestHost } from "./support.ts";
 
 let token: string;
 let host: TestHost;
@@ -131,17 +138,24 @@ describe("runs", () => {
     expect((await currentPolicy()).paused_runs).not.toContain(run.chain);
   });
 
-  it("cron closes a run quiet for 12 hours as unknown; it cannot be exported; the next frame reopens it", async () => {
+  it("a run's own alarm closes it 12 hours after its last frame, as unknown; it cannot be exported; the next frame reopens it", async () => {
     const run = new TestRun(host);
     run.start();
     await ingest(host, [run.part()]);
-    const now = Date.now();
-    await runCron(now + 60 * 60_000);
+    const stub = env.CHAINS.get(env.CHAINS.idFromName(run.chain));
+    const received = (await stub.summary())!.lastReceivedMs!;
+    // The object's one alarm waits for the quiet close (once the row's send is done).
+    const alarm = () => runInDurableObject(stub, (_o, state) => state.storage.getAlarm());
+    while ((await alarm()) !== received + QUIET_MS) await scheduler.wait(20);
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
     expect(await runView(run.chain)).toMatchObject({ status: "live" });
-    await runCron(now + 13 * 60 * 60_000);
+    // Twelve hours on, as the object's clock sees it: its last frame was received 13 hours ago.
+    await runInDurableObject(stub, (_o, state) => {
+      state.storage.sql.exec("UPDATE state SET last_received_ms = last_received_ms - ?", 13 * 60 * 60_000);
+    });
+    await runDurableObjectAlarm(stub);
+    await projected([run.chain]);
     expect(await runView(run.chain)).toMatchObject({ status: "closed", outcome: { value: "unknown" }, recorded_outcome: "unknown" });
-    await runCron(now + 13 * 60 * 60_000);
-    expect(await runView(run.chain)).toMatchObject({ status: "closed" });
     const exp = await op(token, `/v1/runs/${run.chain}/export`);
     expect(exp.status).toBe(409);
     expect(((await exp.json()) as { message: string }).message).toContain("closed");
@@ -153,6 +167,23 @@ describe("runs", () => {
       recorded_outcome: null,
       frame_count: 2,
     });
+  });
+
+  it("the cron's backstop closes a quiet run whose object has no alarm (written before alarms), an hour after its alarm would have", async () => {
+    const run = new TestRun(host);
+    run.start();
+    await ingest(host, [run.part()]);
+    const stub = env.CHAINS.get(env.CHAINS.idFromName(run.chain));
+    await runInDurableObject(stub, async (_o, state) => {
+      while ((await state.storage.getAlarm()) === null) await scheduler.wait(20);
+      await state.storage.deleteAlarm();
+    });
+    const now = Date.now();
+    await runCron(now + QUIET_MS);
+    expect(await runView(run.chain)).toMatchObject({ status: "live" });
+    await runCron(now + QUIET_MS + 61 * 60_000);
+    await projected([run.chain]);
+    expect(await runView(run.chain)).toMatchObject({ status: "closed", outcome: { value: "unknown" } });
   });
 
   it("lists runs with filters and pages", async () => {

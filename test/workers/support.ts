@@ -186,10 +186,35 @@ export class TestRun {
   }
 }
 
-/** POSTs one ingest batch. */
+/** POSTs one ingest batch, then waits until the fleet rows of its chains caught up with them ({@link projected}). */
 export async function ingest(host: TestHost, chains: unknown[]) {
   const res = await hostCall(host, "POST", "/v1/ingest", JSON.stringify({ chains }));
-  return { status: res.status, body: (await res.json()) as { chains: Record<string, unknown>[]; error?: string; message?: string } };
+  const body = (await res.json()) as { chains: Record<string, unknown>[]; error?: string; message?: string };
+  if (res.status === 200) await projected(chains.map((c) => (c as { chain: string }).chain));
+  return { status: res.status, body };
+}
+
+/**
+ * Waits until D1 holds each chain's state as its object holds it now: the run's row (or, for a
+ * computer's own chain, its spend rows) at the chain's version. The fleet rows are a projection
+ * written by the queue's consumer, so a test reads them once they arrived; the test's own timeout
+ * bounds the wait.
+ */
+export async function projected(chains: string[]) {
+  for (const chain of chains) {
+    const s = await env.CHAINS.get(env.CHAINS.idFromName(chain)).summary();
+    if (!s) continue;
+    const query =
+      s.kind === "run"
+        ? env.DB.prepare("SELECT version AS v FROM runs WHERE id = ?").bind(chain)
+        : env.DB.prepare("SELECT max(version) AS v FROM spend WHERE run_id = ?").bind(chain);
+    if (s.kind === "host" && s.spendMicrousd === 0 && s.unpricedCalls === 0) continue;
+    for (;;) {
+      const row = await query.first<{ v: number | null }>();
+      if ((row?.v ?? -1) >= s.version) break;
+      await scheduler.wait(20);
+    }
+  }
 }
 
 /**

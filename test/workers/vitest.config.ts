@@ -15,6 +15,10 @@ export default defineConfig(async () => ({
       wrangler: { configPath: path.join(root, "wrangler.toml") },
       remoteBindings: false,
       miniflare: {
+        // The projection's consumer takes what is queued at once (wrangler.toml waits up to 1 s to fill a batch).
+        queueConsumers: {
+          "oxagen-projection": { maxBatchSize: 100, maxBatchTimeout: 0, maxRetries: 10, deadLetterQueue: "oxagen-projection-dlq" },
+        },
         bindings: {
           TEST_MIGRATIONS: await readD1Migrations(path.join(root, "migrations")),
           OXAGEN_SIGNING_KEY: TEST_SIGNING_KEY,
@@ -22,6 +26,9 @@ export default defineConfig(async () => ({
           OXAGEN_ORIGIN: "http://oxagen.test",
           // A connection that never acknowledges holds an operator's call this long.
           OXAGEN_PUSH_WAIT_MS: "3000",
+          // Every change of a run is sent to the projection at once (no coalescing window): a test
+          // waits only on the queue (support.ts `projected`).
+          OXAGEN_PROJECTION_MS: "0",
         },
       },
     }),

@@ -1,4 +1,3 @@
-import { and, eq, isNull, lt, or } from "drizzle-orm";
 import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import { z } from "zod";
@@ -6,16 +5,13 @@ import {
   AUTH_HEADERS,
   type AuthHeaders,
   authHeadersProblem,
-  fromHex,
-  hostChainId,
   originOf,
-  publicKeyOf,
   REQUEST_WINDOW_MS,
-  requestProblem,
+  requestSigningInput,
   SIGNED_HEADERS,
 } from "../../protocol/index.ts";
 import type { AppEnv } from "../request-body.ts";
-import { db, schema } from "../db/client.ts";
+import type { schema } from "../db/client.ts";
 import { AppError } from "../errors.ts";
 
 /** A host row. */
@@ -23,15 +19,6 @@ export type HostRow = typeof schema.hosts.$inferSelect;
 
 /** Hono env of a host-signed route: the signing host is set by {@link hostAuth}. */
 export type HostEnv = { Bindings: Env; Variables: AppEnv["Variables"] & { host: HostRow } };
-
-const SEEN_EVERY_MS = 30_000;
-
-let stand_in: Uint8Array | null = null;
-// A key no host holds: an unknown host's request is checked against it, so it costs what a known one does.
-function standInKey(): Uint8Array {
-  stand_in ??= publicKeyOf(new Uint8Array(32).fill(0x5a));
-  return stand_in;
-}
 
 const refuse = (why: string) => new AppError(401, "bad_signature", `The request is not signed by an enrolled host: ${why}.`);
 
@@ -48,12 +35,23 @@ export function serverOrigin(env: Env): string {
   }
 }
 
+/** The host's own Durable Object (workers/host-object.ts). */
+export function hostObject(env: Env, hostId: string) {
+  return env.HOSTS.get(env.HOSTS.idFromName(hostId));
+}
+
+/** Has the host's object read its row from D1 again: every write of a host's key or status calls this after it. */
+export async function hostChanged(env: Env, hostId: string): Promise<void> {
+  await hostObject(env, hostId).refresh(hostId);
+}
+
 /**
  * Authenticates a collector call signed with its host key (protocol/auth.ts) over the exact body
- * bytes, the server's own origin ({@link serverOrigin}) and the headers the server acts on. An
- * unknown host and a signature that does not verify get the same answer after the same work. Each
- * nonce is admitted once (in the host's own chain object), so a replay inside the time window is
- * refused too. The caller decides what a suspended host may still do.
+ * bytes, the server's own origin ({@link serverOrigin}) and the headers the server acts on. The
+ * host's own object checks the signature under the host's key and admits each nonce once, so a
+ * replay inside the time window is refused too; no D1 statement is made. An unknown host and a
+ * signature that does not verify get the same answer after the same work. The caller decides what
+ * a suspended host may still do.
  */
 async function authenticateHost(c: Context<HostEnv>): Promise<HostRow> {
   const h: AuthHeaders = {
@@ -66,23 +64,31 @@ async function authenticateHost(c: Context<HostEnv>): Promise<HostRow> {
   const origin = serverOrigin(c.env);
   const read = authHeadersProblem(h, now);
   if ("problem" in read) throw refuse(read.problem);
-  const row = h.host!.length <= 64 ? await db(c.env).select().from(schema.hosts).where(eq(schema.hosts.id, h.host!)).get() : undefined;
-  const host = row && row.status !== "unenrolled" ? row : null;
+  const why = `the signature does not verify under an enrolled host's key for this server's origin, ${origin}`;
+  if (h.host!.length > 64) throw refuse(why);
   const url = new URL(c.req.url);
   const headers = Object.fromEntries(SIGNED_HEADERS.map((name) => [name, c.req.header(name) ?? null]));
-  const request = { origin, method: c.req.method, pathAndQuery: url.pathname + url.search, headers, body: c.var.body };
-  const problem = requestProblem(host ? fromHex(host.publicKey, 32) : standInKey(), h, request, now);
-  if (problem || !host) throw refuse(`the signature does not verify under an enrolled host's key for this server's origin, ${origin}`);
-  const hostChain = c.env.CHAINS.get(c.env.CHAINS.idFromName(hostChainId(host.id)));
-  if (!(await hostChain.admitNonce(h.nonce!, read.time + REQUEST_WINDOW_MS, now))) {
+  const input = requestSigningInput({
+    origin,
+    method: c.req.method,
+    pathAndQuery: url.pathname + url.search,
+    headers,
+    body: c.var.body,
+    hostId: h.host!,
+    time: read.time,
+    nonce: h.nonce!,
+  });
+  const answer = await hostObject(c.env, h.host!).authenticate(h.host!, {
+    input,
+    signature: h.signature!,
+    nonce: h.nonce!,
+    expiresMs: read.time + REQUEST_WINDOW_MS,
+    now,
+  });
+  if ("host" in answer) return answer.host;
+  if (answer.refused === "replayed")
     throw new AppError(401, "replayed", "This request was received before; every request is signed afresh, with a new nonce.");
-  }
-  if (host.lastSeenMs !== null && host.lastSeenMs >= now - SEEN_EVERY_MS) return host;
-  await db(c.env)
-    .update(schema.hosts)
-    .set({ lastSeenMs: now })
-    .where(and(eq(schema.hosts.id, host.id), or(isNull(schema.hosts.lastSeenMs), lt(schema.hosts.lastSeenMs, now - SEEN_EVERY_MS))));
-  return host;
+  throw refuse(why);
 }
 
 /**

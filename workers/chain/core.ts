@@ -22,6 +22,11 @@ import { deriveOutcome, loadReading, readFrame, saveReading } from "./outcome.ts
 import type { ChainIngest, ChainIngestResult, ChainSummary, FramePage, SpendTotal } from "./types.ts";
 
 const MAX_EVIDENCE = 70_000;
+/**
+ * The most payload characters a page of frames carries (plus its first frame, whatever its size):
+ * far below the 32 MiB a Durable Object's RPC answer may be, and a page a browser renders.
+ */
+export const FRAMES_PAGE_CHARS = 4 * 1024 * 1024;
 
 /**
  * The logic of one chain over its SQLite storage. Every method is synchronous: the caller runs it
@@ -252,21 +257,29 @@ export class ChainCore {
     return first !== undefined && first.seq < st.lockedCount;
   }
 
+  /**
+   * Stored frames from seq `from`: at most `limit`, and no more than {@link FRAMES_PAGE_CHARS} of
+   * payload beyond the first frame (a page always holds at least one), so a page of large frames
+   * ends early with `next` where the following one starts.
+   */
   framesPage(from: number, limit: number): FramePage {
-    const rows = this.#sql
-      .exec<FrameRow & { hash: string; received_ms: number }>(
-        "SELECT seq, t, kind, payload, hash, received_ms FROM frames WHERE seq >= ? ORDER BY seq LIMIT ?",
-        from,
-        limit + 1,
-      )
-      .toArray();
-    const next = rows.length > limit ? rows[limit]!.seq : null;
-    return {
-      frames: rows
-        .slice(0, limit)
-        .map((r) => ({ seq: r.seq, t: r.t, kind: r.kind, payload: r.payload, hash: r.hash, received_ms: r.received_ms })),
-      next,
-    };
+    const rows = this.#sql.exec<FrameRow & { hash: string; received_ms: number }>(
+      "SELECT seq, t, kind, payload, hash, received_ms FROM frames WHERE seq >= ? ORDER BY seq LIMIT ?",
+      from,
+      limit + 1,
+    );
+    const frames: FramePage["frames"] = [];
+    let chars = 0;
+    let next: number | null = null;
+    for (const r of rows) {
+      if (frames.length === limit || (frames.length > 0 && chars + r.payload.length > FRAMES_PAGE_CHARS)) {
+        next = r.seq;
+        break;
+      }
+      chars += r.payload.length;
+      frames.push({ seq: r.seq, t: r.t, kind: r.kind, payload: r.payload, hash: r.hash, received_ms: r.received_ms });
+    }
+    return { frames, next };
   }
 
   #lockStore() {

@@ -1,9 +1,10 @@
 /** ChainObject storage schema, versioned (see `lib/do-schema.ts`). */
 
 import { migrateSteps } from "../lib/do-schema.ts";
+import { PROJECTION_TABLE } from "./projection.ts";
 
 /** Bump when a step is added below. */
-export const SCHEMA_VERSION = 6;
+export const SCHEMA_VERSION = 7;
 
 const STEPS: Record<number, string[]> = {
   1: [
@@ -51,6 +52,12 @@ const STEPS: Record<number, string[]> = {
     // What the frames say of the run's outcome so far (chain/outcome.ts), folded as they are appended.
     // An object from before has no row: its first read folds its stored frames once.
     `CREATE TABLE reading (id INTEGER PRIMARY KEY CHECK (id = 1), reading TEXT NOT NULL)`,
+  ],
+  7: [
+    // What the object last sent of its fleet row to the projection queue (chain/projection.ts).
+    PROJECTION_TABLE,
+    // Request nonces moved to the host's own object (workers/host-object.ts).
+    `DROP TABLE IF EXISTS nonces`,
   ],
 };
 

@@ -37,10 +37,12 @@ export function priceAppendedCall(sql: SqlStorage, st: ChainState, payload: Pars
   return JSON.stringify([day, vendor, model, version]);
 }
 
-/** The chain's spend totals: all of them, or those of the given keys. */
-export function spendTotals(sql: SqlStorage, keys?: Set<string>): SpendTotal[] {
+/** The chain's spend totals: all of them (of the UTC days from `fromDay` on), or those of the given keys. */
+export function spendTotals(sql: SqlStorage, keys?: Set<string>, fromDay = ""): SpendTotal[] {
   if (keys && keys.size === 0) return [];
-  const rows = sql.exec<Record<string, SqlStorageValue>>("SELECT * FROM spend ORDER BY day, vendor, model, price_version").toArray();
+  const rows = sql
+    .exec<Record<string, SqlStorageValue>>("SELECT * FROM spend WHERE day >= ? ORDER BY day, vendor, model, price_version", fromDay)
+    .toArray();
   return rows
     .filter((r) => !keys || keys.has(JSON.stringify([r.day, r.vendor, r.model, r.price_version])))
     .map((r) => ({

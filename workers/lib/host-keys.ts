@@ -1,6 +1,6 @@
 import { and, eq, ne } from "drizzle-orm";
 import { fromHex, type HostKeyRotation, hostKeyProofInput, keyIdFor, publicKeyProblem, verifyStrict } from "../../protocol/index.ts";
-import { type HostRow, type RetiredKey, retiredKeysOf } from "../auth/host.ts";
+import { type HostRow, hostChanged, type RetiredKey, retiredKeysOf } from "../auth/host.ts";
 import { db, schema } from "../db/client.ts";
 import { AppError } from "../errors.ts";
 import { touchHostPolicy, workspaceObject } from "./policy-store.ts";
@@ -41,6 +41,7 @@ export async function rotateHostKey(env: Env, host: HostRow, req: HostKeyRotatio
     touchHostPolicy(d, host.id, now),
   ]);
   if (res.meta.changes !== 1) throw new AppError(409, "conflict", "The host's key changed while it was being rotated; try again.");
+  await hostChanged(env, host.id);
   return { host_id: host.id, key_id: keyId, retired_key_id: host.keyId };
 }
 
@@ -53,6 +54,7 @@ export async function unenrollHost(env: Env, host: HostRow, now: number) {
     .update(schema.hosts)
     .set({ status: "unenrolled", unenrolledMs: now })
     .where(and(eq(schema.hosts.id, host.id), ne(schema.hosts.status, "unenrolled")));
+  await hostChanged(env, host.id);
   // Its push connections end with it: nothing signed by its key is served any more.
   await workspaceObject(env, host.workspaceId)
     .disconnect(host.id)

@@ -11,7 +11,7 @@ import {
   signPolicy,
 } from "../../protocol/index.ts";
 import type { HostRow } from "../auth/host.ts";
-import { QUIET_MS } from "../cron.ts";
+import { QUIET_MS } from "./quiet.ts";
 import { type Db, db, schema } from "../db/client.ts";
 import { AppError } from "../errors.ts";
 import { signingKey } from "../keys.ts";
@@ -73,7 +73,11 @@ export async function updatePolicy(env: Env, workspaceId: string, change: (p: Po
       .set({ payload, etag: policyEtag({ payload }), version: version + 1, updatedMs: Date.now() })
       .where(and(eq(schema.policies.workspaceId, workspaceId), eq(schema.policies.version, version)))
       .run();
-    if (res.meta.changes === 1) return next;
+    if (res.meta.changes === 1) {
+      // The copy the workspace's object holds (a new chain's mode) follows the stored policy.
+      await workspaceObject(env, workspaceId).setMode(next.mode);
+      return next;
+    }
   }
   throw new AppError(409, "conflict", "The policy changed while it was being updated; try again.");
 }
@@ -120,13 +124,15 @@ function pausedRunsQuery(d: Db, hostId: string, now: number, limit: number) {
 export async function hostPolicy(env: Env, host: HostRow, now: number): Promise<Policy> {
   const d = db(env);
   // One round trip for the three reads: every recorder fetches this after every push.
-  const [stored, paused, agents] = await d.batch([
+  const [stored, paused, agents, own_ms] = await d.batch([
     d.select().from(schema.policies).where(eq(schema.policies.workspaceId, host.workspaceId)),
     pausedRunsQuery(d, host.id, now, MAX_PAUSED_RUNS_PER_HOST),
     pausedAgentsQuery(d, host, MAX_PAUSED_AGENTS),
+    // When the host's own part last changed, as D1 has it (the host's object keeps no copy of it).
+    d.select({ policyMs: schema.hosts.policyMs }).from(schema.hosts).where(eq(schema.hosts.id, host.id)),
   ]);
   const policy = stored[0] ? Policy.parse(JSON.parse(stored[0].payload)) : (await loadPolicy(env, host.workspaceId)).policy;
-  const own = { host: host.id, issued_ms: Math.max(policy.issued_ms, host.policyMs) };
+  const own = { host: host.id, issued_ms: Math.max(policy.issued_ms, own_ms[0]?.policyMs ?? host.policyMs) };
   if (host.status === "suspended") {
     const shut = { tools: [], default_tool_decision: "deny" as const, models: [], budgets: [] };
     return { ...policy, ...own, ...shut, paused_runs: [], suspended_hosts: [host.id] };
@@ -162,6 +168,11 @@ function pausedAgentsQuery(d: Db, host: Pick<HostRow, "id" | "workspaceId">, lim
 /** The workspace's Durable Object: push connections and budget counters. */
 export function workspaceObject(env: Env, workspaceId: string) {
   return env.WORKSPACES.get(env.WORKSPACES.idFromName(workspaceId));
+}
+
+/** The workspace's mode, as its Durable Object holds it (a new chain is created under it). */
+export function workspaceMode(env: Env, workspaceId: string): Promise<"enforce" | "observe"> {
+  return workspaceObject(env, workspaceId).mode(workspaceId);
 }
 
 /** The host's policy payload and ETag; `sign()` signs it (only when the caller needs the body). */

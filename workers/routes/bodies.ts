@@ -6,7 +6,6 @@ import { findCredentials } from "../../protocol/redact.ts";
 import { type HostEnv, hostAuth } from "../auth/host.ts";
 import { db, schema } from "../db/client.ts";
 import { AppError, notFound } from "../errors.ts";
-import { syncRun } from "../lib/run-rows.ts";
 import { parseRoles } from "../lib/policy-store.ts";
 import { bodyKey } from "../lib/body-store.ts";
 import { bodyOfType, valid } from "../validate.ts";
@@ -49,7 +48,7 @@ export const bodies = new Hono<HostEnv>().put(
     const found = findCredentials(new TextDecoder().decode(bytes));
     if (found.length > 0) {
       const kinds = [...new Set(found.map((f) => f.kind))].sort();
-      await syncRun(d, await stub.bodyRefused(sha, role, kinds));
+      await stub.bodyRefused(sha, role, kinds);
       throw new AppError(
         422,
         "body_refused",

@@ -2,7 +2,7 @@ import { and, eq } from "drizzle-orm";
 import { Hono } from "hono";
 import { z } from "zod";
 import { HARNESSES, HostKeyRotation, HostReport, ROUTES } from "../../protocol/index.ts";
-import { type HostEnv, type HostRow, hostAuth } from "../auth/host.ts";
+import { type HostEnv, type HostRow, hostAuth, hostChanged, hostObject } from "../auth/host.ts";
 import { operatorAuth, type OperatorEnv } from "../auth/operator.ts";
 import { db, schema } from "../db/client.ts";
 import { AppError, notFound } from "../errors.ts";
@@ -10,7 +10,7 @@ import { agentHealth, agentKind } from "../lib/health.ts";
 import { keysView, rotateHostKey, unenrollHost } from "../lib/host-keys.ts";
 import { hostPolicyPayload, touchHostPolicy } from "../lib/policy-store.ts";
 import { pushHost } from "../lib/push.ts";
-import { checkQuotas } from "../lib/quotas.ts";
+import { throwIfOver } from "../lib/quotas.ts";
 import { valid } from "../validate.ts";
 
 const IdParam = z.object({ id: z.string().min(1).max(64) });
@@ -70,6 +70,7 @@ export async function setSuspended(env: Env, host: HostRow, suspended: boolean) 
   const d = db(env);
   const status = suspended ? "suspended" : "active";
   await d.batch([d.update(schema.hosts).set({ status }).where(eq(schema.hosts.id, host.id)), touchHostPolicy(d, host.id, Date.now())]);
+  await hostChanged(env, host.id);
   // A suspended host keeps the push connection it holds: that is how it hears of its resumption at once.
   const propagation = await pushHost(env, host.id);
   return { ...hostView(host), status, propagation };
@@ -89,7 +90,8 @@ export const hostSelf = new Hono<HostEnv>()
     const report = c.req.valid("json");
     const d = db(c.env);
     const now = Date.now();
-    await checkQuotas(d, host.id, { runs: [], names: report.agents.map((a, i) => ({ name: a.name, at: `agents[${i}]` })) }, now);
+    const names = report.agents.map((a, i) => ({ name: a.name, at: `agents[${i}]` }));
+    throwIfOver(await hostObject(c.env, host.id).admit({ runs: [], names }, now));
     const writes = report.agents.map((a) => {
       const pendingSince = a.pending_frames > 0 ? Math.min(a.oldest_pending_ms ?? now, now) : null;
       return d

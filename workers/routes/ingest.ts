@@ -1,6 +1,4 @@
-import { eq, sql } from "drizzle-orm";
 import { Hono } from "hono";
-import { createMiddleware } from "hono/factory";
 import {
   type ChainAck,
   chainAck,
@@ -12,14 +10,12 @@ import {
   ROUTES,
   runIdFor,
 } from "../../protocol/index.ts";
-import { type HostEnv, type HostRow, hostAuth, hostKeysOf } from "../auth/host.ts";
+import { type HostEnv, type HostRow, hostAuth, hostKeysOf, hostObject } from "../auth/host.ts";
 import type { ChainIngestResult, ChainInit } from "../chain/types.ts";
-import { db, schema } from "../db/client.ts";
+import type { ChainIngestRequest } from "../chain-object.ts";
 import { AppError } from "../errors.ts";
-import { agentKind } from "../lib/health.ts";
-import { checkQuotas } from "../lib/quotas.ts";
-import { runRowUpsert } from "../lib/run-rows.ts";
-import { countSpend, spendUpsert } from "../spend/record.ts";
+import { throwIfOver } from "../lib/quotas.ts";
+import { countSpend } from "../spend/record.ts";
 import { valid } from "../validate.ts";
 
 type Part = IngestRequest["chains"][number];
@@ -59,7 +55,7 @@ function checkBatch(batch: IngestRequest, host: HostRow): void {
   if (issues.length > 0) throw new AppError(400, "invalid_batch", "The batch was refused as a whole; nothing was stored.", { issues });
 }
 
-function initFor(part: Part, host: HostRow, hostKeys: ChainInit["hostKeys"], mode: "enforce" | "observe"): ChainInit {
+function initFor(part: Part, host: HostRow, hostKeys: ChainInit["hostKeys"]): ChainIngestRequest["init"] {
   return {
     chain: part.chain,
     kind: part.run ? "run" : "host",
@@ -70,7 +66,6 @@ function initFor(part: Part, host: HostRow, hostKeys: ChainInit["hostKeys"], mod
     harness: part.run?.harness ?? null,
     agent: part.run?.agent ?? null,
     sessionId: part.run?.session_id ?? null,
-    mode,
   };
 }
 
@@ -85,36 +80,23 @@ function retryable(chain: string, err: Error): ChainAck {
   return { ...chainAck(chain, "retryable"), message: "the chain could not be reached; resend this part" };
 }
 
-/** Starts reading the host's workspace mode before the batch is parsed, so the D1 round trip overlaps the (CPU-bound) checks. */
-const workspaceModeFirst = createMiddleware<IngestEnv>(async (c, next) => {
-  c.set(
-    "mode",
-    db(c.env)
-      .select({ mode: schema.workspaces.mode })
-      .from(schema.workspaces)
-      .where(eq(schema.workspaces.id, c.var.host.workspaceId))
-      .get()
-      .then((w) => w?.mode ?? "enforce"),
-  );
-  await next();
-});
-
-type IngestEnv = { Bindings: Env; Variables: HostEnv["Variables"] & { mode: Promise<"enforce" | "observe"> } };
-
-export const ingest = new Hono<IngestEnv>().post(
+/**
+ * `POST /v1/ingest`: a host's signed batch, checked whole, then each chain's part handed to its
+ * ChainObject. No D1 statement on the way: the host's object authenticates and admits it (key,
+ * nonce, quotas), each chain's object stores its part and sends its fleet row to D1 through the
+ * projection queue, and the workspace's object counts the spend.
+ */
+export const ingest = new Hono<HostEnv>().post(
   ROUTES.ingest,
   hostAuth(),
-  workspaceModeFirst,
   valid("json", IngestRequest, { what: "batch", empty: "refused" }),
   async (c) => {
     const host = c.var.host;
-    const d = db(c.env);
     const batch = c.req.valid("json");
     checkBatch(batch, host);
     const now = Date.now();
     const runs = batch.chains.flatMap((p, i) => (p.run ? [{ chain: p.chain, at: `chains[${i}]`, name: p.run.harness }] : []));
-    await checkQuotas(d, host.id, { runs, names: runs }, now);
-    const mode = await c.var.mode;
+    if (runs.length > 0) throwIfOver(await hostObject(c.env, host.id).admit({ runs, names: runs }, now));
     const keys = hostKeysOf(host);
     const results = await Promise.all(
       batch.chains.map(async (part): Promise<{ part: Part; result: ChainIngestResult | null; ack: ChainAck }> => {
@@ -122,7 +104,7 @@ export const ingest = new Hono<IngestEnv>().post(
           const stub = c.env.CHAINS.get(c.env.CHAINS.idFromName(part.chain));
           // RPC typing widens the ack's [from, to] tuples to arrays; the object returns ChainIngestResult.
           const result = (await stub.ingest({
-            init: initFor(part, host, keys, mode),
+            init: initFor(part, host, keys),
             frames: part.frames,
             locks: part.locks,
             now,
@@ -134,45 +116,6 @@ export const ingest = new Hono<IngestEnv>().post(
         }
       }),
     );
-    const writes = [];
-    for (const { result } of results) for (const t of result?.spend ?? []) writes.push(spendUpsert(d, host, result!, t));
-    for (const { part, result, ack } of results) {
-      if (!part.run || !result) continue;
-      writes.push(runRowUpsert(d, result.summary, now));
-      const name = part.run.harness;
-      const pending = ack.held > 0;
-      const refused = ack.status === "refused" || ack.conflicts.length > 0 || ack.locks_refused.length > 0;
-      writes.push(
-        d
-          .insert(schema.agents)
-          .values({
-            hostId: host.id,
-            name,
-            workspaceId: host.workspaceId,
-            kind: agentKind(name),
-            createdMs: now,
-            firstSeenMs: now,
-            lastSeenMs: now,
-            lastDeliveredMs: now,
-            pendingSinceMs: pending ? now : null,
-            lastRefusedMs: refused ? now : null,
-          })
-          .onConflictDoUpdate({
-            target: [schema.agents.hostId, schema.agents.name],
-            set: {
-              firstSeenMs: sql`coalesce(${schema.agents.firstSeenMs}, ${now})`,
-              lastSeenMs: now,
-              lastDeliveredMs: now,
-              pendingSinceMs: pending ? sql`coalesce(${schema.agents.pendingSinceMs}, ${now})` : null,
-              degradedMs: pending ? sql`${schema.agents.degradedMs}` : null,
-              lastRefusedMs: refused ? now : sql`${schema.agents.lastRefusedMs}`,
-            },
-          }),
-      );
-    }
-    if (writes.length > 0) await d.batch(writes as [(typeof writes)[number], ...(typeof writes)[number][]]);
-    // Budgets are counted before the answer: the recorder that sent the call that exhausted one is
-    // pushed its refusal no later than the others.
     await countSpend(
       c.env,
       host,

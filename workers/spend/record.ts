@@ -1,41 +1,7 @@
-import { sql } from "drizzle-orm";
 import type { HostRow } from "../auth/host.ts";
-import type { ChainIngestResult, SpendTotal } from "../chain/types.ts";
-import { type Db, schema } from "../db/client.ts";
+import type { ChainIngestResult } from "../chain/types.ts";
 import { loadPolicy, workspaceObject } from "../lib/policy-store.ts";
 import { pushPolicies } from "../lib/push.ts";
-
-/** The D1 statement that copies one of a chain's spend totals; an older copy never overwrites a newer one. */
-export function spendUpsert(d: Db, host: HostRow, result: ChainIngestResult, t: SpendTotal) {
-  const s = result.summary;
-  const values = {
-    runId: s.chain,
-    day: t.day,
-    vendor: t.vendor,
-    model: t.model,
-    priceVersion: t.priceVersion,
-    workspaceId: host.workspaceId,
-    hostId: host.id,
-    agent: s.kind === "run" ? s.harness : null,
-    calls: t.calls,
-    unpricedCalls: t.unpricedCalls,
-    microusd: t.microusd,
-    inputTokens: t.inputTokens,
-    outputTokens: t.outputTokens,
-    cacheReadTokens: t.cacheReadTokens,
-    cacheWriteTokens: t.cacheWriteTokens,
-    version: s.version,
-  };
-  const { runId: _r, day: _d, vendor: _v, model: _m, priceVersion: _p, ...set } = values;
-  return d
-    .insert(schema.spend)
-    .values(values)
-    .onConflictDoUpdate({
-      target: [schema.spend.runId, schema.spend.day, schema.spend.vendor, schema.spend.model, schema.spend.priceVersion],
-      set,
-      setWhere: sql`excluded.version > ${schema.spend.version}`,
-    });
-}
 
 /**
  * Hands the batch's new spend to the workspace's budget counters (its one writer). When that

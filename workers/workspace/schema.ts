@@ -3,7 +3,7 @@
 import { migrateSteps } from "../lib/do-schema.ts";
 
 /** Bump when a step is added below. */
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
 
 const STEPS: Record<number, string[]> = {
   1: [
@@ -19,6 +19,10 @@ const STEPS: Record<number, string[]> = {
     `CREATE INDEX leases_expiry ON leases (expires_ms)`,
     // One row: when the set of exhausted budget scopes last changed (a host policy's issued_ms never goes back).
     `CREATE TABLE meta (id INTEGER PRIMARY KEY CHECK (id = 1), changed_ms INTEGER NOT NULL, exhausted TEXT NOT NULL)`,
+  ],
+  2: [
+    // The workspace's mode, a copy of its D1 row's (set by the operator actions that change it; read from D1 once when missing).
+    `CREATE TABLE settings (id INTEGER PRIMARY KEY CHECK (id = 1), mode TEXT NOT NULL)`,
   ],
 };
 

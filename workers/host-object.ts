@@ -1,0 +1,132 @@
+import { DurableObject } from "cloudflare:workers";
+import { and, desc, eq, gt } from "drizzle-orm";
+import { fromHex, publicKeyOf, verifyStrict } from "../protocol/index.ts";
+import type { HostRow } from "./auth/host.ts";
+import { db, schema } from "./db/client.ts";
+import { admitQuotas, seedQuotas } from "./host/quotas.ts";
+import { migrate } from "./host/schema.ts";
+import type { QuotaRefusal, QuotaWanted } from "./lib/quotas.ts";
+import { project } from "./projection/messages.ts";
+
+/** How often at most a host's last-seen time is sent to its D1 row (the console reads it in minutes). */
+export const SEEN_EVERY_MS = 30_000;
+const HOUR_MS = 60 * 60_000;
+
+/** A request to authenticate: what the host signed (protocol `requestSigningInput`), its signature and nonce. */
+export interface HostSigned {
+  input: Uint8Array;
+  signature: string;
+  nonce: string;
+  /** The end of the request's time window: the nonce is kept until then. */
+  expiresMs: number;
+  now: number;
+}
+
+/** The outcome: the host's row, or why the request is refused. */
+export type HostAuthAnswer = { host: HostRow } | { refused: "bad_signature" | "replayed" };
+
+let standIn: Uint8Array | null = null;
+// A key no host holds: an unknown host's request is checked against it, so it costs what a known one does.
+function standInKey(): Uint8Array {
+  standIn ??= publicKeyOf(new Uint8Array(32).fill(0x5a));
+  return standIn;
+}
+
+/**
+ * One per enrolled host (`env.HOSTS.idFromName(hostId)`): everything a signed request of the host
+ * needs to be authenticated and admitted, so none of it reads D1: the host's key, keys and status
+ * (a copy of its D1 row, read again by every operator action that changes it, `refresh`), its
+ * request nonces, its quota windows, and its last-seen time (sent to D1 through the projection at
+ * most every 30 s). An object that holds nothing yet reads the row from D1 once.
+ */
+export class HostObject extends DurableObject<Env> {
+  #row: HostRow | null | undefined;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    void ctx.blockConcurrencyWhile(async () => migrate(ctx.storage));
+  }
+
+  /**
+   * Checks a signed request under the host's key (the stand-in key for a host that is unknown or
+   * unenrolled: the same work and the same answer), then admits its nonce once. Answers the host's
+   * row with its last-seen time now.
+   */
+  async authenticate(hostId: string, req: HostSigned): Promise<HostAuthAnswer> {
+    const row = await this.#load(hostId);
+    const host = row && row.status !== "unenrolled" ? row : null;
+    const ok = verifyStrict(host ? fromHex(host.publicKey, 32) : standInKey(), req.input, fromHex(req.signature, 64));
+    if (!ok || !host) return { refused: "bad_signature" };
+    const sql = this.ctx.storage.sql;
+    const fresh = this.ctx.storage.transactionSync(() => {
+      sql.exec("DELETE FROM nonces WHERE expires_ms < ?", req.now);
+      return sql.exec("INSERT OR IGNORE INTO nonces (nonce, expires_ms) VALUES (?, ?)", req.nonce, req.expiresMs).rowsWritten > 0;
+    });
+    if (!fresh) return { refused: "replayed" };
+    host.lastSeenMs = Math.max(host.lastSeenMs ?? 0, req.now);
+    const sent = sql.exec<{ seen_sent_ms: number }>("SELECT seen_sent_ms FROM host WHERE id = 1").one().seen_sent_ms;
+    if (req.now - sent >= SEEN_EVERY_MS) {
+      this.#save(host, req.now);
+      // Not awaited: the answer does not wait on the queue; a lost one is sent by the next request 30 s on.
+      this.ctx.waitUntil(
+        project(this.env, [{ kind: "host_seen", hostId: host.id, lastSeenMs: req.now }]).catch((err: unknown) =>
+          console.error("host seen projection failed", host.id, err),
+        ),
+      );
+    }
+    return { host };
+  }
+
+  /**
+   * Checks the host's quotas for what a request would create and records what is new (see
+   * `host/quotas.ts`): null when admitted, else the refusal (nothing recorded).
+   */
+  admit(wanted: QuotaWanted, now: number): QuotaRefusal | null {
+    return this.ctx.storage.transactionSync(() => admitQuotas(this.ctx.storage.sql, wanted, now));
+  }
+
+  /** Reads the host's row from D1 again: every operator action that changes it calls this after its write. */
+  async refresh(hostId: string): Promise<HostRow | null> {
+    this.#row = undefined;
+    this.ctx.storage.sql.exec("DELETE FROM host");
+    return this.#load(hostId);
+  }
+
+  async #load(hostId: string): Promise<HostRow | null> {
+    if (this.#row !== undefined) return this.#row;
+    const sql = this.ctx.storage.sql;
+    const stored = sql.exec<{ row: string }>("SELECT row FROM host WHERE id = 1").toArray()[0];
+    if (stored) {
+      this.#row = JSON.parse(stored.row) as HostRow;
+      return this.#row;
+    }
+    const d = db(this.env);
+    const now = Date.now();
+    const [rows, names, runs] = await d.batch([
+      d.select().from(schema.hosts).where(eq(schema.hosts.id, hostId)),
+      d
+        .select({ name: schema.agents.name, createdMs: schema.agents.createdMs })
+        .from(schema.agents)
+        .where(eq(schema.agents.hostId, hostId)),
+      d
+        .select({ id: schema.runs.id, createdMs: schema.runs.createdMs })
+        .from(schema.runs)
+        .where(and(eq(schema.runs.hostId, hostId), gt(schema.runs.createdMs, now - HOUR_MS)))
+        .orderBy(desc(schema.runs.createdMs))
+        .limit(1000),
+    ]);
+    const row = rows[0] ?? null;
+    // An unknown host keeps nothing here: its next request looks again (it may be enrolling now).
+    if (!row) return null;
+    this.ctx.storage.transactionSync(() => {
+      seedQuotas(sql, names, runs, now);
+      this.#save(row, row.lastSeenMs ?? 0);
+    });
+    return row;
+  }
+
+  #save(row: HostRow, seenSentMs: number): void {
+    this.#row = row;
+    this.ctx.storage.sql.exec("INSERT OR REPLACE INTO host (id, row, seen_sent_ms) VALUES (1, ?, ?)", JSON.stringify(row), seenSentMs);
+  }
+}
