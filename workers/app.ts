@@ -12,6 +12,7 @@ import { health } from "./routes/health.ts";
 import { hostLifecycle, hostRuns, hosts, hostSelf } from "./routes/hosts.ts";
 import { ingest } from "./routes/ingest.ts";
 import { keys } from "./routes/keys.ts";
+import { meter } from "./routes/meter.ts";
 import { policy } from "./routes/policy.ts";
 import { push } from "./routes/push.ts";
 import { runs } from "./routes/runs.ts";
@@ -25,6 +26,7 @@ export const app = new Hono<AppEnv>();
 app.use("*", readBodyFirst);
 
 app.route("/", health);
+app.route("/", meter);
 app.route("/", keys);
 app.route("/", enroll);
 app.route("/", ingest);

@@ -6,6 +6,7 @@ import { noteBatch, noteSent, projectionDue, projectionMessage } from "./chain/p
 import { migrate } from "./chain/schema.ts";
 import type { ChainIngest, ChainIngestResult, ChainSummary, FramePage } from "./chain/types.ts";
 import { serverKey } from "./keys.ts";
+import { metered } from "./lib/meter.ts";
 import { QUIET_MS } from "./lib/quiet.ts";
 import { workspaceMode } from "./lib/policy-store.ts";
 import { project } from "./projection/messages.ts";
@@ -29,7 +30,7 @@ export class ChainObject extends DurableObject<Env> {
   readonly #core: ChainCore;
 
   constructor(ctx: DurableObjectState, env: Env) {
-    super(ctx, env);
+    super(ctx, metered(env, "ChainObject"));
     this.#core = new ChainCore(ctx.storage.sql);
     void ctx.blockConcurrencyWhile(async () => migrate(ctx.storage));
   }

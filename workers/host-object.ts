@@ -5,6 +5,7 @@ import type { HostRow } from "./auth/host.ts";
 import { db, schema } from "./db/client.ts";
 import { admitQuotas, seedQuotas } from "./host/quotas.ts";
 import { migrate } from "./host/schema.ts";
+import { metered } from "./lib/meter.ts";
 import type { QuotaRefusal, QuotaWanted } from "./lib/quotas.ts";
 import { project } from "./projection/messages.ts";
 
@@ -43,7 +44,7 @@ export class HostObject extends DurableObject<Env> {
   #row: HostRow | null | undefined;
 
   constructor(ctx: DurableObjectState, env: Env) {
-    super(ctx, env);
+    super(ctx, metered(env, "HostObject"));
     void ctx.blockConcurrencyWhile(async () => migrate(ctx.storage));
   }
 

@@ -1,5 +1,6 @@
 import { app } from "./app.ts";
 import { scheduled } from "./cron.ts";
+import { metered } from "./lib/meter.ts";
 import { useNativeCrypto } from "./native-crypto.ts";
 import { consumeProjection } from "./projection/consume.ts";
 import type { ProjectionMessage } from "./projection/messages.ts";
@@ -10,8 +11,9 @@ export { ChainObject } from "./chain-object.ts";
 export { HostObject } from "./host-object.ts";
 export { WorkspaceObject } from "./workspace-object.ts";
 
+// Each entry point hands on its bindings counted under its name when the meter is on (lib/meter.ts).
 export default {
-  fetch: app.fetch,
-  scheduled,
-  queue: consumeProjection,
+  fetch: (request, env, ctx) => app.fetch(request, metered(env, "request"), ctx),
+  scheduled: (controller, env, ctx) => scheduled(controller, metered(env, "cron"), ctx),
+  queue: (batch, env) => consumeProjection(batch, metered(env, "projection")),
 } satisfies ExportedHandler<Env, ProjectionMessage>;

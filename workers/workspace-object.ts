@@ -1,6 +1,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { eq } from "drizzle-orm";
 import { db, schema } from "./db/client.ts";
+import { metered } from "./lib/meter.ts";
 import type { BudgetClause } from "../protocol/index.ts";
 import { utcDay } from "./spend/price.ts";
 import {
@@ -43,7 +44,7 @@ export class WorkspaceObject extends DurableObject<Env> {
   readonly #hub: PushHub;
 
   constructor(ctx: DurableObjectState, env: Env) {
-    super(ctx, env);
+    super(ctx, metered(env, "WorkspaceObject"));
     this.#hub = new PushHub(ctx);
     void ctx.blockConcurrencyWhile(async () => migrate(ctx.storage));
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair("ping", "pong"));

@@ -10,6 +10,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { ChainWriter, openPolicy, publicKeyOf, type SignedPolicy, verifyBundle } from "../../protocol/index.ts";
 import worker from "../../workers/index.ts";
 import { SERVER_SECRET } from "../support/sample-run.ts";
+import { FRAMES_PAGE_CHARS } from "../../workers/chain/core.ts";
 import { QUIET_MS } from "../../workers/lib/quiet.ts";
 import { enrollHost, hostCall, ingest, op, projected, seedWorkspace, TestRun, type TestHost } from "./support.ts";
 
@@ -185,6 +186,28 @@ describe("runs", () => {
     await projected([run.chain]);
     expect(await runView(run.chain)).toMatchObject({ status: "closed", outcome: { value: "unknown" } });
   });
+
+  it("pages frames by size as well as count: 600 frames of ~60 KB read with limit=1000 in pages, every frame once", async () => {
+    const run = new TestRun(host);
+    run.start();
+    const changed = Array.from({ length: 290 }, (_, i) => ({ file: `${"d/".repeat(90)}f${i}.txt`, status: "modified" as const }));
+    for (let i = 0; i < 599; i++) run.add("oxagen:worktree_reconciled", { path: "worktree", root: "/r", changed, commits: [] });
+    expect(run.frames[1]!.payload.length).toBeGreaterThan(58_000);
+    for (let i = 0; i < run.frames.length; i += 120)
+      expect((await ingest(host, [run.part(run.frames.slice(i, i + 120))])).status).toBe(200);
+    const seqs: number[] = [];
+    let pages = 0;
+    for (let from: number | null = 0; from !== null; pages++) {
+      const res = await op(token, `/v1/runs/${run.chain}/frames?limit=1000&from=${from}`);
+      expect(res.status).toBe(200);
+      const page = (await res.json()) as { frames: { seq: number; payload: string }[]; next: number | null };
+      expect(page.frames.reduce((n, f) => n + f.payload.length, 0)).toBeLessThanOrEqual(FRAMES_PAGE_CHARS + 70_000);
+      seqs.push(...page.frames.map((f) => f.seq));
+      from = page.next;
+    }
+    expect(pages).toBeGreaterThan(1);
+    expect(seqs).toEqual(run.frames.map((f) => f.seq));
+  }, 240_000);
 
   it("lists runs with filters and pages", async () => {
     const { token: t2 } = await seedWorkspace();

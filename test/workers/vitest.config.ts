@@ -29,6 +29,8 @@ export default defineConfig(async () => ({
           // Every change of a run is sent to the projection at once (no coalescing window): a test
           // waits only on the queue (support.ts `projected`).
           OXAGEN_PROJECTION_MS: "0",
+          // Platform calls counted per component (workers/lib/meter.ts): the fleet tests hold requests to their budget.
+          OXAGEN_METER: "1",
         },
       },
     }),
