@@ -15,5 +15,5 @@ export { WorkspaceObject } from "./workspace-object.ts";
 export default {
   fetch: (request, env, ctx) => app.fetch(request, metered(env, "request"), ctx),
   scheduled: (controller, env, ctx) => scheduled(controller, metered(env, "cron"), ctx),
-  queue: (batch, env) => consumeProjection(batch, metered(env, "projection")),
+  queue: (batch, env, _ctx) => consumeProjection(batch, metered(env, "projection")),
 } satisfies ExportedHandler<Env, ProjectionMessage>;

@@ -1,47 +1,35 @@
 import { DurableObject } from "cloudflare:workers";
 import { eq } from "drizzle-orm";
+import { type BudgetClause, Policy } from "../protocol/index.ts";
 import { db, schema } from "./db/client.ts";
 import { metered } from "./lib/meter.ts";
-import type { BudgetClause } from "../protocol/index.ts";
-import { utcDay } from "./spend/price.ts";
-import {
-  budgetUse,
-  type ClauseUse,
-  type ExhaustedScope,
-  exhaustedKey,
-  exhaustedScopes,
-  leaseRoom,
-  type RunSpend,
-  takeSpend,
-  type UseFilter,
-} from "./workspace/budgets.ts";
+import type { ClauseUse, ExhaustedScope, RunSpend, UseFilter } from "./workspace/budgets.ts";
+import { BudgetLedger, type Change, type LeaseAnswer, type ResizeAnswer } from "./workspace/ledger.ts";
 import { type Announced, type Audience, PushHub } from "./workspace/push-hub.ts";
 import { migrate } from "./workspace/schema.ts";
+
+export type { LeaseAnswer, ResizeAnswer };
 
 /** The header the Worker names an authenticated host by when it hands the object a push connection. */
 export const PUSH_HOST_HEADER = "x-oxagen-push-host";
 
-/** A lease of budget (see {@link WorkspaceObject.lease}). */
-export type LeaseAnswer =
-  | { granted: true; lease_id: string; microusd: number; expires_ms: number; room_microusd: number | null; changed: boolean }
-  | { granted: false; exhausted: ExhaustedScope; room_microusd: number };
-
-/** A resized lease (see {@link WorkspaceObject.resize}): a lease answer, or gone (unknown, expired, another host's). */
-export type ResizeAnswer = LeaseAnswer | { granted: false; gone: true };
-
-/** The room a refused lease's scope has without the amount asked (the scope's use counted it). */
-function roomWithout(over: ExhaustedScope, asked: number): number {
-  return Math.max(0, over.limit_microusd - (over.spent_microusd - asked));
+/** What the object keeps of its workspace's policy: the mode new chains are created under, and the budget clauses. */
+interface Settings {
+  mode: "enforce" | "observe";
+  budgets: BudgetClause[];
 }
 
 /**
  * One per workspace (`env.WORKSPACES.idFromName(workspaceId)`): the one writer of its budget
- * counters, and the hub its hosts' recorders hold a WebSocket to for policy pushes. Connections use
- * the WebSocket Hibernation API: an idle one keeps no object in memory, and the ping a recorder
- * sends is answered without waking it.
+ * counters (running totals, `workspace/counters.ts`), and the hub its hosts' recorders hold a
+ * WebSocket to for policy pushes. It holds a copy of the policy's mode and budget clauses, set by
+ * every policy change (`setPolicy`) and read from D1 once when missing, so a report, a lease or a
+ * policy fetch asks D1 nothing. Connections use the WebSocket Hibernation API: an idle one keeps
+ * no object in memory, and the ping a recorder sends is answered without waking it.
  */
 export class WorkspaceObject extends DurableObject<Env> {
   readonly #hub: PushHub;
+  #settings: Settings | null = null;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, metered(env, "WorkspaceObject"));
@@ -81,26 +69,6 @@ export class WorkspaceObject extends DurableObject<Env> {
     return this.#hub.announce(to, waitMs);
   }
 
-  /** The workspace's mode: a new chain is created under it. */
-  async mode(workspaceId: string): Promise<"enforce" | "observe"> {
-    const row = this.ctx.storage.sql.exec<{ mode: string }>("SELECT mode FROM settings WHERE id = 1").toArray()[0];
-    if (row) return row.mode as "enforce" | "observe";
-    const ws = await db(this.env)
-      .select({ id: schema.workspaces.id, mode: schema.workspaces.mode })
-      .from(schema.workspaces)
-      .where(eq(schema.workspaces.id, workspaceId))
-      .get();
-    // No row: a workspace being created, or none at all; nothing is kept, the next call looks again.
-    if (!ws) return "enforce";
-    this.setMode(ws.mode);
-    return ws.mode;
-  }
-
-  /** Sets the mode after its D1 row changed. */
-  setMode(mode: "enforce" | "observe"): void {
-    this.ctx.storage.sql.exec("INSERT OR REPLACE INTO settings (id, mode) VALUES (1, ?)", mode);
-  }
-
   /** The hosts with a push connection open now. */
   connectedHosts(): string[] {
     return this.#hub.connectedHosts();
@@ -111,126 +79,95 @@ export class WorkspaceObject extends DurableObject<Env> {
     for (const ws of this.ctx.getWebSockets(host)) ws.close(1008, "unenrolled");
   }
 
-  /**
-   * Takes runs' spend totals. Answers whether the set of exhausted scopes changed (then the
-   * caller pushes the hosts' new policies) and when it last changed.
-   */
-  report(rows: RunSpend[], clauses: BudgetClause[], now: number): { changed: boolean; changedMs: number } {
-    return this.ctx.storage.transactionSync(() => {
-      takeSpend(this.ctx.storage.sql, rows, now);
-      return this.#settleChange(clauses, now);
+  /** Takes the policy's mode and budget clauses after the policy changed in D1. */
+  setPolicy(p: Settings): void {
+    this.ctx.storage.transactionSync(() => {
+      this.ctx.storage.sql.exec("INSERT OR REPLACE INTO settings (id, mode, budgets) VALUES (1, ?, ?)", p.mode, JSON.stringify(p.budgets));
+      this.#settings = { mode: p.mode, budgets: p.budgets };
+      new BudgetLedger(this.ctx.storage.sql, p.budgets).clausesChanged(Date.now());
     });
   }
 
-  /**
-   * The exhausted scopes that concern one host (the workspace's, its own, its runs'), and when the
-   * exhausted set last changed (the host policy's `issued_ms` is at least that).
-   */
-  exhausted(hostId: string, clauses: BudgetClause[], now: number): { scopes: ExhaustedScope[]; changedMs: number } {
-    return this.ctx.storage.transactionSync(() => {
-      const { changedMs } = this.#settleChange(clauses, now);
-      return { scopes: exhaustedScopes(this.ctx.storage.sql, clauses, now, hostId), changedMs };
-    });
+  /** The workspace's mode: a new chain is created under it. */
+  async mode(): Promise<"enforce" | "observe"> {
+    return (await this.#load()).mode;
   }
 
   /**
-   * Each clause's use in its current window: per scope instance, the spend (priced plus leased)
-   * against the limit, by the same rule that decides what is exhausted. Read-only.
+   * Takes runs' spend totals. When that exhausts a budget scope, or frees one, every connected
+   * recorder of the workspace is told, by this object, after the answer: the report never waits
+   * on the announcement.
    */
-  use(clauses: BudgetClause[], now: number, filter: UseFilter = {}): ClauseUse[] {
-    return budgetUse(this.ctx.storage.sql, clauses, now, filter);
+  async report(rows: RunSpend[], now: number): Promise<Change> {
+    const ledger = await this.#ledger();
+    return this.#announceIf(this.ctx.storage.transactionSync(() => ledger.report(rows, now)));
   }
 
-  /**
-   * Leases budget for calls not yet priced (the gateway's reservation): `microusd` is held as spent
-   * for the run, its host and the workspace until the lease is settled or expires. Refused, with
-   * the scope, when it would take any clause of the run's scopes past its limit. One writer, so two
-   * leases never both take the last of a budget.
-   */
-  lease(req: { hostId: string; runId: string; microusd: number; ttlMs: number }, clauses: BudgetClause[], now: number): LeaseAnswer {
-    return this.ctx.storage.transactionSync(() => {
-      const sql = this.ctx.storage.sql;
-      const id = `lease_${crypto.randomUUID().replaceAll("-", "")}`;
-      const expires = now + req.ttlMs;
-      sql.exec(
-        "INSERT INTO leases (id, host_id, run_id, day, microusd, expires_ms) VALUES (?, ?, ?, ?, ?, ?)",
-        id,
-        req.hostId,
-        req.runId,
-        utcDay(now),
-        req.microusd,
-        expires,
-      );
-      const { over, room } = leaseRoom(sql, clauses, now, req.hostId, req.runId);
-      if (over) {
-        sql.exec("DELETE FROM leases WHERE id = ?", id);
-        return { granted: false, exhausted: over, room_microusd: roomWithout(over, req.microusd) };
-      }
-      const { changed } = this.#settleChange(clauses, now);
-      return { granted: true, lease_id: id, microusd: req.microusd, expires_ms: expires, room_microusd: room, changed };
-    });
+  /** The exhausted scopes that concern one host, and when the exhausted set last changed (its policy's `issued_ms` is at least that). */
+  async exhausted(hostId: string, now: number): Promise<{ scopes: ExhaustedScope[]; changedMs: number }> {
+    const ledger = await this.#ledger();
+    return this.ctx.storage.transactionSync(() => ledger.exhausted(hostId, now));
   }
 
-  /**
-   * Changes a lease's amount by `addMicrousd` (never below 0) and sets its expiry to `now + ttlMs`:
-   * the gateway grows its slice when it runs low, gives back what it does not need, and keeps a
-   * lease alive while its calls run. Growing is refused like a new lease (the lease stays as it
-   * was); shrinking is always granted. Gone for a lease that is unknown, expired or another host's.
-   */
-  resize(req: { hostId: string; leaseId: string; addMicrousd: number; ttlMs: number }, clauses: BudgetClause[], now: number): ResizeAnswer {
-    return this.ctx.storage.transactionSync(() => {
-      const sql = this.ctx.storage.sql;
-      const held = sql
-        .exec<{ run_id: string; microusd: number; expires_ms: number; day: string }>(
-          "SELECT run_id, microusd, expires_ms, day FROM leases WHERE id = ? AND host_id = ? AND expires_ms > ?",
-          req.leaseId,
-          req.hostId,
-          now,
-        )
-        .toArray()[0];
-      if (!held) return { granted: false, gone: true };
-      const microusd = Math.max(0, held.microusd + req.addMicrousd);
-      const expires = now + req.ttlMs;
-      // A lease renewed past UTC midnight holds its calls in the new day's (and month's) window.
-      sql.exec("UPDATE leases SET microusd = ?, expires_ms = ?, day = ? WHERE id = ?", microusd, expires, utcDay(now), req.leaseId);
-      const { over, room } = leaseRoom(sql, clauses, now, req.hostId, held.run_id);
-      if (microusd > held.microusd) {
-        if (over) {
-          sql.exec(
-            "UPDATE leases SET microusd = ?, expires_ms = ?, day = ? WHERE id = ?",
-            held.microusd,
-            held.expires_ms,
-            held.day,
-            req.leaseId,
-          );
-          return { granted: false, exhausted: over, room_microusd: roomWithout(over, microusd - held.microusd) };
-        }
-      }
-      const { changed } = this.#settleChange(clauses, now);
-      return { granted: true, lease_id: req.leaseId, microusd, expires_ms: expires, room_microusd: room, changed };
-    });
+  /** Each clause's use in its current window: per scope instance, the spend (priced plus leased) against the limit. */
+  async use(now: number, filter: UseFilter = {}): Promise<ClauseUse[]> {
+    const ledger = await this.#ledger();
+    return this.ctx.storage.transactionSync(() => ledger.use(now, filter));
   }
 
-  /** Ends a lease (its calls are priced from the record as they arrive); unknown or expired leases are a no-op. */
-  settle(leaseId: string, clauses: BudgetClause[], now: number, hostId?: string): { changed: boolean; changedMs: number } {
-    return this.ctx.storage.transactionSync(() => {
-      const sql = this.ctx.storage.sql;
-      // Only the host that took a lease may settle it (a settle of another's lease is a no-op).
-      if (hostId === undefined) sql.exec("DELETE FROM leases WHERE id = ?", leaseId);
-      else sql.exec("DELETE FROM leases WHERE id = ? AND host_id = ?", leaseId, hostId);
-      sql.exec("DELETE FROM leases WHERE expires_ms <= ?", now);
-      return this.#settleChange(clauses, now);
-    });
+  /** Leases budget for calls not yet priced (see `workspace/ledger.ts`); an exhaustion it causes is announced after the answer. */
+  async lease(req: { hostId: string; runId: string; microusd: number; ttlMs: number }, now: number): Promise<LeaseAnswer> {
+    const ledger = await this.#ledger();
+    const answer = this.ctx.storage.transactionSync(() => ledger.lease(req, now));
+    if (answer.granted) this.#announceIf(answer);
+    return answer;
   }
 
-  #settleChange(clauses: BudgetClause[], now: number): { changed: boolean; changedMs: number } {
-    const sql = this.ctx.storage.sql;
-    const key = exhaustedKey(exhaustedScopes(sql, clauses, now));
-    const meta = sql.exec<{ changed_ms: number; exhausted: string }>("SELECT changed_ms, exhausted FROM meta WHERE id = 1").toArray()[0];
-    if (meta && meta.exhausted === key) return { changed: false, changedMs: meta.changed_ms };
-    const changedMs = Math.max(now, (meta?.changed_ms ?? 0) + 1);
-    sql.exec("INSERT OR REPLACE INTO meta (id, changed_ms, exhausted) VALUES (1, ?, ?)", changedMs, key);
-    // The first look at a workspace with nothing exhausted is no change anybody must hear of.
-    return { changed: meta !== undefined || key !== "[]", changedMs };
+  /** Resizes a lease (see `workspace/ledger.ts`). */
+  async resize(req: { hostId: string; leaseId: string; addMicrousd: number; ttlMs: number }, now: number): Promise<ResizeAnswer> {
+    const ledger = await this.#ledger();
+    const answer = this.ctx.storage.transactionSync(() => ledger.resize(req, now));
+    if (answer.granted) this.#announceIf(answer);
+    return answer;
+  }
+
+  /** Ends a lease; unknown or expired leases (or another host's) are a no-op. */
+  async settle(leaseId: string, now: number, hostId?: string): Promise<Change> {
+    const ledger = await this.#ledger();
+    return this.#announceIf(this.ctx.storage.transactionSync(() => ledger.settle(leaseId, now, hostId)));
+  }
+
+  // One announcement to every connection (each recorder fetches its own policy), not waited on.
+  #announceIf<T extends { changed: boolean }>(c: T): T {
+    if (c.changed)
+      this.ctx.waitUntil(this.#hub.announce("all", 0).catch((err: unknown) => console.error("budget announcement failed", err)));
+    return c;
+  }
+
+  async #ledger(): Promise<BudgetLedger> {
+    return new BudgetLedger(this.ctx.storage.sql, (await this.#load()).budgets);
+  }
+
+  async #load(): Promise<Settings> {
+    if (this.#settings) return this.#settings;
+    const row = this.ctx.storage.sql
+      .exec<{ mode: string; budgets: string | null }>("SELECT mode, budgets FROM settings WHERE id = 1")
+      .toArray()[0];
+    if (row?.budgets) {
+      this.#settings = { mode: row.mode as Settings["mode"], budgets: JSON.parse(row.budgets) as BudgetClause[] };
+      return this.#settings;
+    }
+    const workspaceId = this.ctx.id.name;
+    if (!workspaceId) throw new Error("a workspace's object is named by its workspace id");
+    const d = db(this.env);
+    const [policy, ws] = await d.batch([
+      d.select({ payload: schema.policies.payload }).from(schema.policies).where(eq(schema.policies.workspaceId, workspaceId)),
+      d.select({ mode: schema.workspaces.mode }).from(schema.workspaces).where(eq(schema.workspaces.id, workspaceId)),
+    ]);
+    // No policy stored yet: the workspace's first policy (policy-store.ts loadPolicy) sets it; until then none applies.
+    if (!policy[0]) return { mode: ws[0]?.mode ?? "enforce", budgets: [] };
+    const p = Policy.parse(JSON.parse(policy[0].payload));
+    this.setPolicy({ mode: p.mode, budgets: p.budgets });
+    return this.#settings!;
   }
 }

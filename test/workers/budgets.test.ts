@@ -85,17 +85,18 @@ describe("budgets", () => {
     const { workspaceId } = await seedWorkspace();
     const hub = workspaceObject(env, workspaceId);
     const clauses: BudgetClause[] = [{ id: "per-run", scope: "run", window: "run", limit_microusd: 9000 }];
+    await hub.setPolicy({ mode: "enforce", budgets: clauses });
     const req = { hostId: "host_x", runId: `run_${"1".repeat(32)}`, microusd: 5000, ttlMs: 60_000 };
     const now = Date.now();
-    const [first, second] = await Promise.all([hub.lease(req, clauses, now), hub.lease(req, clauses, now)]);
+    const [first, second] = await Promise.all([hub.lease(req, now), hub.lease(req, now)]);
     const granted = [first, second].filter((l) => l.granted);
     expect(granted).toHaveLength(1);
     const refused = [first, second].find((l) => !l.granted);
     expect(refused).toMatchObject({ granted: false, exhausted: { budget: "per-run", run: req.runId, spent_microusd: 10_000 } });
-    await hub.settle((granted[0] as { lease_id: string }).lease_id, clauses, now);
-    expect(await hub.lease(req, clauses, now)).toMatchObject({ granted: true, microusd: 5000 });
+    await hub.settle((granted[0] as { lease_id: string }).lease_id, now);
+    expect(await hub.lease(req, now)).toMatchObject({ granted: true, microusd: 5000 });
     // An expired lease no longer holds budget back.
-    expect(await hub.lease(req, clauses, now + 120_000)).toMatchObject({ granted: true });
+    expect(await hub.lease(req, now + 120_000)).toMatchObject({ granted: true });
   });
 
   it("refuses a bad budget clause with 400 naming the field, and keeps the policy as it was", async () => {
@@ -162,11 +163,9 @@ describe("budget leases over the host-signed route", () => {
     expect(await a.json()).toMatchObject({ granted: true, microusd: 3000, room_microusd: 7000 });
     expect(await b.json()).toMatchObject({ granted: true, microusd: 3000, room_microusd: 4000 });
     // The other workspace's budget is untouched: the lease counts where the asking host does.
-    expect(
-      (
-        await workspaceObject(env, theirs.workspaceId).use([{ id: "d", scope: "workspace", window: "day", limit_microusd: 1 }], Date.now())
-      )[0]!.uses[0]!.spent_microusd,
-    ).toBe(0);
+    const theirHub = workspaceObject(env, theirs.workspaceId);
+    await theirHub.setPolicy({ mode: "enforce", budgets: [{ id: "d", scope: "workspace", window: "day", limit_microusd: 1 }] });
+    expect((await theirHub.use(Date.now()))[0]!.uses[0]!.spent_microusd).toBe(0);
     const refused = await lease(`run_${"8".repeat(32)}`, 5000);
     expect(refused.status).toBe(409);
     expect(await refused.json()).toMatchObject({
@@ -217,24 +216,25 @@ describe("budget leases over the host-signed route", () => {
     const { workspaceId } = await seedWorkspace();
     const hub = workspaceObject(env, workspaceId);
     const clauses: BudgetClause[] = [{ id: "ws-day", scope: "workspace", window: "day", limit_microusd: 10_000 }];
+    await hub.setPolicy({ mode: "enforce", budgets: clauses });
     const run = (n: number) => `run_${String(n).repeat(32)}`;
     const before = Date.UTC(2026, 0, 15, 23, 58);
     const after = Date.UTC(2026, 0, 16, 0, 2);
-    const first = await hub.lease({ hostId: "host_a", runId: run(1), microusd: 5000, ttlMs: 600_000 }, clauses, before);
+    const first = await hub.lease({ hostId: "host_a", runId: run(1), microusd: 5000, ttlMs: 600_000 }, before);
     expect(first).toMatchObject({ granted: true });
     const id = (first as { lease_id: string }).lease_id;
-    expect(await hub.resize({ hostId: "host_a", leaseId: id, addMicrousd: 0, ttlMs: 600_000 }, clauses, after)).toMatchObject({
+    expect(await hub.resize({ hostId: "host_a", leaseId: id, addMicrousd: 0, ttlMs: 600_000 }, after)).toMatchObject({
       granted: true,
     });
-    expect((await hub.use(clauses, after))[0]?.uses).toEqual([{ host: null, spent_microusd: 5000, reserved_microusd: 5000 }]);
-    expect(await hub.resize({ hostId: "host_a", leaseId: id, addMicrousd: 5001, ttlMs: 600_000 }, clauses, after)).toMatchObject({
+    expect((await hub.use(after))[0]?.uses).toEqual([{ host: null, spent_microusd: 5000, reserved_microusd: 5000 }]);
+    expect(await hub.resize({ hostId: "host_a", leaseId: id, addMicrousd: 5001, ttlMs: 600_000 }, after)).toMatchObject({
       granted: false,
       exhausted: { budget: "ws-day", spent_microusd: 10_001 },
     });
-    expect(await hub.lease({ hostId: "host_b", runId: run(2), microusd: 5001, ttlMs: 600_000 }, clauses, after)).toMatchObject({
+    expect(await hub.lease({ hostId: "host_b", runId: run(2), microusd: 5001, ttlMs: 600_000 }, after)).toMatchObject({
       granted: false,
     });
-    expect(await hub.lease({ hostId: "host_b", runId: run(2), microusd: 5000, ttlMs: 600_000 }, clauses, after)).toMatchObject({
+    expect(await hub.lease({ hostId: "host_b", runId: run(2), microusd: 5000, ttlMs: 600_000 }, after)).toMatchObject({
       granted: true,
     });
   });
@@ -282,6 +282,7 @@ describe("each budget clause's use", () => {
   async function counters() {
     const { workspaceId } = await seedWorkspace();
     const hub = workspaceObject(env, workspaceId);
+    await hub.setPolicy({ mode: "enforce", budgets: clauses });
     await hub.report(
       [
         { runId: r(1), hostId: "host_a", day: "2026-01-15", microusd: 6000 },
@@ -290,10 +291,9 @@ describe("each budget clause's use", () => {
         { runId: r(4), hostId: "host_b", day: "2026-01-14", microusd: 3000 },
         { runId: r(5), hostId: "host_b", day: "2025-12-31", microusd: 500 },
       ],
-      clauses,
       now,
     );
-    expect(await hub.lease({ hostId: "host_b", runId: r(3), microusd: 1000, ttlMs: 60_000 }, clauses, now)).toMatchObject({
+    expect(await hub.lease({ hostId: "host_b", runId: r(3), microusd: 1000, ttlMs: 60_000 }, now)).toMatchObject({
       granted: true,
     });
     return hub;
@@ -301,7 +301,7 @@ describe("each budget clause's use", () => {
 
   it("answers per scope instance, in the clause's window, priced plus leased, by the rule that decides what is exhausted", async () => {
     const hub = await counters();
-    const use = (await hub.use(clauses, now, { top: 2 })).map((c) => ({ ...c, uses: spentOnly(c.uses) }));
+    const use = (await hub.use(now, { top: 2 })).map((c) => ({ ...c, uses: spentOnly(c.uses) }));
     expect(use).toEqual([
       {
         budget: "ws-day",
@@ -340,27 +340,27 @@ describe("each budget clause's use", () => {
       },
     ]);
     // What reached its limit here is exactly what the hosts' policies list as exhausted.
-    const exhausted = (await hub.exhausted("host_a", clauses, now)).scopes.map((s) => [s.budget, s.host, s.run ?? null]);
+    const exhausted = (await hub.exhausted("host_a", now)).scopes.map((s) => [s.budget, s.host, s.run ?? null]);
     expect(exhausted).toEqual([
       ["ws-day", null, null],
       ["box", "host_a", null],
       ["per-run", "host_a", r(1)],
     ]);
     // Once the lease expires it no longer counts.
-    const later = await hub.use(clauses, now + 120_000, { top: 2 });
+    const later = await hub.use(now + 120_000, { top: 2 });
     expect(spentOnly(later[0]!.uses)).toEqual([{ host: null, spent_microusd: 9000 }]);
     expect(spentOnly(later[2]!.uses)[1]).toEqual({ host: "host_b", run: r(4), spent_microusd: 3000 });
   });
 
   it("narrows to one run's scopes, and answers 0 for a host with no spend", async () => {
     const hub = await counters();
-    const one = await hub.use(clauses, now, { onlyHost: "host_b", onlyRun: r(3) });
+    const one = await hub.use(now, { onlyHost: "host_b", onlyRun: r(3) });
     expect(one.map((c) => spentOnly(c.uses))).toEqual([
       [{ host: null, spent_microusd: 10_000 }],
       [{ host: "host_b", spent_microusd: 6000 }],
       [{ host: "host_b", run: r(3), spent_microusd: 3000 }],
     ]);
-    const idle = await hub.use(clauses, now, { onlyHost: "host_idle" });
+    const idle = await hub.use(now, { onlyHost: "host_idle" });
     expect(idle.map((c) => spentOnly(c.uses))).toEqual([
       [{ host: null, spent_microusd: 10_000 }],
       [{ host: "host_idle", spent_microusd: 0 }],

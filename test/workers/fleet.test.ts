@@ -69,9 +69,7 @@ describe("the fleet rows are a projection", () => {
     const messages = await Promise.all(
       runs.map(async (r) => {
         await ingest(host, [r.part()]);
-        return runInDurableObject(stub(r.chain), async (obj: { summary(): unknown }, state) =>
-          projectionMessage(state.storage.sql, obj.summary() as never, Date.now()),
-        );
+        return runInDurableObject(stub(r.chain), async (obj, state) => projectionMessage(state.storage.sql, obj.summary()!, Date.now()));
       }),
     );
     meterCounts(true);
@@ -93,9 +91,7 @@ describe("the fleet rows are a projection", () => {
     run.start();
     await ingest(host, [run.part()]);
     const message = () =>
-      runInDurableObject(stub(run.chain), (obj: { summary(): unknown }, state) =>
-        projectionMessage(state.storage.sql, obj.summary() as never, Date.now()),
-      );
+      runInDurableObject(stub(run.chain), (obj, state) => projectionMessage(state.storage.sql, obj.summary()!, Date.now()));
     const older = await message();
     run.tool();
     run.stop();
@@ -143,8 +139,8 @@ describe("the fleet rows are a projection", () => {
     const run = new TestRun(host);
     run.start();
     await ingest(host, [run.part()]);
-    const rule = await runInDurableObject(stub(run.chain), (obj: { summary(): { version: number; status: string } }, state) => {
-      const s = obj.summary();
+    const rule = await runInDurableObject(stub(run.chain), (obj, state) => {
+      const s = obj.summary()!;
       const sentMs = state.storage.sql.exec<{ sent_ms: number }>("SELECT sent_ms FROM projection").one().sent_ms;
       const due = (x: object) => projectionDue(state.storage.sql, x as never, 5000);
       return {

@@ -47,6 +47,7 @@ export async function loadPolicy(env: Env, workspaceId: string): Promise<{ polic
     .insert(schema.policies)
     .values({ workspaceId, payload, etag: policyEtag({ payload }), version: 1, updatedMs: now })
     .onConflictDoNothing();
+  await workspaceObject(env, workspaceId).setPolicy({ mode: policy.mode, budgets: policy.budgets });
   return loadPolicy(env, workspaceId);
 }
 
@@ -75,7 +76,7 @@ export async function updatePolicy(env: Env, workspaceId: string, change: (p: Po
       .run();
     if (res.meta.changes === 1) {
       // The copy the workspace's object holds (a new chain's mode) follows the stored policy.
-      await workspaceObject(env, workspaceId).setMode(next.mode);
+      await workspaceObject(env, workspaceId).setPolicy({ mode: next.mode, budgets: next.budgets });
       return next;
     }
   }
@@ -137,7 +138,7 @@ export async function hostPolicy(env: Env, host: HostRow, now: number): Promise<
     const shut = { tools: [], default_tool_decision: "deny" as const, models: [], budgets: [] };
     return { ...policy, ...own, ...shut, paused_runs: [], suspended_hosts: [host.id] };
   }
-  const budgets = policy.budgets.length > 0 ? await workspaceObject(env, host.workspaceId).exhausted(host.id, policy.budgets, now) : null;
+  const budgets = policy.budgets.length > 0 ? await workspaceObject(env, host.workspaceId).exhausted(host.id, now) : null;
   // What leases hold only when they hold something (a collector before the field reads the rest).
   const exhausted = (budgets?.scopes ?? [])
     .slice(0, MAX_EXHAUSTED_BUDGETS)
@@ -172,7 +173,7 @@ export function workspaceObject(env: Env, workspaceId: string) {
 
 /** The workspace's mode, as its Durable Object holds it (a new chain is created under it). */
 export function workspaceMode(env: Env, workspaceId: string): Promise<"enforce" | "observe"> {
-  return workspaceObject(env, workspaceId).mode(workspaceId);
+  return workspaceObject(env, workspaceId).mode();
 }
 
 /** The host's policy payload and ETag; `sign()` signs it (only when the caller needs the body). */

@@ -3,19 +3,12 @@ import { z } from "zod";
 import { BudgetLeaseRequest, BudgetLeaseResize, formatUsd, hostChainId, ROUTES } from "../../protocol/index.ts";
 import { type HostEnv, hostAuth } from "../auth/host.ts";
 import { AppError, notFound } from "../errors.ts";
-import { loadPolicy, workspaceObject } from "../lib/policy-store.ts";
-import { pushPolicies, pushWaitMs } from "../lib/push.ts";
+import { workspaceObject } from "../lib/policy-store.ts";
 import { valid } from "../validate.ts";
 import type { ExhaustedScope } from "../workspace/budgets.ts";
 import type { ResizeAnswer } from "../workspace-object.ts";
 
 const LeaseParam = z.object({ id: z.string().regex(/^lease_[0-9a-f]{32}$/) });
-/**
- * The longest a lease answer waits for the recorders to apply the exhaustion it caused: the
- * gateway's call waits on this answer, and counts one slower than 5 s as the server unreachable.
- */
-const LEASE_PUSH_WAIT_MS = 1000;
-const leasePush = (env: Env, workspaceId: string) => pushPolicies(env, workspaceId, Math.min(pushWaitMs(env), LEASE_PUSH_WAIT_MS));
 
 /** A lease past a scope's limit: 409 `budget_exhausted`, naming the scope and the room left (spent and reserved apart). */
 class BudgetExhausted extends AppError {
@@ -32,15 +25,14 @@ class BudgetExhausted extends AppError {
   }
 }
 
-async function leaseAnswer(c: Context<HostEnv>, workspaceId: string, answer: ResizeAnswer, status: 200 | 201, asked: number) {
+// A lease that reaches a limit exhausts the scope for everyone: the workspace's object tells the hosts, after this answer.
+function leaseAnswer(c: Context<HostEnv>, answer: ResizeAnswer, status: 200 | 201, asked: number) {
   if (!answer.granted) {
     if ("gone" in answer) throw notFound("lease");
     const { host: _h, ...scope } = answer.exhausted;
     throw new BudgetExhausted(scope, answer.room_microusd, asked);
   }
-  const { changed, ...lease } = answer;
-  // A lease that reaches a limit exhausts the scope for everyone: the hosts hear of it at once.
-  if (changed) await leasePush(c.env, workspaceId);
+  const { changed: _changed, ...lease } = answer;
   return c.json(lease, status);
 }
 
@@ -59,14 +51,13 @@ export const budget = new Hono<HostEnv>()
       throw new AppError(400, "invalid_request", "A lease for a computer's own chain names the asking computer's (host_<its id>).");
     // No run lookup: a lease counts toward the scopes of its own host (and workspace) only, so a run
     // id the host does not own, of its workspace or another, is answered as an unknown one (a run's
-    // first call comes before its frames do): the same answer, and no D1 query on the call's path.
-    const { policy } = await loadPolicy(c.env, host.workspaceId);
+    // first call comes before its frames do): the same answer, and no D1 query on the call's path
+    // (the workspace's object holds the clauses).
     const answer = await workspaceObject(c.env, host.workspaceId).lease(
       { hostId: host.id, runId: req.run, microusd: req.microusd, ttlMs: req.ttl_ms },
-      policy.budgets,
       Date.now(),
     );
-    return leaseAnswer(c, host.workspaceId, answer, 201, req.microusd);
+    return leaseAnswer(c, answer, 201, req.microusd);
   })
   .patch(
     ROUTES.budgetSettle.pattern,
@@ -76,19 +67,15 @@ export const budget = new Hono<HostEnv>()
     async (c) => {
       const host = c.var.host;
       const req = c.req.valid("json");
-      const { policy } = await loadPolicy(c.env, host.workspaceId);
       const answer = await workspaceObject(c.env, host.workspaceId).resize(
         { hostId: host.id, leaseId: c.req.valid("param").id, addMicrousd: req.add_microusd, ttlMs: req.ttl_ms },
-        policy.budgets,
         Date.now(),
       );
-      return leaseAnswer(c, host.workspaceId, answer, 200, req.add_microusd);
+      return leaseAnswer(c, answer, 200, req.add_microusd);
     },
   )
   .delete(ROUTES.budgetSettle.pattern, hostAuth(), valid("param", LeaseParam), async (c) => {
     const host = c.var.host;
-    const { policy } = await loadPolicy(c.env, host.workspaceId);
-    const { changed } = await workspaceObject(c.env, host.workspaceId).settle(c.req.valid("param").id, policy.budgets, Date.now(), host.id);
-    if (changed) await leasePush(c.env, host.workspaceId);
+    await workspaceObject(c.env, host.workspaceId).settle(c.req.valid("param").id, Date.now(), host.id);
     return c.json({ settled: true });
   });

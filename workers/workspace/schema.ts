@@ -1,9 +1,10 @@
 /** WorkspaceObject storage schema, versioned (see `lib/do-schema.ts`). */
 
 import { migrateSteps } from "../lib/do-schema.ts";
+import { COUNTER_STEPS } from "./counters.ts";
 
 /** Bump when a step is added below. */
-export const SCHEMA_VERSION = 2;
+export const SCHEMA_VERSION = 3;
 
 const STEPS: Record<number, string[]> = {
   1: [
@@ -23,6 +24,15 @@ const STEPS: Record<number, string[]> = {
   2: [
     // The workspace's mode, a copy of its D1 row's (set by the operator actions that change it; read from D1 once when missing).
     `CREATE TABLE settings (id INTEGER PRIMARY KEY CHECK (id = 1), mode TEXT NOT NULL)`,
+  ],
+  3: [
+    // Running totals per scope and window (workspace/counters.ts), filled once from the day totals and leases held.
+    ...COUNTER_STEPS,
+    `CREATE INDEX leases_run ON leases (run_id, expires_ms)`,
+    // The budget clauses, a copy of the policy's (set with it; read from D1 once when missing), and the UTC day the
+    // exhausted set was last looked at (a new day or month lifts the scopes of the one before).
+    `ALTER TABLE settings ADD COLUMN budgets TEXT`,
+    `ALTER TABLE meta ADD COLUMN day TEXT`,
   ],
 };
 
