@@ -22,9 +22,10 @@ export interface LocalWorker {
   restart: () => Promise<void>;
 }
 
-export async function startWorker(): Promise<LocalWorker> {
+/** `config`: another wrangler.toml than the repo's (a bench's Worker); `vars`: more `--var NAME:value`s. */
+export async function startWorker(opts: { config?: string; vars?: Record<string, string> } = {}): Promise<LocalWorker> {
   const persist = mkdtempSync(join(tmpdir(), "oxagen-worker-"));
-  const state = ensureDatabase(persist, join(persist, "oxagen-dev.json"));
+  const state = ensureDatabase(persist, join(persist, "oxagen-dev.json"), opts.config);
   const port = await freePort();
   const url = localUrl(port);
   let child: ChildProcess | null = null;
@@ -42,6 +43,8 @@ export async function startWorker(): Promise<LocalWorker> {
         // loaded machine, so a test that expects every computer applied never depends on speed.
         "--var",
         "OXAGEN_PUSH_WAIT_MS:15000",
+        ...Object.entries(opts.vars ?? {}).flatMap(([k, v]) => ["--var", `${k}:${v}`]),
+        ...(opts.config ? ["--config", opts.config] : []),
         "--show-interactive-dev-session=false",
       ]),
       { cwd: ROOT, stdio: ["ignore", log, log], env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "1" } },

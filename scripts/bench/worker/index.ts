@@ -6,7 +6,9 @@ import { ChainId, FrameWire, type Frame, MAX_INGEST_BYTES, SignedLock } from "..
 import { readLimited } from "../../../workers/request-body.ts";
 import { ChainObject } from "../../../workers/chain-object.ts";
 import worker from "../../../workers/index.ts";
+import type { ProjectionMessage } from "../../../workers/projection/messages.ts";
 
+export { HostObject } from "../../../workers/host-object.ts";
 export { WorkspaceObject } from "../../../workers/workspace-object.ts";
 import { check, parseJson } from "../../../workers/validate.ts";
 
@@ -55,8 +57,35 @@ const floor = new Hono<{ Bindings: Env }>().post("/v1/bench/floor", async (c) =>
   return c.json({ stored });
 });
 
+const SeedSpend = z.strictObject({
+  workspace: z.string(),
+  from: z.number().int().nonnegative(),
+  count: z.number().int().min(1).max(20_000),
+  hosts: z.number().int().min(1),
+  day: z.string(),
+});
+
+/**
+ * bench:fleet's seed: `count` spend records (one run's day total each, runs numbered from `from`,
+ * spread over `hosts` hosts) counted by the workspace's object through its own `report`, as
+ * ingest counts them: the spend a workspace has after a month, without a month of batches.
+ */
+const seed = new Hono<{ Bindings: Env }>().post("/v1/bench/seed-spend", async (c) => {
+  const req = check(SeedSpend, parseJson(new TextDecoder().decode(await readLimited(c.req.raw, 4096)), "request body"), "seed");
+  const rows = Array.from({ length: req.count }, (_, i) => {
+    const n = req.from + i;
+    return { runId: `run_${n.toString(16).padStart(32, "0")}`, hostId: `h-seed-${n % req.hosts}`, day: req.day, microusd: 1 + (n % 97) };
+  });
+  const hub = c.env.WORKSPACES.get(c.env.WORKSPACES.idFromName(req.workspace));
+  const t0 = performance.now();
+  for (let i = 0; i < rows.length; i += 2000) await hub.report(rows.slice(i, i + 2000), Date.now());
+  return c.json({ counted: rows.length, ms: performance.now() - t0 });
+});
+
+const BENCH_ROUTES: Record<string, Hono<{ Bindings: Env }>> = { "/v1/bench/floor": floor, "/v1/bench/seed-spend": seed };
+
 export default {
-  fetch: (request, env, ctx) =>
-    new URL(request.url).pathname === "/v1/bench/floor" ? floor.fetch(request, env, ctx) : worker.fetch(request, env, ctx),
+  fetch: (request, env, ctx) => (BENCH_ROUTES[new URL(request.url).pathname] ?? worker).fetch(request, env, ctx),
   scheduled: worker.scheduled,
-} satisfies ExportedHandler<Env>;
+  queue: worker.queue,
+} satisfies ExportedHandler<Env, ProjectionMessage>;
