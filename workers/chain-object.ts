@@ -6,6 +6,7 @@ import { noteBatch, noteSent, projectionDue, projectionMessage } from "./chain/p
 import { migrate } from "./chain/schema.ts";
 import type { ChainIngest, ChainIngestResult, ChainSummary, FramePage } from "./chain/types.ts";
 import { serverKey } from "./keys.ts";
+import { hostObject } from "./auth/host.ts";
 import { metered } from "./lib/meter.ts";
 import { QUIET_MS } from "./lib/quiet.ts";
 import { workspaceMode } from "./lib/policy-store.ts";
@@ -38,15 +39,24 @@ export class ChainObject extends DurableObject<Env> {
   /** Takes one chain's part of an ingest batch (frames, then locks) and answers its ack and summary. */
   async ingest(part: ChainIngestRequest): Promise<ChainIngestResult> {
     // Only a new chain needs the workspace's mode (an existing one keeps the mode it began under).
-    const mode = this.#core.state()?.mode ?? (await workspaceMode(this.env, part.init.workspace));
+    const before = this.#core.state();
+    const mode = before?.mode ?? (await workspaceMode(this.env, part.init.workspace));
     const result = this.ctx.storage.transactionSync(() => {
       const r = this.#core.ingest({ ...part, init: { ...part.init, mode } });
       const refused = r.ack.status === "refused" || r.ack.conflicts.length > 0 || r.ack.locks_refused.length > 0;
       noteBatch(this.ctx.storage.sql, part.now, r.ack.held > 0, refused);
       return r;
     });
+    await this.#stopped(before, result.summary);
     await this.#schedule(result.summary, part.now);
     return result;
+  }
+
+  // A paused run that stops (ends, crashes, closes, or its computer ends the session) leaves its host's policy at once.
+  async #stopped(before: { status: string; hostStopped: boolean } | null, after: ChainSummary): Promise<void> {
+    if (after.kind !== "run" || !before) return;
+    const running = (s: { status: string; hostStopped: boolean }) => !s.hostStopped && (s.status === "live" || s.status === "sealed");
+    if (running(before) && !running(after)) await hostObject(this.env, after.hostId).runStopped(after.chain);
   }
 
   /** The run's summary, or null when the object holds nothing. */
@@ -63,8 +73,12 @@ export class ChainObject extends DurableObject<Env> {
 
   /** Closes the run if it is live and has had no frame for `quietMs` (server clock); the next frame reopens it. */
   async close(now: number, quietMs: number): Promise<ChainSummary | null> {
+    const before = this.#core.state();
     const s = this.ctx.storage.transactionSync(() => this.#core.close(now, quietMs));
-    if (s) await this.#schedule(s, now);
+    if (s) {
+      await this.#stopped(before, s);
+      await this.#schedule(s, now);
+    }
     return s;
   }
 
@@ -128,6 +142,7 @@ export class ChainObject extends DurableObject<Env> {
     let s = this.#core.summary(st);
     if (s.kind === "run" && s.status === "live" && (s.lastReceivedMs ?? 0) <= now - QUIET_MS) {
       s = this.ctx.storage.transactionSync(() => this.#core.close(now, QUIET_MS)) ?? s;
+      await this.#stopped(st, s);
     }
     const due = projectionDue(this.ctx.storage.sql, s, this.#coalesceMs());
     if (due !== null && due <= now) {

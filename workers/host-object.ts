@@ -7,10 +7,13 @@ import { admitQuotas, seedQuotas } from "./host/quotas.ts";
 import { migrate } from "./host/schema.ts";
 import { metered } from "./lib/meter.ts";
 import type { QuotaRefusal, QuotaWanted } from "./lib/quotas.ts";
+import { type HostPart, readHostPart } from "./lib/host-policy.ts";
 import { project } from "./projection/messages.ts";
 
 /** How often at most a host's last-seen time is sent to its D1 row (the console reads it in minutes). */
 export const SEEN_EVERY_MS = 30_000;
+/** How long the host's own policy part is kept before it is read from D1 again (an operator's change drops it at once). */
+const PART_KEPT_MS = 10 * 60_000;
 const HOUR_MS = 60 * 60_000;
 
 /** A request to authenticate: what the host signed (protocol `requestSigningInput`), its signature and nonce. */
@@ -24,7 +27,7 @@ export interface HostSigned {
 }
 
 /** The outcome: the host's row, or why the request is refused. */
-export type HostAuthAnswer = { host: HostRow } | { refused: "bad_signature" | "replayed" };
+export type HostAuthAnswer = { host: HostRow; part?: HostPart } | { refused: "bad_signature" | "replayed" };
 
 let standIn: Uint8Array | null = null;
 // A key no host holds: an unknown host's request is checked against it, so it costs what a known one does.
@@ -53,7 +56,7 @@ export class HostObject extends DurableObject<Env> {
    * unenrolled: the same work and the same answer), then admits its nonce once. Answers the host's
    * row with its last-seen time now.
    */
-  async authenticate(hostId: string, req: HostSigned): Promise<HostAuthAnswer> {
+  async authenticate(hostId: string, req: HostSigned, opts: { policyPart?: boolean } = {}): Promise<HostAuthAnswer> {
     const row = await this.#load(hostId);
     const host = row && row.status !== "unenrolled" ? row : null;
     const ok = verifyStrict(host ? fromHex(host.publicKey, 32) : standInKey(), req.input, fromHex(req.signature, 64));
@@ -75,7 +78,7 @@ export class HostObject extends DurableObject<Env> {
         ),
       );
     }
-    return { host };
+    return opts.policyPart ? { host, part: await this.policyPart(host.id, req.now) } : { host };
   }
 
   /**
@@ -86,11 +89,37 @@ export class HostObject extends DurableObject<Env> {
     return this.ctx.storage.transactionSync(() => admitQuotas(this.ctx.storage.sql, wanted, now));
   }
 
-  /** Reads the host's row from D1 again: every operator action that changes it calls this after its write. */
+  /** Reads the host's row (and its own policy part) from D1 again: every operator action that changes either calls this after its write. */
   async refresh(hostId: string): Promise<HostRow | null> {
     this.#row = undefined;
     this.ctx.storage.sql.exec("DELETE FROM host");
+    this.ctx.storage.sql.exec("DELETE FROM policy_part");
     return this.#load(hostId);
+  }
+
+  /**
+   * The host's own part of its policy (its paused runs and agents, when it last changed), read
+   * from D1 when the object holds none or it is older than {@link PART_KEPT_MS}: a policy fetch
+   * (every recorder's, after every push) asks D1 nothing.
+   */
+  async policyPart(hostId: string, now: number): Promise<HostPart> {
+    const sql = this.ctx.storage.sql;
+    const held = sql.exec<{ part: string; read_ms: number }>("SELECT part, read_ms FROM policy_part WHERE id = 1").toArray()[0];
+    if (held && held.read_ms > now - PART_KEPT_MS) return JSON.parse(held.part) as HostPart;
+    const part = await readHostPart(this.env, hostId, now);
+    sql.exec("INSERT OR REPLACE INTO policy_part (id, part, read_ms) VALUES (1, ?, ?)", JSON.stringify(part), now);
+    return part;
+  }
+
+  /** A run of the host ended (or its computer ended the session): its policy no longer lists it as paused. */
+  runStopped(runId: string): void {
+    const sql = this.ctx.storage.sql;
+    const held = sql.exec<{ part: string }>("SELECT part FROM policy_part WHERE id = 1").toArray()[0];
+    if (!held) return;
+    const part = JSON.parse(held.part) as HostPart;
+    if (!part.pausedRuns.includes(runId)) return;
+    part.pausedRuns = part.pausedRuns.filter((r) => r !== runId);
+    sql.exec("UPDATE policy_part SET part = ? WHERE id = 1", JSON.stringify(part));
   }
 
   async #load(hostId: string): Promise<HostRow | null> {

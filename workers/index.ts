@@ -9,6 +9,7 @@ useNativeCrypto();
 
 export { ChainObject } from "./chain-object.ts";
 export { HostObject } from "./host-object.ts";
+export { PushHubObject } from "./push-hub-object.ts";
 export { WorkspaceObject } from "./workspace-object.ts";
 
 // Each entry point hands on its bindings counted under its name when the meter is on (lib/meter.ts).

@@ -1,96 +1,68 @@
 import { DurableObject } from "cloudflare:workers";
-import { eq } from "drizzle-orm";
-import { type BudgetClause, Policy } from "../protocol/index.ts";
+import { and, eq } from "drizzle-orm";
+import { MAX_PAUSED_AGENTS, Policy } from "../protocol/index.ts";
 import { db, schema } from "./db/client.ts";
+import { announce } from "./lib/hubs.ts";
+import type { WorkspacePart } from "./lib/host-policy.ts";
 import { metered } from "./lib/meter.ts";
+import { readPolicy } from "./lib/policy-store.ts";
 import type { ClauseUse, ExhaustedScope, RunSpend, UseFilter } from "./workspace/budgets.ts";
 import { BudgetLedger, type Change, type LeaseAnswer, type ResizeAnswer } from "./workspace/ledger.ts";
-import { type Announced, type Audience, PushHub } from "./workspace/push-hub.ts";
 import { migrate } from "./workspace/schema.ts";
 
 export type { LeaseAnswer, ResizeAnswer };
 
-/** The header the Worker names an authenticated host by when it hands the object a push connection. */
-export const PUSH_HOST_HEADER = "x-oxagen-push-host";
-
-/** What the object keeps of its workspace's policy: the mode new chains are created under, and the budget clauses. */
+/** What the object keeps of its workspace: the stored policy, and the agent names paused on every host. */
 interface Settings {
-  mode: "enforce" | "observe";
-  budgets: BudgetClause[];
+  policy: Policy;
+  pausedAgents: string[];
+  pausesMs: number;
 }
 
 /**
  * One per workspace (`env.WORKSPACES.idFromName(workspaceId)`): the one writer of its budget
- * counters (running totals, `workspace/counters.ts`), and the hub its hosts' recorders hold a
- * WebSocket to for policy pushes. It holds a copy of the policy's mode and budget clauses, set by
- * every policy change (`setPolicy`) and read from D1 once when missing, so a report, a lease or a
- * policy fetch asks D1 nothing. Connections use the WebSocket Hibernation API: an idle one keeps
- * no object in memory, and the ping a recorder sends is answered without waking it.
+ * counters (running totals, `workspace/counters.ts`), and the keeper of the workspace's part of
+ * every host's policy: a copy of the stored policy (set by every policy change, `setPolicy`) and
+ * of the agent names paused on every host (`setPausedAgents`), read from D1 once when missing. A
+ * report, a lease or a policy fetch asks D1 nothing. The push connections live on the
+ * workspace's hubs (`push-hub-object.ts`).
  */
 export class WorkspaceObject extends DurableObject<Env> {
-  readonly #hub: PushHub;
   #settings: Settings | null = null;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, metered(env, "WorkspaceObject"));
-    this.#hub = new PushHub(ctx);
     void ctx.blockConcurrencyWhile(async () => migrate(ctx.storage));
-    ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair("ping", "pong"));
   }
 
-  /** Accepts a push connection the Worker already authenticated (the host named in {@link PUSH_HOST_HEADER}). */
-  override async fetch(request: Request): Promise<Response> {
-    const host = request.headers.get(PUSH_HOST_HEADER);
-    if (!host || request.headers.get("upgrade")?.toLowerCase() !== "websocket") return new Response(null, { status: 400 });
-    const pair = new WebSocketPair();
-    this.ctx.acceptWebSocket(pair[1], [host]);
-    return new Response(null, { status: 101, webSocket: pair[0] });
-  }
-
-  // What a recorder sends besides the auto-answered ping: acknowledgements of announcements.
-  override webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): void {
-    this.#hub.message(ws, message);
-  }
-
-  override webSocketClose(ws: WebSocket, code: number): void {
-    try {
-      ws.close(code === 1005 || code === 1006 ? 1000 : code, "closed");
-    } catch {
-      // Already closed.
-    }
-  }
-
-  /**
-   * Announces a policy change to the audience's connections and waits (at most `waitMs`) until the
-   * recorder of every host it reached acknowledged that it fetched and applied its policy. Answers
-   * the hosts reached and the slow ones (see `workspace/push-hub.ts`).
-   */
-  announce(to: Audience, waitMs: number): Promise<Announced> {
-    return this.#hub.announce(to, waitMs);
-  }
-
-  /** The hosts with a push connection open now. */
-  connectedHosts(): string[] {
-    return this.#hub.connectedHosts();
-  }
-
-  /** Closes every push connection of a host (it was unenrolled). */
-  disconnect(host: string): void {
-    for (const ws of this.ctx.getWebSockets(host)) ws.close(1008, "unenrolled");
-  }
-
-  /** Takes the policy's mode and budget clauses after the policy changed in D1. */
-  setPolicy(p: Settings): void {
+  /** Takes the stored policy after it changed in D1. */
+  setPolicy(policy: Policy): void {
     this.ctx.storage.transactionSync(() => {
-      this.ctx.storage.sql.exec("INSERT OR REPLACE INTO settings (id, mode, budgets) VALUES (1, ?, ?)", p.mode, JSON.stringify(p.budgets));
-      this.#settings = { mode: p.mode, budgets: p.budgets };
-      new BudgetLedger(this.ctx.storage.sql, p.budgets).clausesChanged(Date.now());
+      const s = this.#stored();
+      this.#save({ policy, pausedAgents: s?.pausedAgents ?? [], pausesMs: s?.pausesMs ?? 0 });
+      new BudgetLedger(this.ctx.storage.sql, policy.budgets).clausesChanged(Date.now());
     });
+  }
+
+  /** Takes the agent names paused on every host after they changed in D1: every host's `issued_ms` moves on. */
+  async setPausedAgents(names: string[], now: number): Promise<void> {
+    const s = await this.#load();
+    this.#save({ ...s, pausedAgents: names.slice(0, MAX_PAUSED_AGENTS), pausesMs: Math.max(now, s.pausesMs + 1) });
   }
 
   /** The workspace's mode: a new chain is created under it. */
   async mode(): Promise<"enforce" | "observe"> {
-    return (await this.#load()).mode;
+    return (await this.#load()).policy.mode;
+  }
+
+  /** The workspace's part of one host's policy (see `lib/host-policy.ts`). */
+  async policyPart(hostId: string, now: number): Promise<WorkspacePart> {
+    const s = await this.#load();
+    const exhausted =
+      s.policy.budgets.length === 0
+        ? { scopes: [], changedMs: 0 }
+        : this.ctx.storage.transactionSync(() => new BudgetLedger(this.ctx.storage.sql, s.policy.budgets).exhausted(hostId, now));
+    return { policy: s.policy, pausedAgents: s.pausedAgents, pausesMs: s.pausesMs, exhausted };
   }
 
   /**
@@ -137,37 +109,69 @@ export class WorkspaceObject extends DurableObject<Env> {
     return this.#announceIf(this.ctx.storage.transactionSync(() => ledger.settle(leaseId, now, hostId)));
   }
 
-  // One announcement to every connection (each recorder fetches its own policy), not waited on.
+  // One announcement to every hub (each recorder fetches its own policy), not waited on.
   #announceIf<T extends { changed: boolean }>(c: T): T {
     if (c.changed)
-      this.ctx.waitUntil(this.#hub.announce("all", 0).catch((err: unknown) => console.error("budget announcement failed", err)));
+      this.ctx.waitUntil(
+        announce(this.env, this.#workspaceId(), "all", 0).catch((err: unknown) => console.error("budget announcement failed", err)),
+      );
     return c;
   }
 
   async #ledger(): Promise<BudgetLedger> {
-    return new BudgetLedger(this.ctx.storage.sql, (await this.#load()).budgets);
+    return new BudgetLedger(this.ctx.storage.sql, (await this.#load()).policy.budgets);
+  }
+
+  #workspaceId(): string {
+    const id = this.ctx.id.name;
+    if (!id) throw new Error("a workspace's object is named by its workspace id");
+    return id;
+  }
+
+  #stored(): Settings | null {
+    const row = this.ctx.storage.sql
+      .exec<{ policy: string | null; paused_agents: string; pauses_ms: number }>(
+        "SELECT policy, paused_agents, pauses_ms FROM settings WHERE id = 1",
+      )
+      .toArray()[0];
+    if (!row?.policy) return null;
+    return { policy: JSON.parse(row.policy) as Policy, pausedAgents: JSON.parse(row.paused_agents) as string[], pausesMs: row.pauses_ms };
+  }
+
+  #save(s: Settings): void {
+    this.ctx.storage.sql.exec(
+      "INSERT OR REPLACE INTO settings (id, mode, policy, paused_agents, pauses_ms) VALUES (1, ?, ?, ?, ?)",
+      s.policy.mode,
+      JSON.stringify(s.policy),
+      JSON.stringify(s.pausedAgents),
+      s.pausesMs,
+    );
+    this.#settings = s;
   }
 
   async #load(): Promise<Settings> {
+    this.#settings ??= this.#stored();
     if (this.#settings) return this.#settings;
-    const row = this.ctx.storage.sql
-      .exec<{ mode: string; budgets: string | null }>("SELECT mode, budgets FROM settings WHERE id = 1")
-      .toArray()[0];
-    if (row?.budgets) {
-      this.#settings = { mode: row.mode as Settings["mode"], budgets: JSON.parse(row.budgets) as BudgetClause[] };
-      return this.#settings;
-    }
-    const workspaceId = this.ctx.id.name;
-    if (!workspaceId) throw new Error("a workspace's object is named by its workspace id");
-    const d = db(this.env);
-    const [policy, ws] = await d.batch([
-      d.select({ payload: schema.policies.payload }).from(schema.policies).where(eq(schema.policies.workspaceId, workspaceId)),
-      d.select({ mode: schema.workspaces.mode }).from(schema.workspaces).where(eq(schema.workspaces.id, workspaceId)),
+    const workspaceId = this.#workspaceId();
+    const p = schema.agentPauses;
+    const [{ policy }, pauses] = await Promise.all([
+      readPolicy(this.env, workspaceId),
+      db(this.env)
+        .select({ name: p.name, pausedMs: p.pausedMs })
+        .from(p)
+        .where(and(eq(p.workspaceId, workspaceId), eq(p.hostId, "*")))
+        .orderBy(p.name)
+        .limit(MAX_PAUSED_AGENTS)
+        .all(),
     ]);
-    // No policy stored yet: the workspace's first policy (policy-store.ts loadPolicy) sets it; until then none applies.
-    if (!policy[0]) return { mode: ws[0]?.mode ?? "enforce", budgets: [] };
-    const p = Policy.parse(JSON.parse(policy[0].payload));
-    this.setPolicy({ mode: p.mode, budgets: p.budgets });
+    // Another call may have set it while D1 answered: what it set is newer.
+    this.#settings ??= this.#stored();
+    if (this.#settings) return this.#settings;
+    this.#save({
+      policy: Policy.parse(policy),
+      pausedAgents: pauses.map((x) => x.name),
+      pausesMs: Math.max(0, ...pauses.map((x) => x.pausedMs)),
+    });
     return this.#settings!;
   }
 }

@@ -1,6 +1,6 @@
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { type BudgetClause, ROUTES } from "../../protocol/index.ts";
+import { type BudgetClause, defaultPolicy, ROUTES } from "../../protocol/index.ts";
 import { workspaceObject } from "../../workers/lib/policy-store.ts";
 import { BASE, enrollHost, hostCall, ingest, op, seedWorkspace, TestRun, type TestHost, hostPolicyOf, openPush } from "./support.ts";
 
@@ -19,6 +19,9 @@ async function setBudgets(token: string, workspaceId: string, budgets: BudgetCla
 }
 
 const policyOf = hostPolicyOf;
+
+/** A workspace's policy with these budget clauses, as its object is handed it. */
+const withClauses = (budgets: BudgetClause[]) => ({ ...defaultPolicy("ws", Date.now()), budgets });
 
 /** A scope's use without its reserved part (the lease tests check that; these check the totals). */
 const spentOnly = (uses: { reserved_microusd?: number }[]) => uses.map(({ reserved_microusd: _r, ...u }) => u);
@@ -85,7 +88,7 @@ describe("budgets", () => {
     const { workspaceId } = await seedWorkspace();
     const hub = workspaceObject(env, workspaceId);
     const clauses: BudgetClause[] = [{ id: "per-run", scope: "run", window: "run", limit_microusd: 9000 }];
-    await hub.setPolicy({ mode: "enforce", budgets: clauses });
+    await hub.setPolicy(withClauses(clauses));
     const req = { hostId: "host_x", runId: `run_${"1".repeat(32)}`, microusd: 5000, ttlMs: 60_000 };
     const now = Date.now();
     const [first, second] = await Promise.all([hub.lease(req, now), hub.lease(req, now)]);
@@ -164,7 +167,7 @@ describe("budget leases over the host-signed route", () => {
     expect(await b.json()).toMatchObject({ granted: true, microusd: 3000, room_microusd: 4000 });
     // The other workspace's budget is untouched: the lease counts where the asking host does.
     const theirHub = workspaceObject(env, theirs.workspaceId);
-    await theirHub.setPolicy({ mode: "enforce", budgets: [{ id: "d", scope: "workspace", window: "day", limit_microusd: 1 }] });
+    await theirHub.setPolicy(withClauses([{ id: "d", scope: "workspace", window: "day", limit_microusd: 1 }]));
     expect((await theirHub.use(Date.now()))[0]!.uses[0]!.spent_microusd).toBe(0);
     const refused = await lease(`run_${"8".repeat(32)}`, 5000);
     expect(refused.status).toBe(409);
@@ -216,7 +219,7 @@ describe("budget leases over the host-signed route", () => {
     const { workspaceId } = await seedWorkspace();
     const hub = workspaceObject(env, workspaceId);
     const clauses: BudgetClause[] = [{ id: "ws-day", scope: "workspace", window: "day", limit_microusd: 10_000 }];
-    await hub.setPolicy({ mode: "enforce", budgets: clauses });
+    await hub.setPolicy(withClauses(clauses));
     const run = (n: number) => `run_${String(n).repeat(32)}`;
     const before = Date.UTC(2026, 0, 15, 23, 58);
     const after = Date.UTC(2026, 0, 16, 0, 2);
@@ -282,7 +285,7 @@ describe("each budget clause's use", () => {
   async function counters() {
     const { workspaceId } = await seedWorkspace();
     const hub = workspaceObject(env, workspaceId);
-    await hub.setPolicy({ mode: "enforce", budgets: clauses });
+    await hub.setPolicy(withClauses(clauses));
     await hub.report(
       [
         { runId: r(1), hostId: "host_a", day: "2026-01-15", microusd: 6000 },

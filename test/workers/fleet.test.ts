@@ -5,7 +5,7 @@ import { projectionDue, projectionMessage } from "../../workers/chain/projection
 import { meterCounts } from "../../workers/lib/meter.ts";
 import worker from "../../workers/index.ts";
 import type { ProjectionMessage } from "../../workers/projection/messages.ts";
-import { enrollHost, ingest, op, seedWorkspace, TestRun, type TestHost } from "./support.ts";
+import { enrollHost, hostPolicyOf, ingest, op, openPush, seedWorkspace, TestRun, type TestHost } from "./support.ts";
 
 let token: string;
 let workspaceId: string;
@@ -153,5 +153,42 @@ describe("the fleet rows are a projection", () => {
     expect(rule.sent).toBeNull();
     expect(rule.moreFrames).toBe(rule.sentMs + 5000);
     expect(rule.ended).toBe(0);
+  });
+
+  it("a policy fetch makes no D1 statement; a workspace-wide change costs the same calls and statements for 2 connected hosts as for 12", async () => {
+    const cost = async (hosts: number) => {
+      const ws = await seedWorkspace();
+      const fleet = await Promise.all(Array.from({ length: hosts }, () => enrollHost(ws.token)));
+      const conns = await Promise.all(fleet.map((h) => openPush(h)));
+      for (const h of fleet) await hostPolicyOf(h);
+      meterCounts(true);
+      await hostPolicyOf(fleet[0]!);
+      const fetch = meterCounts(true);
+      const res = await op(ws.token, `/v1/workspaces/${ws.workspaceId}/policy`, {
+        method: "PUT",
+        json: {
+          mode: "observe",
+          tools: [],
+          default_tool_decision: "none",
+          models: null,
+          budgets: [],
+          retention: { mode: "keep", keep: [] },
+        },
+      });
+      expect(await res.json()).toMatchObject({ propagation: { hosts, applied: hosts, not_applied: [], more: 0 } });
+      const change = meterCounts(true);
+      for (const c of conns) c.ws!.close();
+      // The operator's request alone: its own statements and calls (the recorders' fetches are counted apart, by their HostObject calls).
+      const fetches = change["request.do.HOSTS.authenticate"] ?? 0;
+      const perFetchDo = Object.entries(fetch).reduce((n, [k, v]) => (k.startsWith("request.do.") && !k.endsWith(".ms") ? n + v : n), 0);
+      const requestDo = Object.entries(change).reduce((n, [k, v]) => (k.startsWith("request.do.") && !k.endsWith(".ms") ? n + v : n), 0);
+      return { fetchD1: d1OnRequestPath(fetch), changeD1: d1OnRequestPath(change), operatorDo: requestDo - fetches * perFetchDo };
+    };
+    const small = await cost(2);
+    const large = await cost(12);
+    expect(small.fetchD1).toBe(0);
+    expect(large.fetchD1).toBe(0);
+    expect(large.changeD1).toBe(small.changeD1);
+    expect(large.operatorDo).toBe(small.operatorDo);
   });
 });

@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { MAX_PAUSED_RUNS_PER_HOST, openPolicy, publicKeyOf, type SignedPolicy } from "../../protocol/index.ts";
 import { db } from "../../workers/db/client.ts";
-import { pausedRunsOf } from "../../workers/lib/policy-store.ts";
+import { pausedRunsOf } from "../../workers/lib/host-policy.ts";
 import { SERVER_SECRET } from "../support/sample-run.ts";
 import { enrollHost, hostCall, ingest, op, seedRuns, seedWorkspace, TestRun, type TestHost } from "./support.ts";
 

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { openPolicy, publicKeyOf, ROUTES, type SignedPolicy, signRequest } from "../../protocol/index.ts";
-import { workspaceObject } from "../../workers/lib/policy-store.ts";
+import { connectedHosts } from "../../workers/lib/hubs.ts";
 import { SERVER_SECRET } from "../support/sample-run.ts";
 import { BASE, enrollHost, hostCall, ingest, op, openPush, seedWorkspace, TestRun, type TestHost } from "./support.ts";
 
@@ -139,7 +139,7 @@ describe("policy push", () => {
 
   it("refuses a connection with a bad signature, a replayed nonce, or from a suspended host, and keeps none of them", async () => {
     const h = await enrollHost(token);
-    const before = await workspaceObject(env, workspaceId).connectedHosts();
+    const before = await connectedHosts(env, workspaceId);
     const bad = await connect(h, (s) => ({ ...s, "x-oxagen-signature": "0".repeat(128) }));
     expect(bad.res.status).toBe(401);
     expect(await bad.res.json()).toMatchObject({ error: "bad_signature" });
@@ -161,7 +161,7 @@ describe("policy push", () => {
     const suspended = await connect(h);
     expect(suspended.res.status).toBe(403);
     expect(await suspended.res.json()).toMatchObject({ error: "host_suspended" });
-    expect((await workspaceObject(env, workspaceId).connectedHosts()).filter((x) => x === h.id && !before.includes(x))).toEqual([]);
+    expect((await connectedHosts(env, workspaceId)).filter((x) => x === h.id && !before.includes(x))).toEqual([]);
   });
 
   it("answers a plain GET with 426 and no connection", async () => {

@@ -10,6 +10,7 @@ import {
   requestSigningInput,
   SIGNED_HEADERS,
 } from "../../protocol/index.ts";
+import type { HostPart } from "../lib/host-policy.ts";
 import type { AppEnv } from "../request-body.ts";
 import type { schema } from "../db/client.ts";
 import { AppError } from "../errors.ts";
@@ -17,8 +18,8 @@ import { AppError } from "../errors.ts";
 /** A host row. */
 export type HostRow = typeof schema.hosts.$inferSelect;
 
-/** Hono env of a host-signed route: the signing host is set by {@link hostAuth}. */
-export type HostEnv = { Bindings: Env; Variables: AppEnv["Variables"] & { host: HostRow } };
+/** Hono env of a host-signed route: the signing host is set by {@link hostAuth} (and its own policy part, when asked for). */
+export type HostEnv = { Bindings: Env; Variables: AppEnv["Variables"] & { host: HostRow; hostPart?: HostPart } };
 
 const refuse = (why: string) => new AppError(401, "bad_signature", `The request is not signed by an enrolled host: ${why}.`);
 
@@ -53,7 +54,7 @@ export async function hostChanged(env: Env, hostId: string): Promise<void> {
  * signature that does not verify get the same answer after the same work. The caller decides what
  * a suspended host may still do.
  */
-async function authenticateHost(c: Context<HostEnv>): Promise<HostRow> {
+async function authenticateHost(c: Context<HostEnv>, policyPart: boolean): Promise<{ host: HostRow; part?: HostPart }> {
   const h: AuthHeaders = {
     host: c.req.header(AUTH_HEADERS.host) ?? null,
     time: c.req.header(AUTH_HEADERS.time) ?? null,
@@ -78,14 +79,12 @@ async function authenticateHost(c: Context<HostEnv>): Promise<HostRow> {
     time: read.time,
     nonce: h.nonce!,
   });
-  const answer = await hostObject(c.env, h.host!).authenticate(h.host!, {
-    input,
-    signature: h.signature!,
-    nonce: h.nonce!,
-    expiresMs: read.time + REQUEST_WINDOW_MS,
-    now,
-  });
-  if ("host" in answer) return answer.host;
+  const answer = await hostObject(c.env, h.host!).authenticate(
+    h.host!,
+    { input, signature: h.signature!, nonce: h.nonce!, expiresMs: read.time + REQUEST_WINDOW_MS, now },
+    { policyPart },
+  );
+  if ("host" in answer) return answer;
   if (answer.refused === "replayed")
     throw new AppError(401, "replayed", "This request was received before; every request is signed afresh, with a new nonce.");
   throw refuse(why);
@@ -93,13 +92,15 @@ async function authenticateHost(c: Context<HostEnv>): Promise<HostRow> {
 
 /**
  * The middleware of every host-signed route: {@link authenticateHost}, then a suspended host is
- * refused (403) unless `suspended` lets it through (its own policy, its unenrollment). Sets `host`.
+ * refused (403) unless `suspended` lets it through (its own policy, its unenrollment). Sets
+ * `host`, and `hostPart` (the host's own policy part, from the same call) with `policyPart`.
  */
-export function hostAuth(opts: { suspended?: "allowed" } = {}) {
+export function hostAuth(opts: { suspended?: "allowed"; policyPart?: boolean } = {}) {
   return createMiddleware<HostEnv>(async (c, next) => {
-    const host = await authenticateHost(c);
+    const { host, part } = await authenticateHost(c, opts.policyPart === true);
     if (opts.suspended !== "allowed") requireActive(host);
     c.set("host", host);
+    if (part) c.set("hostPart", part);
     await next();
   });
 }

@@ -18,6 +18,8 @@ const STEPS: Record<number, string[]> = {
     `CREATE INDEX runs_seen ON runs (seen_ms)`,
     // The host's agent names (the new-names-per-day quota counts their creation).
     `CREATE TABLE names (name TEXT PRIMARY KEY, created_ms INTEGER NOT NULL)`,
+    // The host's own part of its policy (lib/host-policy.ts), as read from D1 at `read_ms`.
+    `CREATE TABLE policy_part (id INTEGER PRIMARY KEY CHECK (id = 1), part TEXT NOT NULL, read_ms INTEGER NOT NULL)`,
     `CREATE INDEX names_created ON names (created_ms)`,
   ],
 };

@@ -1,9 +1,10 @@
-import { and, eq, sql } from "drizzle-orm";
+import { and, eq } from "drizzle-orm";
 import { HARNESSES, MAX_PAUSED_AGENTS } from "../../protocol/index.ts";
-import type { HostRow } from "../auth/host.ts";
+import { type HostRow, hostChanged } from "../auth/host.ts";
 import { db, schema } from "../db/client.ts";
 import { AppError, notFound } from "../errors.ts";
-import { touchHostPolicy } from "./policy-store.ts";
+import { touchHostPolicy } from "./host-policy.ts";
+import { workspaceObject } from "./policy-store.ts";
 import { pushHost, pushPolicies } from "./push.ts";
 
 /** The pauses of an agent name in the workspace: `*` for every host, else the host's id. */
@@ -38,12 +39,9 @@ export async function setAgentPaused(env: Env, workspaceId: string, name: string
   const d = db(env);
   const p = schema.agentPauses;
   const now = Date.now();
-  const touch = host
-    ? touchHostPolicy(d, host.id, now)
-    : d
-        .update(schema.hosts)
-        .set({ policyMs: sql`max(${schema.hosts.policyMs} + 1, ${now})` })
-        .where(eq(schema.hosts.workspaceId, workspaceId));
+  // A pause on one host moves that host's policy on; one on every host moves the workspace's part
+  // on (its object's `pausesMs`), never every host's row.
+  const touch = host ? [touchHostPolicy(d, host.id, now)] : [];
   if (paused) {
     const names = await d
       .selectDistinct({ name: p.name })
@@ -58,19 +56,37 @@ export async function setAgentPaused(env: Env, workspaceId: string, name: string
         .insert(p)
         .values({ workspaceId, hostId: host?.id ?? "*", name, pausedMs: now })
         .onConflictDoNothing(),
-      touch,
+      ...touch,
     ]);
   } else {
     // Resuming on one host lifts that host's pause; resuming everywhere lifts every pause of the name.
     const where = host
       ? and(eq(p.workspaceId, workspaceId), eq(p.name, name), eq(p.hostId, host.id))
       : and(eq(p.workspaceId, workspaceId), eq(p.name, name));
-    await d.batch([d.delete(p).where(where), touch]);
+    await d.batch([d.delete(p).where(where), ...touch]);
   }
+  // The objects that hand out host policies hold copies: the host's own part, and the workspace's.
+  await (host ? hostChanged(env, host.id) : pausedEverywhere(env, workspaceId, now));
   const propagation = await (host ? pushHost(env, host.id) : pushPolicies(env, workspaceId));
   const pauses = await pausesOf(env, workspaceId, name);
   const applies = pauses.some((x) => x.host === "*" || (host !== null && x.host === host.id));
   return { name, host: host?.id ?? null, paused: applies, pauses, propagation };
+}
+
+/** Hands the workspace's object the agent names now paused on every host. */
+async function pausedEverywhere(env: Env, workspaceId: string, now: number): Promise<void> {
+  const p = schema.agentPauses;
+  const rows = await db(env)
+    .select({ name: p.name })
+    .from(p)
+    .where(and(eq(p.workspaceId, workspaceId), eq(p.hostId, "*")))
+    .orderBy(p.name)
+    .limit(MAX_PAUSED_AGENTS)
+    .all();
+  await workspaceObject(env, workspaceId).setPausedAgents(
+    rows.map((r) => r.name),
+    now,
+  );
 }
 
 /** {@link markPaused} with the workspace's pauses read from D1. */

@@ -3,7 +3,8 @@ import { fromHex, type HostKeyRotation, hostKeyProofInput, keyIdFor, publicKeyPr
 import { type HostRow, hostChanged, type RetiredKey, retiredKeysOf } from "../auth/host.ts";
 import { db, schema } from "../db/client.ts";
 import { AppError } from "../errors.ts";
-import { touchHostPolicy, workspaceObject } from "./policy-store.ts";
+import { touchHostPolicy } from "./host-policy.ts";
+import { hubOf } from "./hubs.ts";
 
 /** How many earlier keys a host row keeps (a chain pinned to an older one keeps it in its own state). */
 const MAX_RETIRED_KEYS = 10;
@@ -56,7 +57,7 @@ export async function unenrollHost(env: Env, host: HostRow, now: number) {
     .where(and(eq(schema.hosts.id, host.id), ne(schema.hosts.status, "unenrolled")));
   await hostChanged(env, host.id);
   // Its push connections end with it: nothing signed by its key is served any more.
-  await workspaceObject(env, host.workspaceId)
+  await hubOf(env, host.workspaceId, host.id)
     .disconnect(host.id)
     .catch((err: unknown) => console.error("push disconnect failed", host.id, err));
   return { host_id: host.id, status: "unenrolled" as const, unenrolled_ms: host.unenrolledMs ?? now };

@@ -1,21 +1,8 @@
-import { and, eq, inArray, sql } from "drizzle-orm";
-import {
-  defaultPolicy,
-  MAX_EXHAUSTED_BUDGETS,
-  MAX_PAUSED_AGENTS,
-  MAX_PAUSED_RUNS_PER_HOST,
-  Policy,
-  policyEtag,
-  policyPayload,
-  type SignedPolicy,
-  signPolicy,
-} from "../../protocol/index.ts";
-import type { HostRow } from "../auth/host.ts";
-import { QUIET_MS } from "./quiet.ts";
-import { type Db, db, schema } from "../db/client.ts";
+import { and, eq } from "drizzle-orm";
+import { defaultPolicy, Policy, policyEtag, policyPayload, type SignedPolicy, signPolicy } from "../../protocol/index.ts";
+import { db, schema } from "../db/client.ts";
 import { AppError } from "../errors.ts";
 import { signingKey } from "../keys.ts";
-import type { RunRow } from "./run-rows.ts";
 
 /**
  * The largest workspace policy payload: half of what a collector accepts
@@ -31,9 +18,16 @@ function workspacePart(p: Policy): Policy {
 
 /** The workspace's policy (its clauses) and its row version, creating the default one on first use. */
 export async function loadPolicy(env: Env, workspaceId: string): Promise<{ policy: Policy; version: number }> {
+  const read = await readPolicy(env, workspaceId);
+  if (read.created) await policyChanged(env, workspaceId, read.policy);
+  return read;
+}
+
+/** {@link loadPolicy} without telling the workspace's object (what the object itself reads when it holds no copy). */
+export async function readPolicy(env: Env, workspaceId: string): Promise<{ policy: Policy; version: number; created: boolean }> {
   const d = db(env);
   const row = await d.select().from(schema.policies).where(eq(schema.policies.workspaceId, workspaceId)).get();
-  if (row) return { policy: Policy.parse(JSON.parse(row.payload)), version: row.version };
+  if (row) return { policy: Policy.parse(JSON.parse(row.payload)), version: row.version, created: false };
   const ws = await d.select().from(schema.workspaces).where(eq(schema.workspaces.id, workspaceId)).get();
   if (!ws) throw new AppError(404, "not_found", "No such workspace.");
   const now = Date.now();
@@ -47,8 +41,12 @@ export async function loadPolicy(env: Env, workspaceId: string): Promise<{ polic
     .insert(schema.policies)
     .values({ workspaceId, payload, etag: policyEtag({ payload }), version: 1, updatedMs: now })
     .onConflictDoNothing();
-  await workspaceObject(env, workspaceId).setPolicy({ mode: policy.mode, budgets: policy.budgets });
-  return loadPolicy(env, workspaceId);
+  return { ...(await readPolicy(env, workspaceId)), created: true };
+}
+
+/** Hands the workspace's object the stored policy (its copy: a new chain's mode, the budget clauses, what host policies are made of). */
+export async function policyChanged(env: Env, workspaceId: string, policy: Policy): Promise<void> {
+  await workspaceObject(env, workspaceId).setPolicy(policy);
 }
 
 /**
@@ -76,7 +74,7 @@ export async function updatePolicy(env: Env, workspaceId: string, change: (p: Po
       .run();
     if (res.meta.changes === 1) {
       // The copy the workspace's object holds (a new chain's mode) follows the stored policy.
-      await workspaceObject(env, workspaceId).setPolicy({ mode: next.mode, budgets: next.budgets });
+      await policyChanged(env, workspaceId, next);
       return next;
     }
   }
@@ -91,82 +89,7 @@ export async function signedPolicy(env: Env, workspaceId: string): Promise<{ sig
   return { signed, etag: policyEtag(signed), policy };
 }
 
-/**
- * The runs a host's policy lists as paused: the host's runs an operator paused or sealed that may
- * still be running there. A run leaves the list when it ends, when the computer ends its session
- * (an agent_stop arrives, stored or refused after a seal), when the cron closes it, or, sealed,
- * when nothing has come from it for 12 hours.
- */
-export async function pausedRunsOf(d: Db, hostId: string, now: number, limit = MAX_PAUSED_RUNS_PER_HOST): Promise<string[]> {
-  return (await pausedRunsQuery(d, hostId, now, limit).all()).map((row) => row.id);
-}
-
-function pausedRunsQuery(d: Db, hostId: string, now: number, limit: number) {
-  const r = schema.runs;
-  return d
-    .select({ id: r.id })
-    .from(r)
-    .where(
-      and(
-        eq(r.hostId, hostId),
-        sql`${r.pausedMs} IS NOT NULL AND ${r.hostStopped} = 0
-          AND (${r.status} = 'live' OR (${r.status} = 'sealed' AND ${r.lastReceivedMs} >= ${now - QUIET_MS}))`,
-      ),
-    )
-    .orderBy(r.id)
-    .limit(limit);
-}
-
-/**
- * The policy one host is handed: the workspace's clauses plus its own pause state, naming the
- * host. A suspended host learns only that it is suspended (no clause of the workspace), under the
- * workspace's mode and retention so what it records while suspended stays true.
- */
-export async function hostPolicy(env: Env, host: HostRow, now: number): Promise<Policy> {
-  const d = db(env);
-  // One round trip for the three reads: every recorder fetches this after every push.
-  const [stored, paused, agents, own_ms] = await d.batch([
-    d.select().from(schema.policies).where(eq(schema.policies.workspaceId, host.workspaceId)),
-    pausedRunsQuery(d, host.id, now, MAX_PAUSED_RUNS_PER_HOST),
-    pausedAgentsQuery(d, host, MAX_PAUSED_AGENTS),
-    // When the host's own part last changed, as D1 has it (the host's object keeps no copy of it).
-    d.select({ policyMs: schema.hosts.policyMs }).from(schema.hosts).where(eq(schema.hosts.id, host.id)),
-  ]);
-  const policy = stored[0] ? Policy.parse(JSON.parse(stored[0].payload)) : (await loadPolicy(env, host.workspaceId)).policy;
-  const own = { host: host.id, issued_ms: Math.max(policy.issued_ms, own_ms[0]?.policyMs ?? host.policyMs) };
-  if (host.status === "suspended") {
-    const shut = { tools: [], default_tool_decision: "deny" as const, models: [], budgets: [] };
-    return { ...policy, ...own, ...shut, paused_runs: [], suspended_hosts: [host.id] };
-  }
-  const budgets = policy.budgets.length > 0 ? await workspaceObject(env, host.workspaceId).exhausted(host.id, now) : null;
-  // What leases hold only when they hold something (a collector before the field reads the rest).
-  const exhausted = (budgets?.scopes ?? [])
-    .slice(0, MAX_EXHAUSTED_BUDGETS)
-    .map(({ host: _h, reserved_microusd: reserved, ...b }) => ((reserved ?? 0) > 0 ? { ...b, reserved_microusd: reserved } : b));
-  return {
-    ...policy,
-    ...own,
-    issued_ms: Math.max(own.issued_ms, budgets?.changedMs ?? 0),
-    paused_runs: paused.map((r) => r.id),
-    suspended_hosts: [],
-    // Only when there is something to say: a collector from before these fields opens the rest.
-    ...(agents.length > 0 ? { paused_agents: agents.map((a) => a.name) } : {}),
-    ...(exhausted.length > 0 ? { exhausted_budgets: exhausted } : {}),
-  };
-}
-
-/** The agent names paused on a host: on it, or on every host of its workspace. */
-function pausedAgentsQuery(d: Db, host: Pick<HostRow, "id" | "workspaceId">, limit: number) {
-  const p = schema.agentPauses;
-  return d
-    .selectDistinct({ name: p.name })
-    .from(p)
-    .where(and(eq(p.workspaceId, host.workspaceId), inArray(p.hostId, [host.id, "*"])))
-    .orderBy(p.name)
-    .limit(limit);
-}
-
-/** The workspace's Durable Object: push connections and budget counters. */
+/** The workspace's Durable Object: its budget counters and its copy of the policy. */
 export function workspaceObject(env: Env, workspaceId: string) {
   return env.WORKSPACES.get(env.WORKSPACES.idFromName(workspaceId));
 }
@@ -174,53 +97,6 @@ export function workspaceObject(env: Env, workspaceId: string) {
 /** The workspace's mode, as its Durable Object holds it (a new chain is created under it). */
 export function workspaceMode(env: Env, workspaceId: string): Promise<"enforce" | "observe"> {
   return workspaceObject(env, workspaceId).mode();
-}
-
-/** The host's policy payload and ETag; `sign()` signs it (only when the caller needs the body). */
-export async function hostPolicyPayload(env: Env, host: HostRow, now: number) {
-  const policy = await hostPolicy(env, host, now);
-  const payload = policyPayload(policy);
-  return {
-    etag: policyEtag({ payload }),
-    sign: async (): Promise<SignedPolicy> => {
-      const key = await signingKey(env);
-      return signPolicy(policy, key.secret, key.keyId);
-    },
-  };
-}
-
-/** The statement that marks a host's own policy part changed (its `issued_ms` moves on, never back). */
-export function touchHostPolicy(d: Db, hostId: string, now: number) {
-  return d
-    .update(schema.hosts)
-    .set({ policyMs: sql`max(${schema.hosts.policyMs} + 1, ${now})` })
-    .where(eq(schema.hosts.id, hostId));
-}
-
-/**
- * Pauses a run (or lifts its pause) for its host's policy. Pausing one more run than a host's
- * policy may list is refused (409) before anything changes.
- */
-export async function setPaused(env: Env, run: RunRow, paused: boolean, now: number): Promise<void> {
-  const d = db(env);
-  if (paused && run.pausedMs === null) {
-    const listed = await pausedRunsOf(d, run.hostId, now, MAX_PAUSED_RUNS_PER_HOST + 1);
-    if (!listed.includes(run.id) && listed.length >= MAX_PAUSED_RUNS_PER_HOST) {
-      throw new AppError(
-        409,
-        "too_many_paused",
-        `The run's computer already has ${MAX_PAUSED_RUNS_PER_HOST} paused runs that may still be running; resume or seal some first.`,
-      );
-    }
-  }
-  if (paused === (run.pausedMs !== null)) return;
-  await d.batch([
-    d
-      .update(schema.runs)
-      .set({ pausedMs: paused ? now : null })
-      .where(eq(schema.runs.id, run.id)),
-    touchHostPolicy(d, run.hostId, now),
-  ]);
 }
 
 /** Body roles from the workspace row's JSON. A row that does not hold them is a fault (500), never "keep every role". */

@@ -1,8 +1,8 @@
-import { eq } from "drizzle-orm";
-import type { HostRow } from "../auth/host.ts";
+import { and, eq, ne, sql } from "drizzle-orm";
 import { db, schema } from "../db/client.ts";
 import type { Announced } from "../workspace/push-hub.ts";
-import { hostPolicyPayload, workspaceObject } from "./policy-store.ts";
+import { hostPolicyPayload } from "./host-policy.ts";
+import { announce } from "./hubs.ts";
 
 /** How long an operator's change waits for the recorders' acknowledgements when `OXAGEN_PUSH_WAIT_MS` does not say. */
 const DEFAULT_WAIT_MS = 5000;
@@ -41,58 +41,92 @@ export function pushWaitMs(env: Env): number {
   return Number.isFinite(ms) && ms >= 0 ? ms : DEFAULT_WAIT_MS;
 }
 
-type Target = Pick<HostRow, "id" | "hostname" | "status">;
+/** The hosts a change concerns that had not applied it: counted, and at most {@link MAX_NAMED} named. */
+interface Missing {
+  hosts: number;
+  named: NotApplied[];
+  count: number;
+}
 
-function propagation(hosts: Target[], announced: Announced | null): Propagation {
-  const live = hosts.filter((h) => h.status !== "unenrolled");
-  const connected = new Set(announced?.connected ?? []);
-  const slow = new Set(announced?.slow ?? []);
-  const missing: NotApplied[] = [];
-  for (const h of live) {
-    const why = announced === null ? "push_failed" : !connected.has(h.id) ? "offline" : slow.has(h.id) ? "slow" : null;
-    if (why) missing.push({ host_id: h.id, hostname: h.hostname, why });
-  }
-  return {
-    hosts: live.length,
-    applied: live.length - missing.length,
-    not_applied: missing.slice(0, MAX_NAMED),
-    more: Math.max(0, missing.length - MAX_NAMED),
-  };
+function propagation(m: Missing): Propagation {
+  return { hosts: m.hosts, applied: m.hosts - m.count, not_applied: m.named.slice(0, MAX_NAMED), more: Math.max(0, m.count - MAX_NAMED) };
+}
+
+/**
+ * Of the workspace's enrolled computers, those the announcement did not reach or that did not
+ * acknowledge it: counted in D1 by the index of the workspace's hosts, and at most
+ * {@link MAX_NAMED} of each kind named (two bounded reads, the connected and slow hosts passed as
+ * one JSON parameter each): no statement per host.
+ */
+async function missingOf(env: Env, workspaceId: string, announced: Announced | null): Promise<Missing> {
+  const h = schema.hosts;
+  const d = db(env);
+  const enrolled = and(eq(h.workspaceId, workspaceId), ne(h.status, "unenrolled"));
+  const connected = JSON.stringify(announced?.connected ?? []);
+  const slow = JSON.stringify(announced?.slow ?? []);
+  const [[total], [reached], offline, late] = await d.batch([
+    d.select({ n: sql<number>`count(*)` }).from(h).where(enrolled),
+    d
+      .select({ n: sql<number>`count(*)` })
+      .from(h)
+      .where(and(enrolled, sql`${h.id} IN (SELECT value FROM json_each(${connected}))`)),
+    d
+      .select({ id: h.id, hostname: h.hostname })
+      .from(h)
+      .where(and(enrolled, sql`${h.id} NOT IN (SELECT value FROM json_each(${connected}))`))
+      .orderBy(h.id)
+      .limit(MAX_NAMED),
+    d
+      .select({ id: h.id, hostname: h.hostname })
+      .from(h)
+      .where(and(enrolled, sql`${h.id} IN (SELECT value FROM json_each(${slow}))`))
+      .orderBy(h.id)
+      .limit(MAX_NAMED),
+  ]);
+  const why = announced === null ? "push_failed" : "offline";
+  const named: NotApplied[] = [
+    ...offline.map((x) => ({ host_id: x.id, hostname: x.hostname, why: why as NotApplied["why"] })),
+    ...late.map((x) => ({ host_id: x.id, hostname: x.hostname, why: "slow" as const })),
+  ];
+  const slowCount = new Set(announced?.slow ?? []).size;
+  return { hosts: total?.n ?? 0, named, count: (total?.n ?? 0) - (reached?.n ?? 0) + slowCount };
 }
 
 /**
  * Tells every connected recorder of the workspace that its policy changed (one announcement,
- * `etag: "*"`: each recorder fetches its own policy), waits for their acknowledgements (at most
- * `waitMs`), and answers how far the change reached. A push that fails is logged, never the
- * operator's error: the change is stored, and a recorder that missed the push learns it on its
- * next poll.
+ * `etag: "*"`, sent by each of the workspace's hubs: each recorder fetches its own policy), waits
+ * for their acknowledgements (at most `waitMs`), and answers how far the change reached. A push
+ * that fails is logged, never the operator's error: the change is stored, and a recorder that
+ * missed the push learns it on its next poll. One call per hub, and bounded D1 reads, whatever
+ * the fleet's size.
  */
 export async function pushPolicies(env: Env, workspaceId: string, waitMs = pushWaitMs(env)): Promise<Propagation> {
-  const hosts = db(env)
-    .select({ id: schema.hosts.id, hostname: schema.hosts.hostname, status: schema.hosts.status })
-    .from(schema.hosts)
-    .where(eq(schema.hosts.workspaceId, workspaceId))
-    .all();
-  const announced = await workspaceObject(env, workspaceId)
-    .announce("all", waitMs)
-    .catch((err: unknown) => {
-      console.error("policy push failed", workspaceId, err);
-      return null;
-    });
-  return propagation(await hosts, announced);
+  const announced = await announce(env, workspaceId, "all", waitMs).catch((err: unknown) => {
+    console.error("policy push failed", workspaceId, err);
+    return null;
+  });
+  return propagation(await missingOf(env, workspaceId, announced));
 }
 
 /** Pushes one host its new policy's ETag (re-read, so a status just written is what it is handed) and waits for its recorder. */
 export async function pushHost(env: Env, hostId: string, waitMs = pushWaitMs(env)): Promise<Propagation> {
   const host = await db(env).select().from(schema.hosts).where(eq(schema.hosts.id, hostId)).get();
-  if (!host) return propagation([], null);
+  if (!host) return propagation({ hosts: 0, named: [], count: 0 });
   let announced: Announced | null = null;
   try {
-    const hub = workspaceObject(env, host.workspaceId);
     const { etag } = await hostPolicyPayload(env, host, Date.now());
-    announced = await hub.announce([{ host: host.id, etag }], waitMs);
+    announced = await announce(env, host.workspaceId, [{ host: host.id, etag }], waitMs);
   } catch (err) {
     console.error("policy push failed", host.workspaceId, host.id, err);
   }
-  return propagation([host], announced);
+  if (host.status === "unenrolled") return propagation({ hosts: 0, named: [], count: 0 });
+  const why =
+    announced === null
+      ? "push_failed"
+      : !announced.connected.includes(host.id)
+        ? "offline"
+        : announced.slow.includes(host.id)
+          ? "slow"
+          : null;
+  return propagation({ hosts: 1, named: why ? [{ host_id: host.id, hostname: host.hostname, why }] : [], count: why ? 1 : 0 });
 }

@@ -5,7 +5,7 @@ import { db, schema } from "../db/client.ts";
 import { AppError, notFound } from "../errors.ts";
 import { signingKey } from "../keys.ts";
 import { bundleStream } from "./export-stream.ts";
-import { setPaused } from "./policy-store.ts";
+import { setPaused } from "./host-policy.ts";
 import { type Propagation, pushHost } from "./push.ts";
 import { RUN_COLUMNS, type RunRow, runView, syncRun } from "./run-rows.ts";
 import { spendTotals } from "../spend/query.ts";

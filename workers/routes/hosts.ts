@@ -8,7 +8,7 @@ import { db, schema } from "../db/client.ts";
 import { AppError, notFound } from "../errors.ts";
 import { agentHealth, agentKind } from "../lib/health.ts";
 import { keysView, rotateHostKey, unenrollHost } from "../lib/host-keys.ts";
-import { hostPolicyPayload, touchHostPolicy } from "../lib/policy-store.ts";
+import { hostPolicyPayload, touchHostPolicy } from "../lib/host-policy.ts";
 import { pushHost } from "../lib/push.ts";
 import { throwIfOver } from "../lib/quotas.ts";
 import { valid } from "../validate.ts";

@@ -1,7 +1,7 @@
 import { Hono } from "hono";
 import { ROUTES } from "../../protocol/index.ts";
 import { type HostEnv, hostAuth } from "../auth/host.ts";
-import { hostPolicyPayload } from "../lib/policy-store.ts";
+import { hostPolicyPayload } from "../lib/host-policy.ts";
 
 function matches(ifNoneMatch: string | undefined, etag: string): boolean {
   if (!ifNoneMatch) return false;
@@ -12,8 +12,8 @@ function matches(ifNoneMatch: string | undefined, etag: string): boolean {
  * A host's own signed policy: the workspace's clauses and its own pause state, naming the host. A
  * suspended host may read it: that is how it learns it is suspended (and nothing else).
  */
-export const policy = new Hono<HostEnv>().get(ROUTES.policy, hostAuth({ suspended: "allowed" }), async (c) => {
-  const { etag, sign } = await hostPolicyPayload(c.env, c.var.host, Date.now());
+export const policy = new Hono<HostEnv>().get(ROUTES.policy, hostAuth({ suspended: "allowed", policyPart: true }), async (c) => {
+  const { etag, sign } = await hostPolicyPayload(c.env, c.var.host, Date.now(), c.var.hostPart);
   c.header("ETag", `"${etag}"`);
   c.header("Cache-Control", "no-cache");
   if (matches(c.req.header("if-none-match"), etag)) return c.body(null, 304);

@@ -31,6 +31,11 @@ export interface Announced {
 /** Who an announcement is for: each named host with its new ETag, or every connection of the workspace. */
 export type Audience = { host: string; etag: string }[] | "all";
 
+/** A fresh announcement id. */
+export function newChange(): string {
+  return `chg_${crypto.randomUUID().replaceAll("-", "")}`;
+}
+
 /** The longest any announcement waits, whatever the caller asks (an RPC must not hang on a silent connection). */
 const MAX_WAIT_MS = 30_000;
 
@@ -48,8 +53,7 @@ export class PushHub {
    * connections, or `waitMs` passed. The object stays in memory while it waits (an RPC is in
    * flight), so the acknowledgements reach this instance's {@link ack}.
    */
-  async announce(to: Audience, waitMs: number): Promise<Announced> {
-    const change = `chg_${crypto.randomUUID().replaceAll("-", "")}`;
+  async announce(to: Audience, waitMs: number, change = newChange()): Promise<Announced> {
     const left = new Set<string>();
     const send = (ws: WebSocket, host: string, etag: string) => {
       try {

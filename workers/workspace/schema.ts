@@ -29,9 +29,12 @@ const STEPS: Record<number, string[]> = {
     // Running totals per scope and window (workspace/counters.ts), filled once from the day totals and leases held.
     ...COUNTER_STEPS,
     `CREATE INDEX leases_run ON leases (run_id, expires_ms)`,
-    // The budget clauses, a copy of the policy's (set with it; read from D1 once when missing), and the UTC day the
-    // exhausted set was last looked at (a new day or month lifts the scopes of the one before).
-    `ALTER TABLE settings ADD COLUMN budgets TEXT`,
+    // The workspace's policy (its clauses, a copy of the stored one: set with it, read from D1 once when missing),
+    // the agent names paused on every host and when those last changed, and the UTC day the exhausted set was last
+    // looked at (a new day or month lifts the scopes of the one before).
+    `ALTER TABLE settings ADD COLUMN policy TEXT`,
+    `ALTER TABLE settings ADD COLUMN paused_agents TEXT NOT NULL DEFAULT '[]'`,
+    `ALTER TABLE settings ADD COLUMN pauses_ms INTEGER NOT NULL DEFAULT 0`,
     `ALTER TABLE meta ADD COLUMN day TEXT`,
   ],
 };

@@ -9,6 +9,7 @@ import worker from "../../../workers/index.ts";
 import type { ProjectionMessage } from "../../../workers/projection/messages.ts";
 
 export { HostObject } from "../../../workers/host-object.ts";
+export { PushHubObject } from "../../../workers/push-hub-object.ts";
 export { WorkspaceObject } from "../../../workers/workspace-object.ts";
 import { check, parseJson } from "../../../workers/validate.ts";
 

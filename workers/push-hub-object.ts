@@ -1,0 +1,64 @@
+import { DurableObject } from "cloudflare:workers";
+import { metered } from "./lib/meter.ts";
+import { type Announced, type Audience, PushHub } from "./workspace/push-hub.ts";
+
+/** The header the Worker names an authenticated host by when it hands a hub a push connection. */
+export const PUSH_HOST_HEADER = "x-oxagen-push-host";
+
+/**
+ * One of a workspace's push hubs (`lib/hubs.ts`: a fixed number per workspace, a host always on
+ * the same one): the recorders' WebSocket connections, the announcements sent over them and the
+ * acknowledgements that come back. Spreading connections over hubs keeps a reconnect storm (every
+ * recorder at once, after a deploy) and a workspace-wide announcement under one object's limits.
+ * Connections use the WebSocket Hibernation API: an idle one keeps no object in memory, and the
+ * ping a recorder sends is answered without waking it.
+ */
+export class PushHubObject extends DurableObject<Env> {
+  readonly #hub: PushHub;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, metered(env, "PushHubObject"));
+    this.#hub = new PushHub(ctx);
+    ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair("ping", "pong"));
+  }
+
+  /** Accepts a push connection the Worker already authenticated (the host named in {@link PUSH_HOST_HEADER}). */
+  override async fetch(request: Request): Promise<Response> {
+    const host = request.headers.get(PUSH_HOST_HEADER);
+    if (!host || request.headers.get("upgrade")?.toLowerCase() !== "websocket") return new Response(null, { status: 400 });
+    const pair = new WebSocketPair();
+    this.ctx.acceptWebSocket(pair[1], [host]);
+    return new Response(null, { status: 101, webSocket: pair[0] });
+  }
+
+  // What a recorder sends besides the auto-answered ping: acknowledgements of announcements.
+  override webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): void {
+    this.#hub.message(ws, message);
+  }
+
+  override webSocketClose(ws: WebSocket, code: number): void {
+    try {
+      ws.close(code === 1005 || code === 1006 ? 1000 : code, "closed");
+    } catch {
+      // Already closed.
+    }
+  }
+
+  /**
+   * Announces a policy change to the audience's connections on this hub and waits (at most
+   * `waitMs`) until the recorder of every host it reached acknowledged it (see `workspace/push-hub.ts`).
+   */
+  announce(to: Audience, waitMs: number, change?: string): Promise<Announced> {
+    return this.#hub.announce(to, waitMs, change);
+  }
+
+  /** The hosts with a push connection open on this hub now. */
+  connectedHosts(): string[] {
+    return this.#hub.connectedHosts();
+  }
+
+  /** Closes every push connection of a host (it was unenrolled). */
+  disconnect(host: string): void {
+    for (const ws of this.ctx.getWebSockets(host)) ws.close(1008, "unenrolled");
+  }
+}
