@@ -1,4 +1,4 @@
-import { and, eq, inArray, isNotNull, isNull, lt, lte, or, sql } from "drizzle-orm";
+import { and, eq, gt, inArray, isNotNull, isNull, lt, lte, or, sql } from "drizzle-orm";
 import { db, schema } from "./db/client.ts";
 import { PENDING_DEGRADED_MS } from "./lib/health.ts";
 import { QUIET_MS } from "./lib/quiet.ts";
@@ -28,33 +28,29 @@ export async function closeQuietRuns(env: Env, now: number): Promise<number> {
   return settled.filter((s) => s.status === "fulfilled" && s.value?.status === "closed").length;
 }
 
-/** Marks agents (and their hosts) whose data has been pending over 10 minutes as degraded; clears hosts that recovered. */
+/**
+ * Marks agents (and their hosts) whose data has been pending over 10 minutes as degraded; clears
+ * hosts that recovered. Every statement is a range of an index (`agents_pending`,
+ * `agents_degraded`, `hosts_degraded`): the degraded ones, never every agent or host.
+ */
 export async function markDegraded(env: Env, now: number): Promise<void> {
   const d = db(env);
+  const a = schema.agents;
+  const h = schema.hosts;
   const cutoff = now - PENDING_DEGRADED_MS;
   await d.batch([
     d
-      .update(schema.agents)
+      .update(a)
       .set({ degradedMs: now })
-      .where(and(isNotNull(schema.agents.pendingSinceMs), lt(schema.agents.pendingSinceMs, cutoff), isNull(schema.agents.degradedMs))),
+      .where(and(gt(a.pendingSinceMs, 0), lt(a.pendingSinceMs, cutoff), isNull(a.degradedMs))),
     d
-      .update(schema.hosts)
+      .update(h)
       .set({ degradedMs: now })
-      .where(
-        and(
-          isNull(schema.hosts.degradedMs),
-          inArray(schema.hosts.id, d.select({ id: schema.agents.hostId }).from(schema.agents).where(isNotNull(schema.agents.degradedMs))),
-        ),
-      ),
+      .where(and(inArray(h.id, d.select({ id: a.hostId }).from(a).where(gt(a.degradedMs, 0))), isNull(h.degradedMs))),
     d
-      .update(schema.hosts)
+      .update(h)
       .set({ degradedMs: null })
-      .where(
-        and(
-          isNotNull(schema.hosts.degradedMs),
-          sql`NOT EXISTS (SELECT 1 FROM ${schema.agents} WHERE ${schema.agents.hostId} = ${schema.hosts.id} AND ${schema.agents.degradedMs} IS NOT NULL)`,
-        ),
-      ),
+      .where(and(gt(h.degradedMs, 0), sql`NOT EXISTS (SELECT 1 FROM ${a} WHERE ${a.hostId} = ${h.id} AND ${a.degradedMs} > 0)`)),
   ]);
 }
 

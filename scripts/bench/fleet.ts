@@ -135,8 +135,10 @@ class SimRun {
   }
   next(): Uint8Array<ArrayBuffer> {
     const frames: Frame[] = [];
-    const add = (kind: Parameters<ChainWriter["append"]>[0], payload: object) =>
-      frames.push(this.writer.append(kind, payload as never, (this.t += 10)).frame);
+    const add = (kind: Parameters<ChainWriter["append"]>[0], payload: object) => {
+      this.t += 10;
+      frames.push(this.writer.append(kind, payload as never, this.t).frame);
+    };
     if (this.batches === 0) add("agent_start", { path: "hook", harness: "claude-code", session_id: this.session });
     add("turn_start", { path: "hook", prompt: { sha256: "c".repeat(64), size: 20 } });
     add("llm_call", {

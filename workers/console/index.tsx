@@ -1,21 +1,18 @@
-/** @jsxImportSource hono/jsx */
-import { eq } from "drizzle-orm";
 import { type Context, Hono } from "hono";
 import { getCookie } from "hono/cookie";
 import { HTTPException } from "hono/http-exception";
-import { AgentName, bytesToHex, HARNESSES } from "../../protocol/index.ts";
-import { db, schema } from "../db/client.ts";
+import { AgentName, HARNESSES } from "../../protocol/index.ts";
 import { AppError } from "../errors.ts";
 import { budgetUseOf } from "../lib/budget-use.ts";
 import { agentPauses, markPaused, setAgentPaused } from "../lib/agent-pauses.ts";
 import { runCoverage } from "../lib/coverage.ts";
-import { bodyKey } from "../lib/body-store.ts";
 import { spendSince } from "../lib/spend.ts";
 import { exportAnswer, ownRun, pauseRun, resumeRun, runDetail, sealRun } from "../lib/runs.ts";
 import { unenrollHost } from "../lib/host-keys.ts";
 import { EnrollmentTtlMinutes, mintEnrollmentToken } from "../lib/tokens.ts";
 import { serverOrigin } from "../auth/host.ts";
-import { agentsOf, hostView, ownHost, setSuspended } from "../routes/hosts.ts";
+import { hostView, ownHost, setSuspended } from "../routes/hosts.ts";
+import { agentsOfHosts, HostPageQuery, hostsPage } from "../lib/fleet-pages.ts";
 import { policyEdit, policyPage } from "./policy.tsx";
 import type { PageContext } from "./layout.tsx";
 import { AgentsPage } from "./pages/agents.tsx";
@@ -103,17 +100,14 @@ export const consoleApp = new Hono<ConsoleEnv>()
   })
   .get("/console", async (c) => {
     // A removed (unenrolled) computer records nothing more: the Computers page still lists it.
-    const rows = (await db(c.env).select().from(schema.hosts).where(eq(schema.hosts.workspaceId, c.var.workspaceId)).all()).filter(
-      (h) => h.status !== "unenrolled",
-    );
+    const page = await hostsPage(c.env, c.var.workspaceId, pageQuery(c), { enrolled: true });
     const now = Date.now();
-    const pauses = await agentPauses(c.env, c.var.workspaceId);
-    const hosts = await Promise.all(
-      rows.map(async (h) => ({ host: hostView(h), agents: markPaused(await agentsOf(c.env, h, now), pauses) })),
-    );
+    const [pauses, agents] = await Promise.all([agentPauses(c.env, c.var.workspaceId), agentsOfHosts(c.env, page.hosts, now)]);
+    const marked = markPaused(agents, pauses);
+    const hosts = page.hosts.map((h) => ({ host: hostView(h), agents: marked.filter((a) => a.host_id === h.id) }));
     const everywhere = pauses.filter((p) => p.host === "*").map((p) => p.name);
-    const notice = actionNotice(c.req.query(), AGENT_DONE, new Map(rows.map((h) => [h.id, h.hostname])));
-    return c.html(<AgentsPage ctx={pageCtx(c)} hosts={hosts} pausedEverywhere={everywhere} notice={notice} />);
+    const notice = actionNotice(c.req.query(), AGENT_DONE, new Map(page.hosts.map((h) => [h.id, h.hostname])));
+    return c.html(<AgentsPage ctx={pageCtx(c)} hosts={hosts} pausedEverywhere={everywhere} notice={notice} next={page.next} />);
   })
   .post("/console/agents/:action{pause|resume}", async (c) => {
     const form = checkedForm(c);
@@ -236,8 +230,14 @@ async function headers(c: Context, next: () => Promise<void>) {
   if (!c.res.headers.has("Cache-Control")) c.header("Cache-Control", "no-store");
 }
 
+/** A page of hosts from the console's `cursor` (a bad one reads as the first page). */
+function pageQuery(c: Context<ConsoleEnv>): HostPageQuery {
+  const q = HostPageQuery.safeParse({ cursor: c.req.query("cursor") || undefined });
+  return q.success ? q.data : { limit: 100 };
+}
+
 async function computersPage(c: Context<ConsoleEnv>, minted: Minted | null, error: string | null) {
-  const rows = await db(c.env).select().from(schema.hosts).where(eq(schema.hosts.workspaceId, c.var.workspaceId)).all();
+  const { hosts: rows, next } = await hostsPage(c.env, c.var.workspaceId, pageQuery(c));
   return (
     <ComputersPage
       ctx={pageCtx(c)}
@@ -247,6 +247,7 @@ async function computersPage(c: Context<ConsoleEnv>, minted: Minted | null, erro
       minted={minted}
       error={error}
       notice={actionNotice(c.req.query(), AGENT_DONE, new Map(rows.map((h) => [h.id, h.hostname])))}
+      next={next}
     />
   );
 }

@@ -25,10 +25,13 @@ export async function runsPage(env: Env, workspaceId: string, ctx: PageContext, 
     ...(query.cursor ? { cursor: query.cursor } : {}),
   };
   const parsed = RunListQuery.safeParse(raw);
+  // The computer filter's choices: the first 500 by id (one index range), not every computer of a large fleet.
   const hosts = await db(env)
     .select({ id: schema.hosts.id, hostname: schema.hosts.hostname })
     .from(schema.hosts)
     .where(eq(schema.hosts.workspaceId, workspaceId))
+    .orderBy(schema.hosts.id)
+    .limit(500)
     .all();
   if (!parsed.success) {
     const fields = Object.keys(z.flattenError(parsed.error).fieldErrors).join(", ");

@@ -17,6 +17,8 @@ export const workspaces = sqliteTable("workspaces", {
     .notNull()
     .default("enforce"),
   createdMs: integer("created_ms").notNull(),
+  /** Days an ended run's fleet rows stay in D1 after its last frame; then they are archived to R2 (docs/operations.md, "Retention"). */
+  rowsKeptDays: integer("rows_kept_days").notNull().default(90),
 });
 
 export const operatorTokens = sqliteTable(
@@ -88,7 +90,12 @@ export const hosts = sqliteTable(
     retiredKeys: text("retired_keys").notNull().default("[]"),
     unenrolledMs: integer("unenrolled_ms"),
   },
-  (t) => [index("hosts_workspace").on(t.workspaceId)],
+  (t) => [
+    // The workspace's hosts in id order (the Wrapped agents panel and the hosts list page by it).
+    index("hosts_workspace").on(t.workspaceId, t.id),
+    // The health sweep's hosts marked degraded.
+    index("hosts_degraded").on(t.degradedMs),
+  ],
 );
 
 /** Wrapped harnesses (named at enrollment) and custom agents (seen on ingest), per host. */
@@ -118,6 +125,8 @@ export const agents = sqliteTable(
     index("agents_host_created").on(t.hostId, t.createdMs),
     index("agents_workspace").on(t.workspaceId),
     index("agents_pending").on(t.pendingSinceMs),
+    // The health sweep's agents marked degraded.
+    index("agents_degraded").on(t.degradedMs),
   ],
 );
 
@@ -176,12 +185,15 @@ export const runs = sqliteTable(
     index("runs_host_created").on(t.hostId, t.createdMs),
     index("runs_host_paused").on(t.hostId, t.pausedMs),
     index("runs_cron").on(t.status, t.lastReceivedMs),
-    index("runs_ws_time").on(t.workspaceId, t.lastFrameMs),
-    index("runs_ws_status").on(t.workspaceId, t.status, t.lastFrameMs),
-    index("runs_ws_host").on(t.workspaceId, t.hostId, t.lastFrameMs),
-    index("runs_ws_tier").on(t.workspaceId, t.tier, t.lastFrameMs),
-    index("runs_ws_grade").on(t.workspaceId, t.grade, t.lastFrameMs),
-    index("runs_ws_agent").on(t.workspaceId, t.harness, t.lastFrameMs),
+    // The runs list's order, newest frame first (lib/runs.ts RUN_ORDER), under each of its filters:
+    // every page is an index range, whatever the workspace holds.
+    index("runs_ws_order").on(t.workspaceId, t.lastFrameMs, t.id),
+    index("runs_ws_status_order").on(t.workspaceId, t.status, t.lastFrameMs, t.id),
+    index("runs_ws_host_order").on(t.workspaceId, t.hostId, t.lastFrameMs, t.id),
+    index("runs_ws_tier_order").on(t.workspaceId, t.tier, t.lastFrameMs, t.id),
+    index("runs_ws_grade_order").on(t.workspaceId, t.grade, t.lastFrameMs, t.id),
+    index("runs_ws_harness_order").on(t.workspaceId, t.harness, t.lastFrameMs, t.id),
+    index("runs_ws_agent_order").on(t.workspaceId, t.agent, t.lastFrameMs, t.id),
   ],
 );
 

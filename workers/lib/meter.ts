@@ -8,6 +8,21 @@
  */
 
 const counts = new Map<string, number>();
+/** The D1 statements made, with their parameters (the latest 2,000), for the query-plan test. */
+const statements: { who: string; sql: string; params: unknown[] }[] = [];
+
+function note(who: string, s: { sql: string; params: unknown[] } | undefined): void {
+  if (!s) return;
+  statements.push({ who, ...s });
+  if (statements.length > 2000) statements.shift();
+}
+
+/** The D1 statements made so far (SQL and parameters), by component. */
+export function meterStatements(reset = false): { who: string; sql: string; params: unknown[] }[] {
+  const out = [...statements];
+  if (reset) statements.length = 0;
+  return out;
+}
 
 function add(key: string, n = 1): void {
   counts.set(key, (counts.get(key) ?? 0) + n);
@@ -25,35 +40,40 @@ export function meterOn(env: Pick<Env, "OXAGEN_METER">): boolean {
   return (env.OXAGEN_METER as string) === "1";
 }
 
-// Each counted statement's own, for the batch, which takes only the binding's statements.
+// Each counted statement's own, for the batch, which takes only the binding's statements; and its text.
 const raw = new WeakMap<object, D1PreparedStatement>();
+const text = new WeakMap<object, { sql: string; params: unknown[] }>();
 
 function meterD1(db: D1Database, who: string): D1Database {
-  const statement = (s: D1PreparedStatement): D1PreparedStatement => {
+  const statement = (s: D1PreparedStatement, sql: string, params: unknown[]): D1PreparedStatement => {
     const p = new Proxy(s, {
       get(target, prop) {
         const v = Reflect.get(target, prop, target) as unknown;
         if (typeof v !== "function") return v;
-        if (prop === "bind") return (...args: unknown[]) => statement((v as (...a: unknown[]) => D1PreparedStatement).apply(target, args));
+        if (prop === "bind")
+          return (...args: unknown[]) => statement((v as (...a: unknown[]) => D1PreparedStatement).apply(target, args), sql, args);
         if (prop === "run" || prop === "all" || prop === "first" || prop === "raw")
           return (...args: unknown[]) => {
             add(`${who}.d1_statements`);
+            note(who, { sql, params });
             return (v as (...a: unknown[]) => unknown).apply(target, args);
           };
         return (v as (...a: unknown[]) => unknown).bind(target);
       },
     });
     raw.set(p, s);
+    text.set(p, { sql, params });
     return p;
   };
   const unwrap = (s: D1PreparedStatement) => raw.get(s) ?? s;
   return new Proxy(db, {
     get(target, prop) {
       const v = Reflect.get(target, prop, target) as unknown;
-      if (prop === "prepare") return (q: string) => statement(target.prepare(q));
+      if (prop === "prepare") return (q: string) => statement(target.prepare(q), q, []);
       if (prop === "batch")
         return (list: D1PreparedStatement[]) => {
           add(`${who}.d1_statements`, list.length);
+          for (const s of list) note(who, text.get(s));
           add(`${who}.d1_batches`);
           return target.batch(list.map(unwrap));
         };

@@ -1,4 +1,4 @@
-import { and, desc, eq, gte, lt, lte, or, type SQL, sql } from "drizzle-orm";
+import { and, desc, eq, gte, isNotNull, isNull, lt, lte, ne, or, type SQL } from "drizzle-orm";
 import { z } from "zod";
 import { BUNDLE_V2_PAYLOAD_TYPE, type CoverageFacts, type Gap, GRADES, TIERS } from "../../protocol/index.ts";
 import { db, schema } from "../db/client.ts";
@@ -46,34 +46,71 @@ export async function ownRun(env: Env, workspaceId: string, id: string): Promise
   return r;
 }
 
-/** One page of the workspace's runs, newest frame first, and the cursor of the next page. */
+/**
+ * One page of the workspace's runs, newest frame first (a run with no frame yet last), and the
+ * cursor of the next page. Each query is one range of an index (workspace, [filter], last frame,
+ * id) read in its order, so a page costs the same at 100 runs and at 10 million: the rows with a
+ * frame first, then, when the page is not full, those without; the agent filter (the harness
+ * label or the agent) reads its two indexes and merges them.
+ */
 export async function listRuns(env: Env, workspaceId: string, q: RunListQuery): Promise<{ runs: RunRow[]; next: string | null }> {
   const r = schema.runs;
-  const when = sql<number>`coalesce(${r.lastFrameMs}, 0)`;
-  const where: SQL[] = [eq(r.workspaceId, workspaceId)];
-  if (q.status) where.push(eq(r.status, q.status));
-  if (q.tier) where.push(eq(r.tier, q.tier));
-  if (q.grade) where.push(eq(r.grade, q.grade));
-  if (q.host) where.push(eq(r.hostId, q.host));
-  if (q.agent) where.push(or(eq(r.harness, q.agent), eq(r.agent, q.agent))!);
-  if (q.from !== undefined) where.push(gte(when, q.from));
-  if (q.to !== undefined) where.push(lte(when, q.to));
-  if (q.cursor) {
-    const [ms, id] = q.cursor.split(":") as [string, string];
-    where.push(or(lt(when, Number(ms)), and(eq(when, Number(ms)), lt(r.id, id)))!);
-  }
-  // The computer's name comes with each row, by the host's primary key: no query per row.
-  const rows = await db(env)
+  const base: SQL[] = [eq(r.workspaceId, workspaceId)];
+  if (q.status) base.push(eq(r.status, q.status));
+  if (q.tier) base.push(eq(r.tier, q.tier));
+  if (q.grade) base.push(eq(r.grade, q.grade));
+  if (q.host) base.push(eq(r.hostId, q.host));
+  const [cursorMs, cursorId] = q.cursor ? (q.cursor.split(":") as [string, string]) : [null, null];
+  const want = q.limit + 1;
+  const page = async (filter: SQL[]) => {
+    const rows: RunRow[] = [];
+    // Runs with a frame: in (last frame, id) order, below the cursor.
+    if (cursorMs === null || Number(cursorMs) > 0) {
+      const where = [...filter, isNotNull(r.lastFrameMs)];
+      if (q.from !== undefined) where.push(gte(r.lastFrameMs, q.from));
+      if (q.to !== undefined) where.push(lte(r.lastFrameMs, q.to));
+      if (cursorMs !== null)
+        where.push(or(lt(r.lastFrameMs, Number(cursorMs)), and(eq(r.lastFrameMs, Number(cursorMs)), lt(r.id, cursorId!)))!);
+      rows.push(...(await select(env, where, [desc(r.lastFrameMs), desc(r.id)], want)));
+    }
+    // Then those with none yet (their last frame counts as 0).
+    if (rows.length < want && (q.from === undefined || q.from <= 0)) {
+      const where = [...filter, isNull(r.lastFrameMs)];
+      if (cursorMs !== null && Number(cursorMs) === 0) where.push(lt(r.id, cursorId!));
+      rows.push(...(await select(env, where, [desc(r.id)], want - rows.length)));
+    }
+    return rows;
+  };
+  const rows = q.agent
+    ? mergeNewest(
+        await Promise.all([page([...base, eq(r.harness, q.agent)]), page([...base, eq(r.agent, q.agent), ne(r.harness, q.agent)])]),
+      )
+    : await page(base);
+  const shown = rows.slice(0, q.limit);
+  const last = shown.at(-1);
+  return { runs: shown, next: rows.length > q.limit && last ? `${last.lastFrameMs ?? 0}:${last.id}` : null };
+}
+
+// The computer's name comes with each row, by the host's primary key: no query per row.
+function select(env: Env, where: SQL[], order: SQL[], limit: number): Promise<RunRow[]> {
+  return db(env)
     .select(RUN_COLUMNS)
-    .from(r)
-    .leftJoin(schema.hosts, eq(schema.hosts.id, r.hostId))
+    .from(schema.runs)
+    .leftJoin(schema.hosts, eq(schema.hosts.id, schema.runs.hostId))
     .where(and(...where))
-    .orderBy(desc(when), desc(r.id))
-    .limit(q.limit + 1)
+    .orderBy(...order)
+    .limit(limit)
     .all();
-  const page = rows.slice(0, q.limit);
-  const last = page.at(-1);
-  return { runs: page, next: rows.length > q.limit && last ? `${last.lastFrameMs ?? 0}:${last.id}` : null };
+}
+
+/** Two pages in the list's order merged into one, in that order. */
+function mergeNewest(pages: RunRow[][]): RunRow[] {
+  const key = (x: RunRow) => [x.lastFrameMs ?? 0, x.id] as const;
+  return pages.flat().sort((a, b) => {
+    const [am, ai] = key(a);
+    const [bm, bi] = key(b);
+    return bm - am || (bi < ai ? -1 : bi > ai ? 1 : 0);
+  });
 }
 
 /** A run with what only its chain knows: held frames, every gap, the coverage facts. */

@@ -1,10 +1,9 @@
-import { eq } from "drizzle-orm";
 import { Hono } from "hono";
 import { z } from "zod";
 import { AgentName } from "../../protocol/index.ts";
 import { operatorAuth, type OperatorEnv } from "../auth/operator.ts";
-import { db, schema } from "../db/client.ts";
 import { setAgentPaused, withPauses } from "../lib/agent-pauses.ts";
+import { agentsOfHosts, HostPageQuery, hostsPage } from "../lib/fleet-pages.ts";
 import { valid } from "../validate.ts";
 import { agentsOf, ownHost } from "./hosts.ts";
 
@@ -22,11 +21,11 @@ export const agents = new Hono<OperatorEnv>()
     const host = await ownHost(c.env, c.var.workspaceId, c.req.valid("param").id);
     return c.json({ agents: await withPauses(c.env, c.var.workspaceId, await agentsOf(c.env, host, Date.now())) });
   })
-  .get("/v1/agents", async (c) => {
-    const rows = await db(c.env).select().from(schema.hosts).where(eq(schema.hosts.workspaceId, c.var.workspaceId)).all();
-    const now = Date.now();
-    const all = await Promise.all(rows.map((h) => agentsOf(c.env, h, now)));
-    return c.json({ agents: await withPauses(c.env, c.var.workspaceId, all.flat()) });
+  .get("/v1/agents", valid("query", HostPageQuery), async (c) => {
+    // A page of hosts (100 unless `limit` says) with every agent of each: two queries, whatever the fleet's size.
+    const page = await hostsPage(c.env, c.var.workspaceId, c.req.valid("query"));
+    const agents = await agentsOfHosts(c.env, page.hosts, Date.now());
+    return c.json({ agents: await withPauses(c.env, c.var.workspaceId, agents), next: page.next });
   })
   .post("/v1/agents/:name/pause", valid("param", NameParam), valid("json", Target), async (c) => {
     const { host } = c.req.valid("json");

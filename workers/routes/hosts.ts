@@ -1,12 +1,13 @@
 import { and, eq } from "drizzle-orm";
 import { Hono } from "hono";
 import { z } from "zod";
-import { HARNESSES, HostKeyRotation, HostReport, ROUTES } from "../../protocol/index.ts";
+import { HostKeyRotation, HostReport, ROUTES } from "../../protocol/index.ts";
 import { type HostEnv, type HostRow, hostAuth, hostChanged, hostObject } from "../auth/host.ts";
 import { operatorAuth, type OperatorEnv } from "../auth/operator.ts";
 import { db, schema } from "../db/client.ts";
 import { AppError, notFound } from "../errors.ts";
-import { agentHealth, agentKind } from "../lib/health.ts";
+import { agentsOfHosts, HostPageQuery, hostsPage } from "../lib/fleet-pages.ts";
+import { agentKind } from "../lib/health.ts";
 import { keysView, rotateHostKey, unenrollHost } from "../lib/host-keys.ts";
 import { hostPolicyPayload, touchHostPolicy } from "../lib/host-policy.ts";
 import { pushHost } from "../lib/push.ts";
@@ -31,26 +32,9 @@ export function hostView(h: HostRow) {
   };
 }
 
-/** The host's agents with health: every built-in harness (not wrapped when never named) and every agent seen. */
-export async function agentsOf(env: Env, host: HostRow, now: number) {
-  const rows = await db(env).select().from(schema.agents).where(eq(schema.agents.hostId, host.id)).all();
-  const byName = new Map(rows.map((r) => [r.name, r]));
-  const names = [...new Set([...HARNESSES, ...rows.map((r) => r.name)])];
-  return names.map((name) => {
-    const row = byName.get(name) ?? null;
-    const health = agentHealth(row, host, now);
-    return {
-      host_id: host.id,
-      name,
-      kind: row?.kind ?? agentKind(name),
-      health: health.state,
-      reason: health.reason,
-      first_seen_ms: row?.firstSeenMs ?? null,
-      last_seen_ms: row?.lastSeenMs ?? null,
-      last_delivered_ms: row?.lastDeliveredMs ?? null,
-      pending_since_ms: row?.pendingSinceMs ?? null,
-    };
-  });
+/** The host's agents with health (see `lib/fleet-pages.ts`). */
+export function agentsOf(env: Env, host: HostRow, now: number) {
+  return agentsOfHosts(env, [host], now);
 }
 
 /** A host of the workspace, or 404. */
@@ -136,9 +120,9 @@ export const hostRuns = new Hono<HostEnv>().get(ROUTES.hostRun.pattern, hostAuth
 export const hosts = new Hono<OperatorEnv>()
   .use("/v1/hosts", operatorAuth)
   .use("/v1/hosts/*", operatorAuth)
-  .get("/v1/hosts", async (c) => {
-    const rows = await db(c.env).select().from(schema.hosts).where(eq(schema.hosts.workspaceId, c.var.workspaceId)).all();
-    return c.json({ hosts: rows.map(hostView) });
+  .get("/v1/hosts", valid("query", HostPageQuery), async (c) => {
+    const page = await hostsPage(c.env, c.var.workspaceId, c.req.valid("query"));
+    return c.json({ hosts: page.hosts.map(hostView), next: page.next });
   })
   .get("/v1/hosts/:id", valid("param", IdParam), async (c) =>
     c.json(hostView(await ownHost(c.env, c.var.workspaceId, c.req.valid("param").id))),

@@ -21,6 +21,8 @@ export function AgentsPage(props: {
   hosts: { host: HostView; agents: AgentView[] }[];
   pausedEverywhere: string[];
   notice: { text: string; bad: boolean } | null;
+  /** The next page's cursor (the last host id of this one), when there are more computers. */
+  next: string | null;
 }) {
   const all = props.hosts.flatMap((h) => h.agents);
   const counts = new Map<string, number>();
@@ -145,6 +147,11 @@ export function AgentsPage(props: {
           </table>
         </section>
       ))}
+      {props.next ? (
+        <p>
+          <a href={`/console?cursor=${encodeURIComponent(props.next)}`}>Next computers</a>
+        </p>
+      ) : null}
     </Layout>
   );
 }

@@ -88,6 +88,8 @@ export function ComputersPage(props: {
   minted: Minted | null;
   error: string | null;
   notice: { text: string; bad: boolean } | null;
+  /** The next page's cursor (the last host id of this one), when there are more computers. */
+  next: string | null;
 }) {
   const enrolled = props.hosts
     .filter((h) => h.status !== "unenrolled")
@@ -185,6 +187,11 @@ export function ComputersPage(props: {
         <input id="ttl" name="ttl_minutes" type="number" min="1" max="10080" value="60" required />{" "}
         <button type="submit">Make an enrollment token</button>
       </form>
+      {props.next ? (
+        <p>
+          <a href={`/console/computers?cursor=${encodeURIComponent(props.next)}`}>Next computers</a>
+        </p>
+      ) : null}
     </Layout>
   );
 }

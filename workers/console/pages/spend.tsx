@@ -34,7 +34,7 @@ function Breakdown(props: { title: string; label: string; rows: SpendRow[]; char
   );
 }
 
-/** Spend over the last days, by the day of each call's receipt and charted; by agent and computer from the run rows; each budget clause's use against its limit. */
+/** Spend over the last days, by the day of each call's receipt and charted, by agent and by computer; each budget clause's use against its limit. */
 export function SpendPage(props: {
   ctx: PageContext;
   days: number;
@@ -54,8 +54,8 @@ export function SpendPage(props: {
       <p>
         {usd(total)} over the last {props.days} days: every model call the server priced, on the UTC day the server received it (as{" "}
         <code>GET /v1/spend?group_by=day</code> answers), so a run that crosses midnight counts on both days. By harness or agent and by
-        computer: the runs with a frame in the period, each with its whole spend as the runs list shows it. A run whose model calls did not
-        pass the gateway holds what its harness reported; a Cursor run holds none.
+        computer: the same calls, by the run each belongs to. A run whose model calls did not pass the gateway holds what its harness
+        reported; a Cursor run holds none.
       </p>
       <Breakdown title="By day" label="Day" rows={props.spend.day} chart={chart} />
       <Breakdown title="By harness or agent" label="Harness or agent" rows={props.spend.agent} />
