@@ -28,6 +28,9 @@ export const ROUTES = {
   keys: "/v1/keys",
   keyEndorsements: "/v1/keys/endorsements",
   enroll: "/v1/enroll",
+  /** Sign in from a command line (protocol/device.ts): ask for a code, then poll for what its approval yields. */
+  deviceAuthorize: "/v1/device/authorize",
+  deviceToken: "/v1/device/token",
   ingest: "/v1/ingest",
   body: withParam("/v1/bodies/:sha256"),
   policy: "/v1/policy",
@@ -60,7 +63,8 @@ export const ROUTE_BODY_LIMITS: readonly { method: string; path: string; bytes: 
 export const ErrorAnswer = z.strictObject({ error: z.string(), message: z.string(), issues: z.unknown().optional() });
 
 /**
- * The shape of every Oxagen token: a kind (`oxo` operator, `oxe` one-time enrollment, `oxs` service),
+ * The shape of every Oxagen token: a kind (`oxo` operator, `oxe` one-time enrollment, `oxs` console
+ * session, `oxd` device code),
  * a 16-hex id and a 48-hex secret. The server parses tokens by it; the collector checks a token
  * against it before sending one, so a token copied in part is named as such.
  */

@@ -9,6 +9,7 @@ export * from "./bundle-stream.ts";
 export * from "./bytes.ts";
 export * from "./chain.ts";
 export * from "./coverage.ts";
+export * from "./device.ts";
 export * from "./ed25519.ts";
 export * from "./frames.ts";
 export * from "./gaps.ts";

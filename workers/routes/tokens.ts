@@ -4,15 +4,14 @@ import { z } from "zod";
 import { operatorAuth, type OperatorEnv } from "../auth/operator.ts";
 import { db, schema } from "../db/client.ts";
 import { AppError, notFound } from "../errors.ts";
-import { EnrollmentTtlMinutes, mintEnrollmentToken, newToken } from "../lib/tokens.ts";
+import { DAY_MS, EnrollmentTtlMinutes, mintEnrollmentToken, newToken, OPERATOR_TOKEN_DAYS } from "../lib/tokens.ts";
 import { valid } from "../validate.ts";
 
-const DAY_MS = 24 * 60 * 60_000;
 const EnrollmentTokenRequest = z.strictObject({ ttl_minutes: EnrollmentTtlMinutes.default(60) });
 const TokenRequest = z.strictObject({
   name: z.string().min(1).max(128),
   scope: z.enum(["admin", "read"]).default("read"),
-  ttl_days: z.number().int().min(1).max(365).default(90),
+  ttl_days: z.number().int().min(1).max(365).default(OPERATOR_TOKEN_DAYS),
 });
 const IdParam = z.object({ id: z.string().regex(/^[0-9a-f]{16}$/, "not a token id") });
 
