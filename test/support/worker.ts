@@ -1,6 +1,6 @@
 // The real Worker under `wrangler dev` on a loopback port, with its own temporary D1/R2/DO state,
 // a seeded workspace and operator token, and the RFC 8032 TEST 2 key as its signing key.
-import { spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { closeSync, mkdtempSync, openSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -72,4 +72,29 @@ export async function startWorker(): Promise<LocalWorker> {
     stop,
     restart: launch,
   };
+}
+
+/**
+ * Runs one SQL statement on a local Worker's D1 (its persisted state, while it runs): for what a
+ * test cannot wait for, such as a code's expiry or fifteen minutes of silence.
+ */
+export function d1Execute(worker: Pick<LocalWorker, "persist">, statement: string): string {
+  const r = spawnSync(
+    process.execPath,
+    [
+      join(ROOT, "node_modules/wrangler/bin/wrangler.js"),
+      "d1",
+      "execute",
+      "DB",
+      "--local",
+      "--persist-to",
+      worker.persist,
+      "--json",
+      "--command",
+      statement,
+    ],
+    { cwd: ROOT, encoding: "utf8", env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "1" } },
+  );
+  if (r.status !== 0) throw new Error(`wrangler d1 execute: ${r.stderr}`);
+  return r.stdout;
 }
