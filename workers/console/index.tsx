@@ -20,6 +20,8 @@ import { agentsOf, hostView, ownHost, setSuspended } from "../routes/hosts.ts";
 import { policyEdit, policyPage } from "./policy.tsx";
 import { checkedForm, pageCtx } from "./context.ts";
 import { deviceConsole } from "./device.tsx";
+import { registerAgentConsole } from "./register-agent.tsx";
+import { registeredAgents } from "../lib/registered-agents.ts";
 import { AgentsPage } from "./pages/agents.tsx";
 import { ComputersPage, type Minted, RemoveComputerPage } from "./pages/computers.tsx";
 import { CoveragePage } from "./pages/coverage.tsx";
@@ -101,7 +103,8 @@ export const consoleApp = new Hono<ConsoleEnv>()
     );
     const everywhere = pauses.filter((p) => p.host === "*").map((p) => p.name);
     const notice = actionNotice(c.req.query(), AGENT_DONE, new Map(rows.map((h) => [h.id, h.hostname])));
-    return c.html(<AgentsPage ctx={pageCtx(c)} hosts={hosts} pausedEverywhere={everywhere} notice={notice} />);
+    const registered = await registeredAgents(c.env, c.var.workspaceId);
+    return c.html(<AgentsPage ctx={pageCtx(c)} hosts={hosts} pausedEverywhere={everywhere} notice={notice} registered={registered} />);
   })
   .post("/console/agents/:action{pause|resume}", async (c) => {
     const form = checkedForm(c);
@@ -182,6 +185,7 @@ export const consoleApp = new Hono<ConsoleEnv>()
     );
   })
   .route("/", deviceConsole)
+  .route("/", registerAgentConsole)
   .get("/console/policy", async (c) => c.html(await policyPage(c.env, pageCtx(c))))
   .post("/console/policy", async (c) => {
     const form = checkedForm(c);
