@@ -76,6 +76,18 @@ export const tokens = new Hono<OperatorEnv>()
     });
     return c.json({ id: t.id, name, scope, token: t.token, expires_ms: expiresMs }, 201);
   })
+  .get("/v1/tokens/current", async (c) => {
+    const row = await db(c.env).select().from(ot).where(eq(ot.id, c.var.tokenId)).get();
+    if (!row) throw notFound("token");
+    return c.json({
+      id: row.id,
+      name: row.name,
+      scope: row.scope,
+      workspace: row.workspaceId,
+      created_ms: row.createdMs,
+      expires_ms: row.expiresMs,
+    });
+  })
   .get("/v1/tokens", async (c) => {
     const rows = await db(c.env)
       .select({
