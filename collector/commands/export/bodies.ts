@@ -31,7 +31,7 @@ export async function fetchBodies(api: OperatorApi, shas: Set<string>, dir: stri
   }
   const todo = [...shas].sort();
   const done: BodiesFetched = { downloaded: 0, present: 0, missing: [] };
-  const bar = progress ? progressBar(process.stderr, 1000, { unit: "bodies", total: todo.length }) : null;
+  const bar = progress ? progressBar(process.stderr, undefined, { unit: "bodies", total: todo.length }) : null;
   let next = 0;
   let finished = 0;
   const one = async (sha: string) => {

@@ -49,7 +49,7 @@ export async function downloadBundle(
   await opened.catch((err: Error) => {
     throw new ExitError(EXIT.usage, `${api.program}: cannot write ${part}: ${err.message}`);
   });
-  const bar = progress ? progressBar(process.stderr, 1000, { unit: "frames", total: totalFrames }) : null;
+  const bar = progress ? progressBar(process.stderr, undefined, { unit: "frames", total: totalFrames }) : null;
   const got: Downloaded = { bytes: 0, frames: 0, bodies: new Set(), serverKeyId: null };
   const decoder = new TextDecoder();
   let carry = "";

@@ -87,7 +87,7 @@ export interface VerifyFileOptions {
 export function verifyFile(path: string, o: VerifyFileOptions): VerifyResult {
   useNodeCrypto();
   const bar = o.progress
-    ? progressBar(process.stderr, 1000, { unit: "frames", ...(o.totalFrames !== undefined ? { total: o.totalFrames } : {}) })
+    ? progressBar(process.stderr, undefined, { unit: "frames", ...(o.totalFrames !== undefined ? { total: o.totalFrames } : {}) })
     : null;
   const { source, close } = openBundle(path);
   const checker =

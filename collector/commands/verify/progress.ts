@@ -4,6 +4,12 @@ export interface Counted {
   total?: number;
 }
 
+/** How long work runs before its bar appears: a second, so short work never flickers (OXAGEN_PROGRESS_DELAY_MS for another). */
+function startDelay(): number {
+  const ms = Number(process.env.OXAGEN_PROGRESS_DELAY_MS);
+  return Number.isFinite(ms) && ms >= 0 ? ms : 1000;
+}
+
 const count = (n: number) => Math.round(n).toLocaleString("en-US");
 
 /**
@@ -11,7 +17,7 @@ const count = (n: number) => Math.round(n).toLocaleString("en-US");
  * fraction done and, given a count, how many of the total (an estimate from the fraction, marked
  * `~`, when the total is not known) and the rate. Silent when the stream is not a terminal.
  */
-export function progressBar(stream: NodeJS.WriteStream, delayMs = 1000, counted?: Counted) {
+export function progressBar(stream: NodeJS.WriteStream, delayMs = startDelay(), counted?: Counted) {
   const start = Date.now();
   let shown = false;
   return {
