@@ -37,11 +37,12 @@ process.stdout.write(
     `  Console:    ${url}/console   (sign in with the operator token below)`,
     `  Workspace:  ${state.workspace}`,
     `  Token:      ${state.token}   (operator token: the API and the console; not for tacho enroll)`,
-    `  Try:        curl -H "Authorization: Bearer ${state.token}" ${url}/v1/runs`,
+    `  Try:        oxagen login --server ${url} --token ${state.token} && oxagen runs`,
     "",
     "Wrap this computer's Claude Code (the enrollment token works once, for 24 hours):",
     `  npm install -g ./dist/oxagen-collector-${version}.tgz      # once; npm run build makes it`,
     `  ${enrollLine(url, enrollment)}`,
+    `  or without a token: tacho enroll --server ${url} --harness claude-code   (approve its code at ${url}/console/device)`,
     "",
   ].join("\n"),
 );
