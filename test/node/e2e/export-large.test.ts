@@ -8,15 +8,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { useNodeCrypto } from "../../../collector/lib/node-crypto.ts";
-import { bodyRef, bytesToHex, type Frame, runIdFor, type SignedLock } from "../../../protocol/index.ts";
-import { hostFetch } from "../../../scripts/bench/host-fetch.ts";
 import { OXAGEN } from "../../support/e2e.ts";
+import { enrollSampleHost, shipSampleRun } from "../../support/large-run.ts";
 import { NODE } from "../../support/recorder.ts";
-import { AGENT, BODIES, HOST_PUBLIC, HOST_SECRET, SESSION, sampleSteps } from "../../support/sample-run.ts";
 import { type LocalWorker, startWorker } from "../../support/worker.ts";
 
 const FRAMES = 100_000;
-const BATCH = 5000;
+const _BATCH = 5000;
 let worker: LocalWorker;
 let runId: string;
 let frames = 0;
@@ -28,49 +26,8 @@ const ox = (args: string[]) => spawnSync(NODE, [OXAGEN, ...args], { env, encodin
 beforeAll(async () => {
   useNodeCrypto();
   worker = await startWorker();
-  const made = await worker.api("/v1/enrollment-tokens", { method: "POST", body: "{}" });
-  const { token } = (await made.json()) as { token: string };
-  const enrolled = await fetch(`${worker.url}/v1/enroll`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ token, public_key: bytesToHex(HOST_PUBLIC), hostname: "big-run", harnesses: [AGENT] }),
-  });
-  const hostId = ((await enrolled.json()) as { host_id: string }).host_id;
-  const host = { id: hostId, secret: HOST_SECRET };
-  runId = runIdFor(hostId, AGENT, SESSION);
-  let batch: Frame[] = [];
-  let locks: SignedLock[] = [];
-  const send = async () => {
-    const body = Buffer.from(
-      JSON.stringify({ chains: [{ chain: runId, run: { harness: AGENT, agent: AGENT, session_id: SESSION }, frames: batch, locks }] }),
-    );
-    const res = await hostFetch(worker.url, host, "POST", "/v1/ingest", { "content-type": "application/json" }, body);
-    const ack = ((await res.json()) as { chains?: { status: string }[] }).chains?.[0];
-    if (res.status !== 200 || ack?.status !== "accepted") throw new Error(`ingest answered ${res.status} ${JSON.stringify(ack)}`);
-    frames += batch.length;
-    batch = [];
-    locks = [];
-  };
-  for (const { frame, lock } of sampleSteps({ lockEvery: 100, extraToolCalls: Math.ceil((FRAMES - 6) / 4), host })) {
-    if (frame) batch.push({ seq: frame.seq, t: frame.t, kind: frame.kind, payload: frame.payload });
-    if (lock) locks.push({ payload: lock.payload, sig: lock.sig });
-    if (batch.length >= BATCH) await send();
-  }
-  await send();
-  const roles = {
-    prompt: "prompt",
-    toolInput: "tool_input",
-    toolOutput: "tool_output",
-    message: "message",
-    llmRequest: "llm_request",
-    llmResponse: "llm_response",
-  } as const;
-  for (const [name, role] of Object.entries(roles)) {
-    const text = BODIES[name as keyof typeof BODIES];
-    const headers = { "x-oxagen-run": runId, "x-oxagen-role": role, "content-type": "application/octet-stream" };
-    const res = await hostFetch(worker.url, host, "PUT", `/v1/bodies/${bodyRef(role, text, true).sha256}`, headers, Buffer.from(text));
-    if (res.status !== 201 && res.status !== 200) throw new Error(`body upload answered ${res.status}`);
-  }
+  const host = await enrollSampleHost(worker.url, worker.token, "big-run");
+  ({ chain: runId, frames } = await shipSampleRun(worker.url, host, FRAMES));
   const login = ox(["login", "--server", worker.url, "--token", worker.token]);
   if (login.status !== 0) throw new Error(`oxagen login: ${login.stderr}`);
 }, 900_000);
