@@ -53,7 +53,6 @@ export function AgentsPage(props: {
           </ul>
         </section>
       ) : null}
-      <RegisteredAgents agents={props.registered} admin={props.ctx.scope === "admin"} />
       {all.length === 0 ? (
         <p class="notice">
           No computer is enrolled yet. On the computer, run <code>tacho enroll --server URL</code> and approve its code here, or mint an
@@ -152,6 +151,7 @@ export function AgentsPage(props: {
           </table>
         </section>
       ))}
+      <RegisteredAgents agents={props.registered} admin={props.ctx.scope === "admin"} />
     </Layout>
   );
 }
