@@ -59,6 +59,9 @@ export const ROUTE_BODY_LIMITS: readonly { method: string; path: string; bytes: 
   { method: "PUT", path: ROUTES.body.pattern, bytes: MAX_BODY_BYTES },
 ];
 
+/** The file name a run's export bundle is saved under: the console's download and `oxagen export`. */
+export const exportFileName = (runId: string): string => `${runId}.oxagen.jsonl`;
+
 /** Every error answer: a stable code and a sentence. */
 export const ErrorAnswer = z.strictObject({ error: z.string(), message: z.string(), issues: z.unknown().optional() });
 

@@ -1,4 +1,5 @@
 import { join, resolve } from "node:path";
+import { exportFileName } from "../../../protocol/index.ts";
 import { parse } from "../../lib/args.ts";
 import { UsageError } from "../../lib/errors.ts";
 import { EXIT, EXIT_HELP, operatorApi, printJson } from "../../lib/operator.ts";
@@ -14,7 +15,7 @@ Exports a run's signed bundle (GET /v1/runs/RUN/export) into FILE, streamed, wit
 a terminal (frames done of the run's total, and the rate); a bundle cut short is not kept. A run
 can be exported once it ended, crashed or was sealed.
 
-  -o, --output FILE   where the bundle goes (default RUN.jsonl here)
+  -o, --output FILE   where the bundle goes (default RUN.oxagen.jsonl here, the console download's name)
   --bodies DIR        also download every body the bundle names as kept into DIR (files named by
                       their SHA-256, each checked against its name); with --verify they are checked
                       against the record too
@@ -36,7 +37,7 @@ export async function exportRun(args: string[]): Promise<number> {
   });
   const id = runArg("oxagen export", positionals, USAGE);
   if (values.output === "") throw new UsageError("oxagen export: -o takes a file name");
-  const file = resolve(values.output ?? join(process.cwd(), `${id}.jsonl`));
+  const file = resolve(values.output ?? join(process.cwd(), exportFileName(id)));
   const api = operatorApi("oxagen export");
   const run = await api.json<{ frame_count: number; status: string }>(`/v1/runs/${id}`);
   const progress = !values.json;
