@@ -100,7 +100,8 @@ export async function startDevice(env: Env, req: DeviceStart, address: string, n
       };
     } catch (err) {
       // Two live codes may not share a user code: draw another (20^8 codes make this rare).
-      if (attempt >= 3 || !/UNIQUE/i.test(String((err as Error).message ?? err))) throw err;
+      const said = `${(err as Error).message ?? err} ${((err as Error).cause as Error | undefined)?.message ?? ""}`;
+      if (attempt >= 3 || !/UNIQUE/i.test(said)) throw err;
     }
   }
 }
