@@ -33,3 +33,4 @@ export * from "./auth.ts";
 export * from "./policy.ts";
 export * from "./redact.ts";
 export * from "./usd.ts";
+export * from "./tools.ts";

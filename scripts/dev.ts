@@ -5,13 +5,15 @@
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { devArgs, enrollLine, enrollmentToken, ensureDatabase, ensureSigningKey, localUrl, ROOT, waitHealthy } from "./dev-setup.ts";
+import { devArgs, enrollLine, enrollmentToken, ensureDatabase, ensureDevSecrets, localUrl, ROOT, waitHealthy } from "./dev-setup.ts";
 
 const port = Number(process.env.PORT ?? 8787);
-if (ensureSigningKey()) process.stdout.write("Created .dev.vars with a new OXAGEN_SIGNING_KEY (keep it out of git).\n");
+const secrets = ensureDevSecrets();
+if (secrets.length > 0) process.stdout.write(`Wrote ${secrets.join(" and ")} into .dev.vars (keep it out of git).\n`);
 const state = ensureDatabase();
 const url = localUrl(port);
-const child = spawn(process.execPath, devArgs(port), { cwd: ROOT, stdio: "inherit" });
+// Local tools may call APIs on this machine (docs/operations.md, "Tool upstreams").
+const child = spawn(process.execPath, devArgs(port, ["--var", "OXAGEN_TOOLS_ALLOW_LOOPBACK:1"]), { cwd: ROOT, stdio: "inherit" });
 const stop = () => child.kill("SIGINT");
 process.on("SIGINT", stop);
 process.on("SIGTERM", stop);

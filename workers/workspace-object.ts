@@ -7,11 +7,26 @@ import {
   type ExhaustedScope,
   exhaustedKey,
   exhaustedScopes,
+  overLimit,
   type RunSpend,
   takeSpend,
   type UseFilter,
 } from "./workspace/budgets.ts";
 import { migrate } from "./workspace/schema.ts";
+import {
+  type CallEnd,
+  type MeterCall,
+  meterRefusal,
+  type ReserveAnswer,
+  reserveCall,
+  settleCall,
+  type ToolCallFilter,
+  type ToolCallRow,
+  type ToolCallRules,
+  type ToolUse,
+  toolCallRows,
+  toolUse,
+} from "./workspace/tool-meter.ts";
 
 /** The header the Worker names an authenticated host by when it hands the object a push connection. */
 export const PUSH_HOST_HEADER = "x-oxagen-push-host";
@@ -29,16 +44,6 @@ export type LeaseAnswer =
 
 /** A resized lease (see {@link WorkspaceObject.resize}): a lease answer, or gone (unknown, expired, another host's). */
 export type ResizeAnswer = LeaseAnswer | { granted: false; gone: true };
-
-/**
- * A scope of a run's (its own, its host's, the workspace's) past its limit with every lease counted;
- * reaching a limit exactly is allowed (the next lease is refused).
- */
-function overLimit(sql: SqlStorage, clauses: BudgetClause[], now: number, hostId: string, runId: string): ExhaustedScope | undefined {
-  return exhaustedScopes(sql, clauses, now, hostId).find(
-    (s) => (s.run === undefined || s.run === runId) && s.spent_microusd > s.limit_microusd,
-  );
-}
 
 /**
  * One per workspace (`env.WORKSPACES.idFromName(workspaceId)`): the one writer of its budget
@@ -210,6 +215,37 @@ export class WorkspaceObject extends DurableObject<Env> {
       sql.exec("DELETE FROM leases WHERE expires_ms <= ?", now);
       return this.#settleChange(clauses, now);
     });
+  }
+
+  /** Reserves a tool call before it is forwarded (workspace/tool-meter.ts `reserveCall`); `changed` as for a lease. */
+  reserveToolCall(call: MeterCall, rules: ToolCallRules, now: number): ReserveAnswer {
+    return this.ctx.storage.transactionSync(() => {
+      const answer = reserveCall(this.ctx.storage.sql, call, rules, now);
+      return answer.granted ? { granted: true, changed: this.#settleChange(rules.budgets, now).changed } : answer;
+    });
+  }
+
+  /** Settles a reserved tool call with how it ended; `changed` as for a settled lease. */
+  settleToolCall(end: CallEnd, budgets: BudgetClause[], now: number): { changed: boolean } {
+    return this.ctx.storage.transactionSync(() => {
+      settleCall(this.ctx.storage.sql, end, now);
+      return { changed: this.#settleChange(budgets, now).changed };
+    });
+  }
+
+  /** Writes the meter row of a tool call refused before it was reserved (an access clause, a stop, a drift). */
+  refuseToolCall(call: MeterCall, refusal: { rule: string; reason: string; reasonSha256: string }, now: number): void {
+    meterRefusal(this.ctx.storage.sql, call, refusal, now);
+  }
+
+  /** The meter log, newest first. */
+  toolCalls(filter: ToolCallFilter): ToolCallRow[] {
+    return toolCallRows(this.ctx.storage.sql, filter);
+  }
+
+  /** Calls, refusals, errors and charges per tool since `sinceMs`. */
+  toolUse(sinceMs: number): ToolUse[] {
+    return toolUse(this.ctx.storage.sql, sinceMs);
   }
 
   #settleChange(clauses: BudgetClause[], now: number): { changed: boolean; changedMs: number } {

@@ -2,6 +2,9 @@ import { z } from "zod";
 import { bytesToHex, equalBytes, fromHex, isHex, sha256, utf8 } from "../../protocol/index.ts";
 import { db, schema } from "../db/client.ts";
 
+/** Token kinds: operator, enrollment, console session, tool (an agent's, for the MCP endpoint). */
+export type TokenPrefix = "oxo" | "oxe" | "oxs" | "oxt";
+
 /** A bearer token `<prefix>_<id>_<secret>`: the id finds the row, the secret is compared by hash. */
 export interface NewToken {
   id: string;
@@ -14,7 +17,7 @@ function randomHex(bytes: number): string {
 }
 
 /** A fresh token; only its secret's hash is stored. */
-export function newToken(prefix: "oxo" | "oxe" | "oxs"): NewToken {
+export function newToken(prefix: TokenPrefix): NewToken {
   const id = randomHex(8);
   const secret = randomHex(24);
   return { id, token: `${prefix}_${id}_${secret}`, secretHash: hashSecret(secret) };
@@ -26,7 +29,7 @@ export function hashSecret(secret: string): string {
 }
 
 /** Splits a token into id and secret, or null when it is not one of ours. */
-export function parseToken(token: string, prefix: "oxo" | "oxe" | "oxs"): { id: string; secret: string } | null {
+export function parseToken(token: string, prefix: TokenPrefix): { id: string; secret: string } | null {
   const m = /^([a-z]{3})_([0-9a-f]{16})_([0-9a-f]{48})$/.exec(token);
   if (!m || m[1] !== prefix) return null;
   return { id: m[2]!, secret: m[3]! };
