@@ -51,7 +51,9 @@ async function api(req: http.IncomingMessage, res: http.ServerResponse): Promise
   const url = new URL(req.url ?? "/", "http://x");
   const parts = url.pathname.split("/").filter(Boolean);
   if (parts[0] === "hits") return json(res, 200, { hits: hits.get(parts[1]!) ?? 0, aborted: aborted.get(parts[1]!) ?? 0 });
-  const tag = url.searchParams.get("tag") ?? req.headers["x-tag"]?.toString() ?? parts[parts.length - 1] ?? "none";
+  const text = await readBody(req);
+  const body = text ? (JSON.parse(text) as Record<string, unknown>) : null;
+  const tag = String(body?.tag ?? url.searchParams.get("tag") ?? "none");
   count(hits, tag);
   if (parts[0] === "slow") return untilClosed(res, tag);
   if (parts[0] === "big") return json(res, 200, { blob: "x".repeat(Number(url.searchParams.get("n") ?? "100000")) });
@@ -61,12 +63,11 @@ async function api(req: http.IncomingMessage, res: http.ServerResponse): Promise
     return void res.end();
   }
   // /v1/charges/<charge>/refunds: echoes what it got, the credential included.
-  const body = await readBody(req);
   return json(res, 200, {
     method: req.method,
     path: url.pathname,
     query: Object.fromEntries(url.searchParams),
-    body: body ? JSON.parse(body) : null,
+    body,
     auth: req.headers.authorization ?? null,
   });
 }
