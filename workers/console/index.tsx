@@ -25,6 +25,7 @@ import { BodyPage, RunPage } from "./pages/run.tsx";
 import { ErrorPage, SignInPage } from "./pages/signin.tsx";
 import { SpendPage } from "./pages/spend.tsx";
 import { runsPage } from "./runs-page.tsx";
+import { toolsPages } from "./tools.tsx";
 import {
   type ConsoleEnv,
   consoleSession,
@@ -242,6 +243,7 @@ export const consoleApp = new Hono<ConsoleEnv>()
     const { status, page } = await policyEdit(c.env, pageCtx(c), form);
     return c.html(page, status);
   })
+  .route("/", toolsPages)
   .all("/console/*", () => {
     throw new AppError(404, "not_found", "No such page.");
   });

@@ -27,6 +27,8 @@ pre { background: var(--soft); border: 1px solid var(--line); padding: .75rem; o
 .state-down, .state-crashed, .state-sealed, .state-unenrolled { color: var(--bad); }
 .state-not_wrapped { color: var(--muted); }
 .state-within { color: var(--ok); } .state-exhausted { color: var(--bad); font-weight: 600; }
+.state-ok { color: var(--ok); } .state-refused, .state-error, .state-lost, .state-definition_drift { color: var(--bad); } .state-cancelled, .state-reserved, .state-disabled { color: var(--warn); }
+pre.diff .added { color: var(--ok); font-weight: 600; } pre.diff .removed { color: var(--bad); text-decoration: line-through; }
 svg.chart { width: 100%; max-width: 45rem; height: auto; display: block; margin: .5rem 0; }
 svg.chart .bar { fill: var(--accent); } svg.chart .axis { stroke: var(--line); }
 svg.chart .label { fill: var(--muted); font-size: 12px; }

@@ -163,12 +163,12 @@ export type CallLimit = z.infer<typeof CallLimit>;
 
 const unique = (items: { id: string }[]) => new Set(items.map((i) => i.id)).size === items.length;
 
+const accessList = z.array(AccessClause).max(64).refine(unique, "a clause id is used twice");
+const cost = z.number().int().nonnegative().max(1_000_000_000);
+const limitList = z.array(CallLimit).max(16).refine(unique, "a limit id is used twice");
+
 /** The access and budget parts of a tool, which an operator changes without a new approval. */
-const rules = {
-  access: z.array(AccessClause).max(64).refine(unique, "a clause id is used twice").default([]),
-  cost_microusd: z.number().int().nonnegative().max(1_000_000_000).default(0),
-  limits: z.array(CallLimit).max(16).refine(unique, "a limit id is used twice").default([]),
-};
+const rules = { access: accessList.default([]), cost_microusd: cost.default(0), limits: limitList.default([]) };
 
 /**
  * `POST /v1/tools`. An `http` tool takes its description and input schema from here; an `mcp`
@@ -191,9 +191,9 @@ export type ToolInput = z.infer<typeof ToolInput>;
 
 /** `PATCH /v1/tools/:name`: the rules, the status, the credential (`null` removes it); the definition changes only by approval. */
 export const ToolPatch = z.strictObject({
-  access: rules.access.optional(),
-  cost_microusd: rules.cost_microusd.optional(),
-  limits: rules.limits.optional(),
+  access: accessList.optional(),
+  cost_microusd: cost.optional(),
+  limits: limitList.optional(),
   status: z.enum(["active", "disabled"]).optional(),
   credential: z.string().min(1).max(8192).nullable().optional(),
 });
