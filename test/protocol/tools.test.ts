@@ -35,7 +35,7 @@ describe("the tool-call digest", () => {
       "Hebrew Letter Dalet With Dagesh",
     ]);
     // RFC 8785 §3.2.2.3 numbers.
-    expect(canonicalJson([333333333.33333329, 1e30, 4.5, 2e-3, 1e-27, -0, 0.000001, 1e21])).toBe(
+    expect(canonicalJson([333333333.3333333, 1e30, 4.5, 2e-3, 1e-27, -0, 0.000001, 1e21])).toBe(
       "[333333333.3333333,1e+30,4.5,0.002,1e-27,0,0.000001,1e+21]",
     );
     expect(canonicalJson({ b: [1, { d: null, c: true }], a: '\u2028\u0007"' })).toBe(
@@ -65,7 +65,7 @@ describe("the tool-call digest", () => {
 });
 
 describe("the signed tool catalog", () => {
-  const tools = [
+  const tools: Record<string, unknown>[] = [
     { name: "refund", description: "Refunds.", inputSchema: { type: "object", properties: { amount: { type: "number", maximum: 50.5 } } } },
     { name: "lookup", description: "Looks up.", inputSchema: { type: "object" }, _meta: { anything: 1 } },
   ];
@@ -86,7 +86,7 @@ describe("the signed tool catalog", () => {
 
   it("refuses a catalog tampered with on the way: a tool changed, added, dropped or reordered, a payload edited, another key", () => {
     const changed = result();
-    (changed.tools[0]!.inputSchema.properties as { amount: { maximum: number } }).amount.maximum = 5000;
+    (changed.tools[0]!.inputSchema as { properties: { amount: { maximum: number } } }).properties.amount.maximum = 5000;
     expect(() => openToolCatalog(changed, key)).toThrow(/refund differs/);
     const added = result();
     added.tools.push({ name: "wire", description: "Wires money.", inputSchema: { type: "object" } });
