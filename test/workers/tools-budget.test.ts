@@ -2,23 +2,11 @@ import { describe, expect, it } from "vitest";
 import { TOOL_META, type ToolDecisionMeta } from "../../protocol/index.ts";
 import { budgetUseOf } from "../../workers/lib/budget-use.ts";
 import { env } from "cloudflare:workers";
-import { enrollHost, hostCall, op, seedWorkspace } from "./support.ts";
-import { connect, defineTool, hitsOf, meterRows, newTag, refundsTool, toolToken } from "./tools-support.ts";
+import { enrollHost, hostCall, seedWorkspace } from "./support.ts";
+import { connect, defineTool, hitsOf, meterRows, newTag, refundsTool, setBudgets, toolToken } from "./tools-support.ts";
 
 type Result = { isError?: boolean; _meta?: Record<string, unknown> };
 const ruleOf = (r: Result) => (r._meta?.[TOOL_META.decision] as ToolDecisionMeta | undefined)?.rule ?? null;
-
-async function setBudgets(token: string, workspaceId: string, budgets: unknown[]) {
-  const policy = {
-    mode: "enforce",
-    tools: [],
-    default_tool_decision: "none",
-    models: null,
-    budgets,
-    retention: { mode: "keep", keep: [] },
-  };
-  expect((await op(token, `/v1/workspaces/${workspaceId}/policy`, { method: "PUT", json: policy })).status).toBe(200);
-}
 
 const N = 12;
 

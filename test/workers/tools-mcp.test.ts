@@ -20,6 +20,7 @@ import {
   newTag,
   refundsTool,
   SECRET,
+  setBudgets,
   type TestCaller,
   textOf,
   toolToken,
@@ -161,16 +162,7 @@ describe.each(CLIENTS)("the hosted MCP endpoint with the %s client", (kind) => {
     expect(decisionOf(await call(gateway))?.rule).toBe("suspended_host");
     expect((await op(token, `/v1/hosts/${host.id}/resume`, { method: "POST" })).status).toBe(200);
 
-    const budgets = [{ id: "none-left", scope: "workspace", window: "month", limit_microusd: 0 }];
-    const policy = {
-      mode: "enforce",
-      tools: [],
-      default_tool_decision: "none",
-      models: null,
-      budgets,
-      retention: { mode: "keep", keep: [] },
-    };
-    expect((await op(token, `/v1/workspaces/${workspaceId}/policy`, { method: "PUT", json: policy })).status).toBe(200);
+    await setBudgets(token, workspaceId, [{ id: "none-left", scope: "workspace", window: "month", limit_microusd: 0 }]);
     const refused = await call(gateway);
     expect(decisionOf(refused)?.rule).toBe("budget");
     expect(textOf(refused)).toContain("budget exhausted: none-left");

@@ -133,3 +133,17 @@ export const SECRET = "sk_test_51HxQq2eZvKYlo2C0secretvalue";
 
 /** Text of a result's first content block. */
 export const textOf = (r: { content?: unknown }) => ((r.content as { text?: string }[] | undefined)?.[0]?.text ?? "") as string;
+
+/** Sets the workspace's budget clauses (the rest of its policy at defaults). */
+export async function setBudgets(token: string, workspaceId: string, budgets: unknown[]) {
+  const policy = {
+    mode: "enforce",
+    tools: [],
+    default_tool_decision: "none",
+    models: null,
+    budgets,
+    retention: { mode: "keep", keep: [] },
+  };
+  const res = await op(token, `/v1/workspaces/${workspaceId}/policy`, { method: "PUT", json: policy });
+  if (res.status !== 200) throw new Error(`policy: ${res.status} ${await res.text()}`);
+}
