@@ -14,9 +14,9 @@ import { workspaceObject } from "../lib/policy-store.ts";
 import { pushPolicies } from "../lib/push.ts";
 import type { CallEnd, MeterCall } from "../workspace/tool-meter.ts";
 import { argumentsRefusal, type Caller, clauseFor } from "./access.ts";
-import { credentialForms, openCredential, scrub } from "./credential.ts";
+import { credentialForms, credentialHeader, openCredential, scrub } from "./credential.ts";
 import { EgressRefused, loopbackAllowed } from "./egress.ts";
-import { markDrift } from "./drift.ts";
+import { markDrift, upstreamOf } from "./drift.ts";
 import type { StoredTool } from "./store.ts";
 import { ArgumentUnplaceable, callHttp, httpRequestOf } from "./upstream-http.ts";
 import { callUpstream } from "./upstream-mcp.ts";
@@ -127,12 +127,11 @@ export async function callTool(
   if (!reserved.granted) return refusal(id, defSha256, reserved.rule, reserved.reason);
   if (reserved.changed) scope.waitUntil(pushPolicies(env, scope.workspaceId));
 
-  const placement = tool.binding.credential ?? { header: "authorization", format: "Bearer {credential}" };
-  const headerValue = opened.credential === null ? null : placement.format.replaceAll("{credential}", opened.credential);
-  const forms = opened.credential === null ? [] : credentialForms(opened.credential, headerValue);
+  const header = credentialHeader(tool.binding.credential, opened.credential);
+  const forms = opened.credential !== null && header ? credentialForms(opened.credential, header[1]) : [];
   const started = Date.now();
   const signal = AbortSignal.any([opts.signal, AbortSignal.timeout(tool.binding.timeout_ms)]);
-  const outcome = await invoke(scope, tool, args, headerValue === null ? null : [placement.header, headerValue], signal, opts.progress);
+  const outcome = await invoke(scope, tool, args, opened.credential, signal, opts.progress);
   if (opts.signal.aborted) outcome.end.status = "cancelled";
 
   const scrubbed = scrubResult(outcome.result, forms);
@@ -162,25 +161,23 @@ async function invoke(
   scope: McpScope,
   tool: StoredTool,
   args: Record<string, unknown>,
-  credential: [string, string] | null,
+  credential: string | null,
   signal: AbortSignal,
   progress?: (p: { progress: number; total?: number; message?: string }) => void,
 ): Promise<Outcome> {
-  const allowLoopback = loopbackAllowed(scope.env);
   const b = tool.binding;
   try {
     if (b.kind === "http") {
       const req = httpRequestOf(b, args);
-      if (credential) req.init.headers.set(credential[0], credential[1]);
-      const answer = await callHttp(b, req, allowLoopback, signal);
+      const header = credentialHeader(b.credential, credential);
+      if (header) req.init.headers.set(header[0], header[1]);
+      const answer = await callHttp(b, req, loopbackAllowed(scope.env), signal);
       if ("tooLarge" in answer) return failed(`the tool's API answered more than ${b.max_response_bytes} bytes`, true, answer.status);
       const ok = answer.status >= 200 && answer.status < 300;
       if (ok) return { result: { content: text(answer.text) }, end: { status: "ok", forwarded: true, upstreamStatus: answer.status } };
       return failed(`the tool's API answered HTTP ${answer.status}: ${answer.text}`, true, answer.status);
     }
-    const headers: Record<string, string> = credential ? { [credential[0]]: credential[1] } : {};
-    const u = { binding: b, headers, allowLoopback, version: scope.env.OXAGEN_VERSION };
-    const out = await callUpstream(u, tool.row.upstreamSha256 ?? "", args, signal, progress);
+    const out = await callUpstream(upstreamOf(scope.env, b, credential), tool.row.upstreamSha256 ?? "", args, signal, progress);
     if ("drift" in out) {
       await markDrift(scope.env, tool.row, out.drift, Date.now());
       const reason = "the tool's definition changed at its upstream and waits for an operator's approval";

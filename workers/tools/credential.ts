@@ -69,6 +69,16 @@ export async function openCredential(
   }
 }
 
+/** The header a binding puts its credential in: `placement.header`, `placement.format` with the credential in place of `{credential}`. */
+export function credentialHeader(
+  placement: { header: string; format: string } | undefined,
+  credential: string | null,
+): [name: string, value: string] | null {
+  if (credential === null) return null;
+  const p = placement ?? { header: "authorization", format: "Bearer {credential}" };
+  return [p.header, p.format.replaceAll("{credential}", credential)];
+}
+
 /** The forms a credential may take in what comes back: as is, URL-encoded, JSON-escaped, and as its header value. */
 export function credentialForms(credential: string, headerValue: string | null): string[] {
   const forms = new Set([credential, encodeURIComponent(credential), JSON.stringify(credential).slice(1, -1)]);

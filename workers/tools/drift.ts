@@ -1,7 +1,7 @@
 import { and, asc, eq, isNull, lt, or, sql } from "drizzle-orm";
 import { db, schema } from "../db/client.ts";
 import { AppError } from "../errors.ts";
-import { openCredential } from "./credential.ts";
+import { credentialForms, credentialHeader, openCredential } from "./credential.ts";
 import { loopbackAllowed } from "./egress.ts";
 import type { McpBinding } from "./schema.ts";
 import { type Drift, readTool, type StoredTool, type ToolRow } from "./store.ts";
@@ -24,9 +24,10 @@ export async function markDrift(env: Env, row: ToolRow, live: UpstreamDefinition
 
 /** What the Worker needs to reach an upstream MCP server, with a credential (or none). */
 export function upstreamOf(env: Env, binding: McpBinding, credential: string | null): UpstreamContext {
-  const placement = binding.credential ?? { header: "authorization", format: "Bearer {credential}" };
-  const headers: Record<string, string> = credential ? { [placement.header]: placement.format.replaceAll("{credential}", credential) } : {};
-  return { binding, headers, allowLoopback: loopbackAllowed(env), version: env.OXAGEN_VERSION };
+  const header = credentialHeader(binding.credential, credential);
+  const headers: Record<string, string> = header ? { [header[0]]: header[1] } : {};
+  const forms = credential && header ? credentialForms(credential, header[1]) : [];
+  return { binding, headers, credentialForms: forms, allowLoopback: loopbackAllowed(env), version: env.OXAGEN_VERSION };
 }
 
 /** {@link upstreamOf} a stored tool, its credential opened (one that does not open: 409). */

@@ -11,6 +11,8 @@ const MAX_PAGES = 20;
 export interface UpstreamContext {
   binding: McpBinding;
   headers: Record<string, string>;
+  /** Every form of the credential the headers carry, to scrub from what comes back (none without one). */
+  credentialForms: string[];
   allowLoopback: boolean;
   version: string;
 }

@@ -4,14 +4,28 @@ import { db, schema } from "../db/client.ts";
 import { AppError } from "../errors.ts";
 import { newId } from "../lib/tokens.ts";
 import { schemaProblem, unknownArguments } from "./access.ts";
-import { sealCredential } from "./credential.ts";
+import { scrub, sealCredential } from "./credential.ts";
 import { upstreamOf, upstreamOfTool } from "./drift.ts";
 import { egressProblem, loopbackAllowed } from "./egress.ts";
 import { type AccessClause, type Binding, MAX_TOOLS, type ToolInput, type ToolPatch } from "./schema.ts";
 import { type Definition, definitionSha256, ownTool, readTool, type StoredTool } from "./store.ts";
-import { servedFromUpstream, upstreamDefinition } from "./upstream-mcp.ts";
+import { servedFromUpstream, type UpstreamContext, upstreamDefinition } from "./upstream-mcp.ts";
 
 const invalid = (message: string) => new AppError(400, "invalid_tool", message);
+
+/**
+ * The upstream's definition of the bound tool, or a 502 naming why it could not be read, the
+ * credential scrubbed from the reason (an upstream may echo it in an error body), so neither the
+ * answer nor a log line carries it.
+ */
+async function listedUpstream(u: UpstreamContext, timeoutMs: number) {
+  try {
+    return await upstreamDefinition(u, AbortSignal.timeout(timeoutMs));
+  } catch (cause) {
+    const why = scrub(cause instanceof Error ? cause.message : String(cause), u.credentialForms).text;
+    throw new AppError(502, "upstream_unreachable", `The upstream MCP server did not list its tools: ${why}.`);
+  }
+}
 
 /** Refuses a binding whose upstream a tool may not call (SSRF), or whose arguments cannot be placed. */
 function checkBinding(env: Env, b: Binding): void {
@@ -65,9 +79,7 @@ export async function createTool(env: Env, workspaceId: string, input: ToolInput
     };
   } else {
     const u = upstreamOf(env, input.binding, input.credential ?? null);
-    const live = await upstreamDefinition(u, AbortSignal.timeout(input.binding.timeout_ms)).catch((cause: unknown) => {
-      throw new AppError(502, "upstream_unreachable", `The upstream MCP server did not list its tools: ${String(cause)}.`);
-    });
+    const live = await listedUpstream(u, input.binding.timeout_ms);
     if (!live) throw new AppError(422, "upstream_tool_missing", `The upstream MCP server does not list a tool ${input.binding.tool}.`);
     definition = servedFromUpstream(input.name, live.tool);
     if (input.description !== undefined && input.description !== definition.description)
@@ -157,7 +169,7 @@ export async function approveDefinition(
     };
   } else {
     if (tool.binding.kind !== "mcp") throw invalid("An http tool's definition is approved by giving it (PUT …/definition).");
-    const live = await upstreamDefinition(await upstreamOfTool(env, tool.row, tool.binding), AbortSignal.timeout(tool.binding.timeout_ms));
+    const live = await listedUpstream(await upstreamOfTool(env, tool.row, tool.binding), tool.binding.timeout_ms);
     if (!live) throw new AppError(422, "upstream_tool_missing", `The upstream no longer lists ${tool.binding.tool}; nothing to approve.`);
     if (live.sha256 !== next.mcpSha256)
       throw new AppError(
