@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { MAX_MCP_REQUEST_BYTES, ROUTES, TOOL_META, type ToolDecisionMeta } from "../../protocol/index.ts";
 import { egressProblem } from "../../workers/tools/egress.ts";
 import { signInCookie } from "./console-support.ts";
-import { BASE, enrollHost, op, seedWorkspace } from "./support.ts";
+import { BASE, enrollHost, op, seedRuns, seedWorkspace } from "./support.ts";
 import {
   callerFetch,
   connect,
@@ -69,7 +69,7 @@ describe("the MCP endpoint's doors", () => {
     expect(await res.json()).toMatchObject({ error: "too_large" });
   });
 
-  it("refuses a token of another workspace, a revoked token, a bad signature and an agent header the signature does not cover", async () => {
+  it("refuses a token of another workspace, a revoked token, an agent header the signature does not cover, another computer's run", async () => {
     const a = await seedWorkspace();
     const b = await seedWorkspace();
     const tokenA = await toolToken(a.token, "refunds-bot");
@@ -93,6 +93,11 @@ describe("the MCP endpoint's doors", () => {
     // The agent header is covered by the signature: changed or dropped, the request does not verify.
     expect((await call(signedFor((h) => h.set("x-oxagen-agent", "refunds-bot")))).status).toBe(401);
     expect((await call(signedFor((h) => h.delete("x-oxagen-agent")))).status).toBe(401);
+    // A run of another computer of the workspace: no such run.
+    const neighbour = await enrollHost(a.token);
+    await seedRuns(neighbour, [7]);
+    const theirs = callerFetch({ kind: "gateway", host, agent: "claude-code", run: `run_${(7).toString(16).padStart(32, "0")}` });
+    expect((await call(theirs)).status).toBe(404);
     // A host of another workspace: no such workspace.
     const otherHost = await enrollHost(b.token);
     const foreign = callerFetch({ kind: "gateway", host: otherHost, agent: "claude-code" });
