@@ -66,6 +66,13 @@ export const ROUTE_BODY_LIMITS: readonly { method: string; path: string; bytes: 
 /** Every error answer: a stable code and a sentence. */
 export const ErrorAnswer = z.strictObject({ error: z.string(), message: z.string(), issues: z.unknown().optional() });
 
+/**
+ * The shape of every Oxagen token: a kind (`oxo` operator, `oxe` one-time enrollment, `oxs` service),
+ * a 16-hex id and a 48-hex secret. The server parses tokens by it; the collector checks a token
+ * against it before sending one, so a token copied in part is named as such.
+ */
+export const TOKEN_SHAPE = /^([a-z]{3})_([0-9a-f]{16})_([0-9a-f]{48})$/;
+
 /** `POST /v1/enroll`: a one-time token and the host's public key. */
 export const EnrollRequest = z.strictObject({
   token: z.string().min(16).max(256),

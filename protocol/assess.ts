@@ -120,10 +120,10 @@ export function enforcementTier({ facts, environment, mode, gatewayLocked = true
   if (unlocked && facts.enforced_hook_decisions === 0)
     return { value: "observe", reason: `no hook asked Oxagen for a decision${unlocked}` };
   if (facts.enforced_hook_decisions > 0) {
-    return {
-      value: "harness",
-      reason: `the harness's hooks asked Oxagen ${facts.enforced_hook_decisions} times and no model call passed the gateway`,
-    };
+    const n = facts.enforced_hook_decisions;
+    const asked = `the harness's hooks asked Oxagen ${n === 1 ? "once" : `${n} times`}`;
+    // A gateway call not yet locked did pass the gateway: the reason must not say none did.
+    return { value: "harness", reason: `${asked}${unlocked || " and no model call passed the gateway"}` };
   }
   return { value: "observe", reason: "no model call passed the gateway and no hook asked Oxagen for a decision" };
 }

@@ -5,7 +5,7 @@
 // unenrolls the throwaway computer, deletes its state (its secret key among it) and puts the policy back; only
 // the bundle and the server's public key stay, in a folder of their own.
 //
-// OXAGEN_URL (default http://127.0.0.1:8787) and OXAGEN_DEV_STATE (default .wrangler/oxagen-dev.json,
+// PORT (as for `npm start`: 8787 unless set), or OXAGEN_URL for another server, and OXAGEN_DEV_STATE (default .wrangler/oxagen-dev.json,
 // written by `npm start`) say which server and which operator token.
 import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -13,12 +13,13 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { editablePolicy, runIdFor } from "../protocol/index.ts";
+import { devUrl } from "./dev-setup.ts";
 
 const ROOT = join(import.meta.dirname, "..");
 const NODE = process.execPath;
 const TACHO = join(ROOT, "collector/bin/tacho.js");
 const OXAGEN = join(ROOT, "collector/bin/oxagen.js");
-const url = process.env.OXAGEN_URL ?? "http://127.0.0.1:8787";
+const url = devUrl();
 const statePath = process.env.OXAGEN_DEV_STATE ?? join(ROOT, ".wrangler/oxagen-dev.json");
 const say = (text: string) => process.stdout.write(`${text}\n`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -63,7 +64,7 @@ async function main(): Promise<number> {
   const home = mkdtempSync(join(tmpdir(), "oxagen-demo-"));
   cleanups.push(() => rmSync(home, { recursive: true, force: true }));
   const out = mkdtempSync(join(tmpdir(), "oxagen-demo-bundle-"));
-  const port = await freePort();
+  const [port, gatewayPort] = [await freePort(), await freePort()];
   const state = join(home, "state");
   const env = {
     ...process.env,
@@ -114,7 +115,7 @@ async function main(): Promise<number> {
     "--hooks-port",
     String(port),
     "--gateway-port",
-    String(port + 1),
+    String(gatewayPort),
   ];
   const enrolled = await run(OXAGEN, [...enrollArgs, "--json"]);
   if (enrolled.status !== 0) throw new DemoError(`oxagen agent enroll failed: ${enrolled.stderr}`);

@@ -98,6 +98,21 @@ export async function enrollmentToken(url: string, operatorToken: string, ttlMin
   return body.token;
 }
 
+/**
+ * The local server's port, one choice for `npm start` (which listens there) and `npm run demo`
+ * (which talks to it): PORT, 8787 unless set.
+ */
+export function devPort(): number {
+  const port = Number(process.env.PORT ?? 8787);
+  if (!Number.isInteger(port) || port < 1 || port > 65535) throw new Error(`PORT=${process.env.PORT} is not a port number (1-65535)`);
+  return port;
+}
+
+/** The local server's URL: OXAGEN_URL when set (another server), else 127.0.0.1 on {@link devPort}. */
+export function devUrl(): string {
+  return process.env.OXAGEN_URL ?? localUrl(devPort());
+}
+
 /** The command a developer pastes to enroll their computer against this server and wrap Claude Code. */
 export function enrollLine(url: string, token: string): string {
   return `tacho enroll --server ${url} --token ${token} --harness claude-code`;

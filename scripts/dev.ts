@@ -1,13 +1,23 @@
 // `npm start`: local Oxagen under `wrangler dev`. On first run it creates the server signing key
-// (.dev.vars, never committed), applies the D1 migrations, seeds a demo workspace and an operator
-// token, then starts the Worker and prints the API URL, the token, and a ready `tacho enroll` line
-// with a fresh one-time enrollment token.
+// and the tool-credential key (.dev.vars, never committed), applies the D1 migrations, seeds a
+// demo workspace and an operator token, then starts the Worker and prints the API URL, the token,
+// and a ready `tacho enroll` line with a fresh one-time enrollment token.
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { devArgs, enrollLine, enrollmentToken, ensureDatabase, ensureDevSecrets, localUrl, ROOT, waitHealthy } from "./dev-setup.ts";
+import {
+  devArgs,
+  devPort,
+  enrollLine,
+  enrollmentToken,
+  ensureDatabase,
+  ensureDevSecrets,
+  localUrl,
+  ROOT,
+  waitHealthy,
+} from "./dev-setup.ts";
 
-const port = Number(process.env.PORT ?? 8787);
+const port = devPort();
 const secrets = ensureDevSecrets();
 if (secrets.length > 0) process.stdout.write(`Wrote ${secrets.join(" and ")} into .dev.vars (keep it out of git).\n`);
 const state = ensureDatabase();

@@ -12,6 +12,7 @@ import {
   takeSpend,
   type UseFilter,
 } from "./workspace/budgets.ts";
+import { type Announced, type Audience, PushHub } from "./workspace/push-hub.ts";
 import { migrate } from "./workspace/schema.ts";
 import {
   type CallEnd,
@@ -31,12 +32,6 @@ import {
 /** The header the Worker names an authenticated host by when it hands the object a push connection. */
 export const PUSH_HOST_HEADER = "x-oxagen-push-host";
 
-/** What a host's push connection receives: the ETag its policy now has. */
-export interface PolicyPush {
-  type: "policy";
-  etag: string;
-}
-
 /** A lease of budget (see {@link WorkspaceObject.lease}). */
 export type LeaseAnswer =
   | { granted: true; lease_id: string; microusd: number; expires_ms: number; changed: boolean }
@@ -52,8 +47,11 @@ export type ResizeAnswer = LeaseAnswer | { granted: false; gone: true };
  * sends is answered without waking it.
  */
 export class WorkspaceObject extends DurableObject<Env> {
+  readonly #hub: PushHub;
+
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
+    this.#hub = new PushHub(ctx);
     void ctx.blockConcurrencyWhile(async () => migrate(ctx.storage));
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair("ping", "pong"));
   }
@@ -67,8 +65,10 @@ export class WorkspaceObject extends DurableObject<Env> {
     return new Response(null, { status: 101, webSocket: pair[0] });
   }
 
-  // A recorder only listens; anything it sends besides the auto-answered ping is ignored.
-  override webSocketMessage(): void {}
+  // What a recorder sends besides the auto-answered ping: acknowledgements of announcements.
+  override webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): void {
+    this.#hub.message(ws, message);
+  }
 
   override webSocketClose(ws: WebSocket, code: number): void {
     try {
@@ -78,26 +78,18 @@ export class WorkspaceObject extends DurableObject<Env> {
     }
   }
 
-  /** Sends each host's new ETag to its connections; answers how many connections it reached. */
-  push(etags: Record<string, string>): number {
-    let sent = 0;
-    for (const [host, etag] of Object.entries(etags)) {
-      const message = JSON.stringify({ type: "policy", etag } satisfies PolicyPush);
-      for (const ws of this.ctx.getWebSockets(host)) {
-        try {
-          ws.send(message);
-          sent++;
-        } catch {
-          // A connection closing as we send: its recorder reconnects and polls meanwhile.
-        }
-      }
-    }
-    return sent;
+  /**
+   * Announces a policy change to the audience's connections and waits (at most `waitMs`) until the
+   * recorder of every host it reached acknowledged that it fetched and applied its policy. Answers
+   * the hosts reached and the slow ones (see `workspace/push-hub.ts`).
+   */
+  announce(to: Audience, waitMs: number): Promise<Announced> {
+    return this.#hub.announce(to, waitMs);
   }
 
   /** The hosts with a push connection open now. */
   connectedHosts(): string[] {
-    return [...new Set(this.ctx.getWebSockets().flatMap((ws) => this.ctx.getTags(ws)))];
+    return this.#hub.connectedHosts();
   }
 
   /** Closes every push connection of a host (it was unenrolled). */

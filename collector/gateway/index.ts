@@ -1,4 +1,4 @@
-import type { HostConfig } from "../lib/state.ts";
+import { type HostConfig, hostUpstreams } from "../lib/state.ts";
 import { decideModelCall } from "../recorder/decide.ts";
 import { type Listening, listenLoopback } from "../recorder/listener.ts";
 import type { Recorder } from "../recorder/recorder.ts";
@@ -15,9 +15,14 @@ export const VENDOR_URLS: Record<Vendor, string> = { anthropic: "https://api.ant
 
 const ENV: Record<Vendor, string> = { anthropic: "OXAGEN_GATEWAY_ANTHROPIC_URL", openai: "OXAGEN_GATEWAY_OPENAI_URL" };
 
-/** Where a vendor's calls go: the workspace policy's `upstreams`, else the recorder's environment, else the vendor's own. */
+/**
+ * Where a vendor's calls go: this computer's own upstream (host.json, set by enroll from the
+ * developer's settings), else the workspace policy's `upstreams`, else the recorder's environment,
+ * else the vendor's own.
+ */
 export function upstreamOf(recorder: Recorder, vendor: Vendor): URL {
-  return new URL(recorder.policy?.policy.upstreams?.[vendor] ?? process.env[ENV[vendor]] ?? VENDOR_URLS[vendor]);
+  const own = hostUpstreams()?.[vendor]?.url;
+  return new URL(own ?? recorder.policy?.policy.upstreams?.[vendor] ?? process.env[ENV[vendor]] ?? VENDOR_URLS[vendor]);
 }
 
 /**

@@ -3,8 +3,11 @@ import type { HostConfig } from "../lib/state.ts";
 import { transientInstall } from "./command.ts";
 import { commandTroubles } from "./health.ts";
 import { adapterFor } from "./index.ts";
-import { plannedText, readConfig, writeConfig } from "./settings.ts";
-import type { EntriesHost } from "./types.ts";
+import { isDeepStrictEqual } from "node:util";
+import { setMemberText } from "./json-edit.ts";
+import { forgetSetting, noteSetting, settingOf } from "./originals.ts";
+import { type ConfigFile, plannedText, readConfig, writeConfig } from "./settings.ts";
+import type { EntriesHost, HarnessAdapter, JsonObject } from "./types.ts";
 
 /** What applying (or removing) the hook entries did to one harness's configuration. */
 export interface HarnessResult {
@@ -19,8 +22,28 @@ function plan(host: EntriesHost, names: string[], action: "apply" | "remove") {
   return names.map((name) => {
     const adapter = adapterFor(name);
     const file = readConfig(adapter);
-    return { name, adapter, file, text: plannedText(file, adapter, action === "apply" ? adapter.entries(host) : null) };
+    const text = plannedText(file, adapter, action === "apply" ? adapter.entries(host) : null);
+    return { name, adapter, file, text: action === "remove" ? withRequiredBack(file, adapter, text) : text };
   });
+}
+
+/** The removal's text with the top-level keys tacho added for its entries (Cursor's `version`) given back as they were. */
+function withRequiredBack(file: ConfigFile, adapter: HarnessAdapter, text: string | null): string | null {
+  let next = text ?? file.text;
+  if (next === null || file.format !== "json") return text;
+  for (const key of Object.keys(adapter.required ?? {})) {
+    const record = settingOf(file.path, key);
+    if (record && isDeepStrictEqual((JSON.parse(next) as JsonObject)[key], record.wrote))
+      next = setMemberText(next, [], key, record.before);
+  }
+  return next === file.text ? null : next;
+}
+
+/** Notes the top-level keys an apply adds for its entries (Cursor's `version`), so a removal takes them out again. */
+function noteRequired(file: ConfigFile, adapter: HarnessAdapter, text: string | null): void {
+  if (text === null || file.format !== "json") return;
+  for (const [key, value] of Object.entries(adapter.required ?? {}))
+    if (file.json[key] === undefined) noteSetting(file.path, key, null, value);
 }
 
 /**
@@ -29,7 +52,9 @@ function plan(host: EntriesHost, names: string[], action: "apply" | "remove") {
  */
 export function applyHarnesses(host: HostConfig, harnesses: string[], action: "apply" | "remove"): HarnessResult[] {
   const results = plan(host, harnesses, action).map(({ name, adapter, file, text }) => {
+    if (action === "apply") noteRequired(file, adapter, text);
     const changed = writeConfig(file, text);
+    if (action === "remove") for (const key of Object.keys(adapter.required ?? {})) forgetSetting(file.path, key);
     const result: HarnessResult = { harness: name, config: file.path, changed };
     if (changed && action === "apply" && adapter.afterWrite) result.action = adapter.afterWrite;
     return result;

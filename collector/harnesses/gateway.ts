@@ -5,19 +5,20 @@ import { parse } from "smol-toml";
 import { ExitError } from "../lib/errors.ts";
 import { HOOK_SECRET_HEADER } from "../recorder/listener.ts";
 import type { HostConfig } from "../lib/state.ts";
-import { insertChild, memberIndex, removeChild } from "./json-edit.ts";
+import { claudeEnvText, type EnvContext, type Note, ownBaseUrl } from "./claude-code/env.ts";
+import { forgetSetting, noteSetting, settingOf } from "./originals.ts";
 import { type ConfigFile, readConfig, writeConfig } from "./settings.ts";
 import { claudeCode } from "./claude-code/config.ts";
 import { parseToml } from "./toml.ts";
-import type { JsonObject } from "./types.ts";
 
 /**
  * Pointing a harness's model calls at the gateway (`tacho enroll --gateway`). Claude Code: its
- * settings' `env.ANTHROPIC_BASE_URL`, with the enrollment's secret in `env.ANTHROPIC_CUSTOM_HEADERS`.
- * Codex: a model provider in config.toml (the secret in its `http_headers`), chosen by `model_provider`. Cursor's model calls go to Cursor's own servers and Stella documents no base
- * URL setting, so neither can be pointed at it. A setting of the user's own (a company proxy
- * already in ANTHROPIC_BASE_URL, another model_provider) is refused and left as it is: the
- * workspace policy's `upstreams` is where a proxy goes. Removing ours gives the file's bytes back.
+ * settings' `env.ANTHROPIC_BASE_URL`, with the enrollment's secret in `env.ANTHROPIC_CUSTOM_HEADERS`
+ * (claude-code/env.ts; a base URL of the user's own there becomes this computer's upstream and is
+ * given back with the rest). Codex: a model provider in config.toml (the secret in its
+ * `http_headers`), chosen by `model_provider`; another model_provider of the user's own is
+ * refused and left as it is. Cursor's model calls go to Cursor's own servers and Stella documents
+ * no base URL setting, so neither can be pointed at it. Removing ours gives the file's bytes back.
  */
 export const GATEWAY_HARNESSES = ["claude-code", "codex"] as const;
 
@@ -47,46 +48,21 @@ export interface GatewayResult {
   changed: boolean;
 }
 
-const isObject = (v: unknown): v is JsonObject => v !== null && typeof v === "object" && !Array.isArray(v);
-
-/** The settings Claude Code gets: its base URL, and the enrollment's secret as a header on every call. */
-function claudeWant(host: GatewayHost): Record<string, string> {
-  const want: Record<string, string> = { ANTHROPIC_BASE_URL: gatewayUrl(host) };
-  if (host.hook_secret) want.ANTHROPIC_CUSTOM_HEADERS = `${HOOK_SECRET_HEADER}: ${host.hook_secret}`;
-  return want;
+/** The context claude-code/env.ts edits settings.json in. */
+function claudeContext(file: ConfigFile, host: GatewayHost): EnvContext {
+  return { file, record: (key) => settingOf(file.path, key), gatewayUrl: gatewayUrl(host), secret: host.hook_secret };
 }
 
-const OURS: Record<string, RegExp> = {
-  ANTHROPIC_BASE_URL: /^http:\/\/127\.0\.0\.1:\d+$/,
-  ANTHROPIC_CUSTOM_HEADERS: new RegExp(`^${HOOK_SECRET_HEADER}: [0-9a-f]{64}$`),
-};
+/** A base URL of the user's own in Claude Code's settings (not the one tacho wrote), or null. */
+export function ownClaudeBaseUrl(file: ConfigFile, host: GatewayHost): unknown {
+  return ownBaseUrl(claudeContext(file, host));
+}
 
-function claudeText(file: ConfigFile, host: GatewayHost, on: boolean): string | null {
-  const env = isObject(file.json.env) ? file.json.env : null;
-  if (file.json.env !== undefined && !env)
-    throw new ExitError(1, `${file.path}: "env" is not an object; fix it and run the command again (the file was left untouched)`);
-  for (const [key, ours] of Object.entries(OURS)) {
-    const current = env?.[key];
-    if (current !== undefined && !(typeof current === "string" && ours.test(current)))
-      throw new ExitError(
-        1,
-        `${file.path}: env.${key} is ${JSON.stringify(current)} already; tacho leaves it as it is. To send Claude Code's calls through the gateway, remove it${key === "ANTHROPIC_BASE_URL" ? " and set the workspace policy's upstreams.anthropic to it" : ""} (nothing was written)`,
-      );
+function applyNotes(path: string, notes: Note[]): void {
+  for (const n of notes) {
+    if ("forget" in n) forgetSetting(path, n.key);
+    else noteSetting(path, n.key, n.before, n.wrote);
   }
-  const want = on ? claudeWant(host) : {};
-  const keys = Object.keys(OURS);
-  if (keys.every((k) => env?.[k] === want[k])) return null;
-  if (file.text === null) return `${JSON.stringify({ env: want }, null, 2)}\n`;
-  let text = file.text;
-  for (const k of keys) if (env?.[k] !== undefined) text = removeChild(text, ["env"], memberIndex(text, ["env"], k));
-  const others = Object.keys(env ?? {}).filter((k) => !keys.includes(k));
-  if (!on) {
-    // The env object tacho added holds nothing else: it goes too.
-    return env && others.length === 0 ? removeChild(text, [], memberIndex(text, [], "env")) : text;
-  }
-  if (!env) return insertChild(text, [], -1, want, "env");
-  for (const [k, v] of Object.entries(want)) text = insertChild(text, ["env"], -1, v, k);
-  return text;
 }
 
 const PROVIDER = "oxagen-gateway";
@@ -102,16 +78,17 @@ function codexConfigPath(): string {
 function cutBlock(text: string, begin: string, end: string): string {
   const at = text.indexOf(`${begin}\n`);
   if (at < 0) return text;
-  const stop = text.indexOf(`${end}\n`, at);
-  if (stop < 0)
+  const stop = text.indexOf(end, at);
+  if (stop < 0 || (text[stop + end.length] !== "\n" && stop + end.length !== text.length))
     throw new ExitError(
       1,
       `the tacho gateway block has no end line (${end}); restore it or remove the block (the file was left untouched)`,
     );
   let from = at;
-  const to = stop + end.length + 1;
-  // The blank line put before an appended block goes with it.
-  if (to === text.length && from >= 2 && text.slice(from - 2, from) === "\n\n") from -= 1;
+  const bare = stop + end.length === text.length;
+  const to = bare ? text.length : stop + end.length + 1;
+  // The blank line put before an appended block goes with it (both newlines after a text that had no final newline).
+  if (to === text.length && from >= 2 && text.slice(from - 2, from) === "\n\n") from -= bare ? 2 : 1;
   return text.slice(0, from) + text.slice(to);
 }
 
@@ -123,7 +100,7 @@ function codexText(path: string, text: string | null, host: GatewayHost, on: boo
   if (url !== null && theirs.model_provider !== undefined)
     throw new ExitError(
       1,
-      `${path}: model_provider is ${JSON.stringify(theirs.model_provider)} already; tacho leaves it as it is. To send Codex's calls through the gateway, remove it (set the workspace policy's upstreams.openai to its base_url) and run the command again (nothing was written)`,
+      `${path}: model_provider is ${JSON.stringify(theirs.model_provider)} already; tacho leaves it as it is. To send Codex's calls through the gateway, remove it and run the command again with --upstream openai=<its base_url without /v1> (its other settings, such as env_key or query_params, are not carried over) (nothing was written)`,
     );
   if (url !== null && theirs.model_providers?.[PROVIDER] !== undefined)
     throw new ExitError(
@@ -143,7 +120,8 @@ function codexText(path: string, text: string | null, host: GatewayHost, on: boo
       ...(host.hook_secret ? [`http_headers = { ${JSON.stringify(HOOK_SECRET_HEADER)} = ${JSON.stringify(host.hook_secret)} }`] : []),
       TABLE_END,
     ].join("\n");
-    next = `${top}${bare === "" ? "" : bare.endsWith("\n") ? `${bare}\n` : `${bare}\n\n`}${table}\n`;
+    // After a text with no final newline the table has none either: that is how removing it gives that text back.
+    next = `${top}${bare === "" ? `${table}\n` : bare.endsWith("\n") ? `${bare}\n${table}\n` : `${bare}\n\n${table}`}`;
     parse(next);
   }
   return next === before ? null : next;
@@ -153,8 +131,11 @@ function codexText(path: string, text: string | null, host: GatewayHost, on: boo
 export function routeHarness(host: GatewayHost, harness: string, on: boolean, write = true): GatewayResult | null {
   if (harness === "claude-code") {
     const file = readConfig(claudeCode);
-    const text = claudeText(file, host, on);
-    return { harness, config: file.path, changed: write ? writeConfig(file, text) : text !== null };
+    const { text, notes } = claudeEnvText(claudeContext(file, host), on);
+    if (!write) return { harness, config: file.path, changed: text !== null };
+    // Noted before the file is written: a crash between the two leaves a note of nothing, never a change without its note.
+    applyNotes(file.path, notes);
+    return { harness, config: file.path, changed: writeConfig(file, text) };
   }
   if (harness === "codex") {
     const path = codexConfigPath();

@@ -66,3 +66,25 @@ export function removeChild(text: string, path: JSONPath, index: number): string
 export function memberIndex(text: string, path: JSONPath, key: string): number {
   return (nodeAt(text, path).children ?? []).findIndex((p) => p.children?.[0]?.value === key);
 }
+
+/** The exact text of member `key`'s value in the object at `path`, or null when there is no such member. */
+export function memberText(text: string, path: JSONPath, key: string): string | null {
+  const member = (nodeAt(text, path).children ?? []).find((p) => p.children?.[0]?.value === key);
+  const value = member?.children?.[1];
+  return value ? text.slice(value.offset, end(value)) : null;
+}
+
+/**
+ * Sets member `key` of the object at `path` to the JSON text `raw` (in place when it exists, so
+ * its neighbours keep their bytes; appended otherwise), or removes it when `raw` is null.
+ */
+export function setMemberText(text: string, path: JSONPath, key: string, raw: string | null): string {
+  const kids = nodeAt(text, path).children ?? [];
+  const index = kids.findIndex((p) => p.children?.[0]?.value === key);
+  if (raw === null) return index < 0 ? text : removeChild(text, path, index);
+  const value = kids[index]?.children?.[1];
+  if (value) return splice(text, value.offset, end(value), raw);
+  // Inserted as a placeholder laid out like its siblings, then the placeholder's text replaced.
+  const placed = insertChild(text, path, -1, null, key);
+  return setMemberText(placed, path, key, raw);
+}

@@ -4,6 +4,7 @@ import { isDeepStrictEqual } from "node:util";
 import { ExitError } from "../lib/errors.ts";
 import { flatOurs, flatWithEntries, groupedOurs } from "./flat.ts";
 import { insertChild, memberIndex, removeChild } from "./json-edit.ts";
+import { noteCreated, removeCreated, wasCreated } from "./originals.ts";
 import { parseToml, withBlock } from "./toml.ts";
 import type { HarnessAdapter, HookEntries, JsonObject } from "./types.ts";
 
@@ -193,6 +194,12 @@ export function withEntries(json: JsonObject, adapter: HarnessAdapter, entries: 
 /** Writes planned text over the configuration (atomically, same mode, through a symlink); false when there is nothing to write. */
 export function writeConfig(file: ConfigFile, text: string | null): boolean {
   if (text === null) return false;
+  // A file tacho created that holds nothing any more goes, with the directories tacho made for it.
+  if (file.text !== null && isEmptyConfig(text, file.format) && wasCreated(file.path)) {
+    removeCreated(file.path);
+    return true;
+  }
+  if (file.text === null) noteCreated(file.path);
   // Write through a symlink (dotfile managers) rather than replacing it.
   let target = file.path;
   let mode = 0o600;
@@ -206,6 +213,16 @@ export function writeConfig(file: ConfigFile, text: string | null): boolean {
   chmodSync(tmp, mode);
   renameSync(tmp, target);
   return true;
+}
+
+function isEmptyConfig(text: string, format: ConfigFile["format"]): boolean {
+  if (format === "toml") return text.trim() === "";
+  try {
+    const json: unknown = JSON.parse(text);
+    return isObject(json) && Object.keys(json).length === 0;
+  } catch {
+    return false;
+  }
 }
 
 /** Compares the collector's handlers in a configuration with what enroll would write. */

@@ -72,6 +72,13 @@ export interface RecorderHealth {
   started_ms: number;
   /** Whether the HTTP hook port is bound (a stranger may hold it). */
   http: "listening" | "unavailable";
+  /** Why it is unavailable (another program on the port). */
+  http_error?: string;
+  gateway_port?: number;
+  gateway?: "listening" | "unavailable";
+  gateway_error?: string;
+  /** Both ports were tried once (before that, "unavailable" only means "not yet"). */
+  bound?: boolean;
 }
 
 /** Asks this enrollment's recorder for its health over its socket; null when none answers in time. */

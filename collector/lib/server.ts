@@ -1,4 +1,4 @@
-import { fromHex, signRequest } from "../../protocol/index.ts";
+import { ErrorAnswer, fromHex, ROUTES, signRequest } from "../../protocol/index.ts";
 import type { HostConfig } from "./state.ts";
 
 /** A host-signed call's options: header names lowercase, as protocol/auth.ts signs them. */
@@ -43,4 +43,16 @@ export function hostAuth(
     headers,
     body,
   });
+}
+/** Unenrolls this host on its server (`DELETE /v1/host`, signed with its key); "gone" when it already does not know this host's key (unenrolled by an operator). */
+export async function unenrollOnServer(host: HostConfig): Promise<"unenrolled" | "gone" | { error: string }> {
+  try {
+    const res = await hostFetch(host, ROUTES.hostStatus, { method: "DELETE", timeoutMs: 15_000 });
+    if (res.ok) return "unenrolled";
+    const answer = ErrorAnswer.safeParse(await res.json().catch(() => null));
+    if (res.status === 401 && answer.success && answer.data.error === "bad_signature") return "gone";
+    return { error: `HTTP ${res.status}: ${answer.success ? answer.data.message : "no reason given"}` };
+  } catch (err) {
+    return { error: `cannot reach ${host.server}: ${(err as Error).message}` };
+  }
 }

@@ -1,9 +1,9 @@
 import { randomBytes } from "node:crypto";
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, join } from "node:path";
 import { z } from "zod";
-import { HostId, Sha256Hex } from "../../protocol/index.ts";
+import { HostId, Sha256Hex, UpstreamUrl } from "../../protocol/index.ts";
 import { ExitError } from "./errors.ts";
 
 /** The collector's state directory (see docs/collector.md). */
@@ -15,6 +15,24 @@ export function stateDir(): string {
 export function statePath(...parts: string[]): string {
   return join(stateDir(), ...parts);
 }
+
+/**
+ * What the state directory keeps for its host besides host.json: it goes with the host (tacho
+ * unenroll; a re-enroll with a new token, whose new host begins its own).
+ */
+export const HOST_STATE = ["policy.json", "journal", "spool", "recorder-status.json", "sources.json", "harness-processes.json"] as const;
+
+/** The recorder's own files in the state directory (its log, pid, socket, last autostart). */
+export const RECORDER_FILES = ["recorder.log", "recorder.pid", "recorder.sock", "recorder-autostart"] as const;
+
+/** A base URL the gateway forwards one vendor's calls to on this computer, and where enroll found it. */
+export const HostUpstream = z.strictObject({
+  url: UpstreamUrl,
+  /** `--upstream`, a settings file's key (`<path> env.ANTHROPIC_BASE_URL`) or the environment enroll ran in. */
+  from: z.string().min(1),
+});
+/** One of {@link HostUpstream}. */
+export type HostUpstream = z.infer<typeof HostUpstream>;
 
 /** The enrollment, as host.json holds it. */
 export const HostConfig = z.strictObject({
@@ -32,6 +50,12 @@ export const HostConfig = z.strictObject({
   enrolled_ms: z.number().int().nonnegative(),
   /** Harnesses whose model calls `tacho enroll --gateway` pointed at the gateway (collector/harnesses/gateway.ts). */
   gateway: z.array(z.string()).optional(),
+  /**
+   * The developer's own upstream per vendor (a base URL that was in the harness's settings or in
+   * the environment enroll ran in, or `--upstream`): the gateway forwards there before the
+   * workspace policy's `upstreams` (collector/gateway/index.ts `upstreamOf`).
+   */
+  upstreams: z.strictObject({ anthropic: HostUpstream.optional(), openai: HostUpstream.optional() }).optional(),
   /**
    * The secret HTTP hooks carry (header `x-oxagen-hook-secret`) so the recorder takes them from
    * this enrollment's harness config only. Absent in host.json files written before it existed:
@@ -100,4 +124,17 @@ function safeJson(text: string): unknown {
   } catch {
     return null;
   }
+}
+
+let upstreamsSeen: { mtime: number; upstreams: HostConfig["upstreams"] } | null = null;
+
+/** This computer's own upstreams as host.json holds them now (re-read when it changes: a re-enroll may set one). */
+export function hostUpstreams(): HostConfig["upstreams"] {
+  try {
+    const mtime = statSync(statePath("host.json")).mtimeMs;
+    if (upstreamsSeen?.mtime !== mtime) upstreamsSeen = { mtime, upstreams: readHost()?.upstreams };
+  } catch {
+    // Unreadable or gone now: keep the ones we had.
+  }
+  return upstreamsSeen?.upstreams;
 }

@@ -50,6 +50,10 @@ export async function startDaemon(host: HostConfig, log: (msg: string) => void):
   // Until the journal is loaded, a hook gets no answer and spools (replayed just below).
   let ready: { recorder: Recorder } | null = null;
   let http: Listening | null = null;
+  let httpError: string | null = null;
+  let gatewayError: string | null = null;
+  let gateway: Gateway | null = null;
+  let bound = false;
   const health = () => ({
     ok: true,
     v: 1,
@@ -57,6 +61,12 @@ export async function startDaemon(host: HostConfig, log: (msg: string) => void):
     port: host.ports.hooks,
     started_ms: started,
     http: http ? "listening" : "unavailable",
+    ...(httpError && !http ? { http_error: httpError } : {}),
+    gateway_port: host.ports.gateway,
+    gateway: gateway ? "listening" : "unavailable",
+    ...(gatewayError && !gateway ? { gateway_error: gatewayError } : {}),
+    /** Both ports were tried once: until then "unavailable" means "not yet". */
+    bound,
   });
   const socket = await listenSocket(dir, {
     line: (request) => {
@@ -108,16 +118,21 @@ export async function startDaemon(host: HostConfig, log: (msg: string) => void):
         log,
       });
       log(`HTTP hooks on 127.0.0.1:${host.ports.hooks}`);
+      httpError = null;
     } catch (err) {
       // A stranger holding the port keeps HTTP hooks out, not the recorder: its own socket still works.
-      log(`HTTP hooks unavailable: port ${host.ports.hooks}: ${(err as Error).message}; retrying`);
+      const why = portError(err);
+      if (httpError !== why)
+        log(
+          `HTTP hooks unavailable: cannot listen on 127.0.0.1:${host.ports.hooks}: ${why}; Claude Code's tool results are not received until it can (retrying; tacho enroll --hooks-port N picks another)`,
+        );
+      httpError = why;
     }
   };
+  recorder.httpDown = () => (http ? null : (httpError ?? "not listening yet"));
   await bindHttp();
   const gatewayStats = emptyStats();
   const leases = new BudgetLeases(httpLeaseServer(host), { idleMs: envMs("OXAGEN_LEASE_IDLE_MS", 120_000), log });
-  let gateway: Gateway | null = null;
-  let gatewayError: string | null = null;
   const bindGateway = async () => {
     if (gateway) return;
     try {
@@ -126,11 +141,16 @@ export async function startDaemon(host: HostConfig, log: (msg: string) => void):
       log(`model gateway on 127.0.0.1:${host.ports.gateway}`);
     } catch (err) {
       // As for HTTP hooks: the recorder runs without it, and tacho status says why.
-      if (gatewayError === null) log(`model gateway unavailable: port ${host.ports.gateway}: ${(err as Error).message}; retrying`);
-      gatewayError = (err as Error).message;
+      const why = portError(err);
+      if (gatewayError !== why)
+        log(
+          `model gateway unavailable: cannot listen on 127.0.0.1:${host.ports.gateway}: ${why}; model calls pointed at it fail until it can (retrying; tacho enroll --gateway-port N picks another)`,
+        );
+      gatewayError = why;
     }
   };
   await bindGateway();
+  bound = true;
   // Events spooled while the first replay ran: same outage, so no second gap.
   replayer.drain({ sameOutage: true });
   writeFileSync(statePath("recorder.pid"), `${process.pid}\n`, { mode: 0o600 });
@@ -150,7 +170,11 @@ export async function startDaemon(host: HostConfig, log: (msg: string) => void):
       stopped,
       seen: { ...previous?.harness_seen_ms, ...recorder.seen },
       spool: spoolSummary(spoolDir),
-      http: http ? (host.hook_secret ? "listening" : "listening without a hook secret (re-run tacho enroll)") : "port unavailable",
+      http: http
+        ? host.hook_secret
+          ? "listening"
+          : "listening without a hook secret (re-run tacho enroll)"
+        : `port unavailable: ${httpError ?? "not started"}`,
       gateway: {
         port: host.ports.gateway,
         listening: gateway ? "listening" : `port unavailable: ${gatewayError ?? "not started"}`,
@@ -188,18 +212,19 @@ export async function startDaemon(host: HostConfig, log: (msg: string) => void):
     });
     return fetching;
   };
-  const push = new PolicyPush(
-    host,
-    () => policyEtag,
-    () => void refreshPolicy(),
-    {
-      baseMs: envMs("OXAGEN_PUSH_BACKOFF_MS", 1000),
-      maxMs: envMs("OXAGEN_PUSH_BACKOFF_MAX_MS", 60_000),
-      pollMs: envMs("OXAGEN_PUSH_POLL_MS", 30_000),
-      pingMs: envMs("OXAGEN_PUSH_PING_MS", 30_000),
-      log,
-    },
-  );
+  // What a push acknowledges: a fetch that started after it, verified and now deciding every hook.
+  const applyPolicy = async (): Promise<string | null> => {
+    await refreshPolicy();
+    if (policyError !== null) throw new Error(policyError);
+    return policyEtag;
+  };
+  const push = new PolicyPush(host, () => policyEtag, applyPolicy, {
+    baseMs: envMs("OXAGEN_PUSH_BACKOFF_MS", 1000),
+    maxMs: envMs("OXAGEN_PUSH_BACKOFF_MAX_MS", 60_000),
+    pollMs: envMs("OXAGEN_PUSH_POLL_MS", 30_000),
+    pingMs: envMs("OXAGEN_PUSH_PING_MS", 30_000),
+    log,
+  });
   // A failing timer (disk full, say) must not take the recorder down: nothing would restart it.
   const every = (ms: number, work: () => unknown) =>
     setInterval(() => {
@@ -275,6 +300,14 @@ export async function startDaemon(host: HostConfig, log: (msg: string) => void):
     return stopping;
   };
   return { port: host.ports.hooks, stop, orphaned };
+}
+
+/** Why a port could not be listened on, in words. */
+function portError(err: unknown): string {
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code === "EADDRINUSE") return "another program (or another enrollment's recorder) is listening there";
+  if (code === "EACCES") return "this user may not listen there";
+  return (err as Error).message;
 }
 
 /** The enrollment's hook secret, re-read when host.json changes (a re-enroll adds one to an older enrollment). */

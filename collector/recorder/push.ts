@@ -19,17 +19,22 @@ export interface PushStatus {
   state: "connecting" | "connected" | "down";
   /** Pushes received that named an ETag other than the cached policy's. */
   pushes: number;
+  /** Announcements acknowledged: the policy they named was fetched, verified and applied first. */
+  acks: number;
   connects: number;
   last_error: string | null;
 }
 
 /**
- * The recorder's push connection: a host-signed WebSocket to the workspace's object. A push only
- * names the new ETag; `refresh` fetches and verifies the signed policy as a poll does. While the
- * connection is down it reconnects with backoff and jitter, and `refresh` runs every `pollMs`.
+ * The recorder's push connection: a host-signed WebSocket to the workspace's object. A push names
+ * a change (and the new ETag, or `*`); `refresh` fetches and verifies the signed policy as a poll
+ * does, and once the recorder decides from it the change is acknowledged on the same connection
+ * (`{"type":"ack","change","etag"}`): the operator's call that made the change waits for that. A
+ * fetch that fails is not acknowledged. While the connection is down it reconnects with backoff
+ * and jitter, and `refresh` runs every `pollMs`.
  */
 export class PolicyPush {
-  readonly status: PushStatus = { state: "down", pushes: 0, connects: 0, last_error: null };
+  readonly status: PushStatus = { state: "down", pushes: 0, acks: 0, connects: 0, last_error: null };
   #ws: WebSocket | null = null;
   #attempt = 0;
   #retry: NodeJS.Timeout | null = null;
@@ -39,10 +44,11 @@ export class PolicyPush {
 
   readonly #host: HostConfig;
   readonly #etag: () => string | null;
-  readonly #refresh: () => void;
+  /** Fetches, verifies and applies the policy (a fetch that starts after the call); resolves to the ETag now applied. */
+  readonly #refresh: () => Promise<string | null>;
   readonly #opts: PushOptions;
 
-  constructor(host: HostConfig, etag: () => string | null, refresh: () => void, opts: PushOptions) {
+  constructor(host: HostConfig, etag: () => string | null, refresh: () => Promise<string | null>, opts: PushOptions) {
     this.#host = host;
     this.#etag = etag;
     this.#refresh = refresh;
@@ -64,7 +70,7 @@ export class PolicyPush {
 
   #polling(on: boolean): void {
     if (on && !this.#poll) {
-      this.#poll = setInterval(() => this.#refresh(), this.#opts.pollMs);
+      this.#poll = setInterval(() => void this.#refresh().catch(() => {}), this.#opts.pollMs);
       this.#poll.unref();
     } else if (!on && this.#poll) {
       clearInterval(this.#poll);
@@ -95,20 +101,29 @@ export class PolicyPush {
       this.#ping = setInterval(() => ws.readyState === WebSocket.OPEN && ws.send("ping"), this.#opts.pingMs);
       this.#ping.unref();
       // Whatever changed while the connection was down was never pushed.
-      this.#refresh();
+      void this.#refresh().catch(() => {});
     };
     ws.onmessage = (ev) => {
       if (typeof ev.data !== "string" || ev.data === "pong") return;
-      let etag: unknown;
+      let msg: { type?: unknown; etag?: unknown; change?: unknown };
       try {
-        const msg = JSON.parse(ev.data) as { type?: unknown; etag?: unknown };
-        etag = msg.type === "policy" ? msg.etag : undefined;
+        msg = JSON.parse(ev.data) as typeof msg;
       } catch {
         return;
       }
-      if (typeof etag !== "string" || etag === this.#etag()) return;
+      if (msg?.type !== "policy" || typeof msg.etag !== "string") return;
+      const change = typeof msg.change === "string" ? msg.change : null;
+      if (msg.etag !== "*" && msg.etag === this.#etag()) {
+        this.#ack(ws, change, msg.etag);
+        return;
+      }
       this.status.pushes++;
-      this.#refresh();
+      this.#refresh().then(
+        (applied) => this.#ack(ws, change, applied),
+        () => {
+          // Not applied, so not acknowledged: the server names this computer as not there yet.
+        },
+      );
     };
     ws.onerror = () => {
       // onclose follows with the reason.
@@ -117,6 +132,12 @@ export class PolicyPush {
       if (this.#ws !== ws) return;
       this.#down(`closed (${ev.code}${ev.reason ? `: ${ev.reason}` : ""})`);
     };
+  }
+
+  #ack(ws: WebSocket, change: string | null, etag: string | null): void {
+    if (change === null || ws.readyState !== WebSocket.OPEN) return;
+    ws.send(JSON.stringify({ type: "ack", change, ...(etag ? { etag } : {}) }));
+    this.status.acks++;
   }
 
   #down(why: string): void {

@@ -49,6 +49,9 @@ export function parseRequest(value: unknown): HookRequest | null {
  * The recorder's core: turns hook events into frames on one chain per session, journaled before
  * the answer leaves. Synchronous on purpose: one event is fully durable before the next starts.
  */
+/** Harnesses whose hook entries post some steps over HTTP (collector/harnesses/claude-code/config.ts HTTP_EVENTS). */
+const HTTP_HOOK_HARNESSES = new Set(["claude-code"]);
+
 export class Recorder {
   policy: CachedPolicy | null;
   readonly journal: Journal;
@@ -69,6 +72,10 @@ export class Recorder {
   readonly #inputs = new ToolInputs();
   /** Called before each live hook: replays whatever waits in the spool first (replay.ts). */
   beforeHook: () => void = () => {};
+  /** Why the HTTP hook port is not listening now, or null when it is (daemon.ts). */
+  httpDown: () => string | null = () => null;
+  /** Sessions already told in their record that their HTTP-posted steps cannot arrive. */
+  readonly #toldHttpDown = new Set<string>();
 
   constructor(journal: Journal, host: HostConfig, policy: CachedPolicy | null) {
     this.journal = journal;
@@ -110,6 +117,16 @@ export class Recorder {
       steps = [{ kind: "telemetry_gap", payload: { path: "recorder", cause: "other", detail }, bodies: [] }];
     }
     if (steps.length === 0) return answer;
+    const down = live && HTTP_HOOK_HARNESSES.has(req.harness ?? "") ? this.httpDown() : null;
+    if (down !== null && !this.#toldHttpDown.has(plan.chain)) {
+      // Claude Code posts its tool results over HTTP: while nothing of ours listens there, they are lost, and the record says so.
+      this.#toldHttpDown.add(plan.chain);
+      const detail = `the recorder could not listen on its HTTP hook port 127.0.0.1:${this.host.ports.hooks} (${down}); the steps ${req.harness} posts there (every finished tool call) are not received while it cannot`;
+      steps = [
+        { kind: "telemetry_gap", payload: { path: "recorder", cause: "other", detail: detail.slice(0, 1024), from_ms: req.t }, bodies: [] },
+        ...steps,
+      ];
+    } else if (down === null) this.#toldHttpDown.delete(plan.chain);
     const rec = this.#open(plan.chain, plan.run, current, req);
     try {
       this.#commit(rec, steps, req.t, { id: req.id, answer, final: plan.final });

@@ -15,7 +15,8 @@ export interface Payments {
   close: () => Promise<void>;
 }
 
-export async function startPayments(): Promise<Payments> {
+/** Starts the fake API on 127.0.0.1 (`port` 0: any free port). */
+export async function startPayments(port = 0): Promise<Payments> {
   const refunds: IssuedRefund[] = [];
   const server = createServer((req, res) => {
     const answer = (status: number, body: unknown) => {
@@ -41,10 +42,13 @@ export async function startPayments(): Promise<Payments> {
       answer(201, refund);
     });
   });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, "127.0.0.1", resolve);
+  });
+  const bound = (server.address() as { port: number }).port;
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: `http://127.0.0.1:${bound}`,
     refunds,
     close: () => new Promise<void>((r) => server.close(() => r())),
   };

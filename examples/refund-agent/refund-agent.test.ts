@@ -52,6 +52,14 @@ function agent(tacho = [NODE, TACHO]) {
 }
 const refund = (order: string) => ({ order, amount_cents: 1299, message: `Please refund order ${order}, it arrived broken.` });
 const post = (path: string, body: unknown = {}) => worker.api(path, { method: "POST", body: JSON.stringify(body) });
+/** An operator change's answer, with how far it had reached the computers when it returned. */
+async function applied(res: Promise<Response>) {
+  const r = await res;
+  expect(r.status).toBe(200);
+  return ((await r.json()) as { propagation: unknown }).propagation;
+}
+/** The computer's recorder applied the change before the call returned. */
+const everywhere = { hosts: 1, applied: 1, not_applied: [], more: 0 };
 
 describe("the refund agent", () => {
   it("sends every step through tacho: the run's record holds each one", async () => {
@@ -83,16 +91,13 @@ describe("the refund agent", () => {
     a.start();
     expect((await a.handle(refund("B-1"))).status).toBe("refunded");
     const before = payments.refunds.length;
-    expect((await post("/v1/agents/refunds/pause")).status).toBe(200);
-    const refused = await eventually(async () => {
-      const o = await a.handle(refund("B-2"));
-      return o.status === "refused" ? o : null;
-    }, "the pause to reach the agent");
-    expect(refused.reason).toBe("the agent refunds is paused by an operator");
+    // The pause returns once the computer's recorder applied it: the very next refund is refused.
+    expect(await applied(post("/v1/agents/refunds/pause"))).toEqual(everywhere);
+    expect(await a.handle(refund("B-2"))).toEqual({ status: "refused", reason: "the agent refunds is paused by an operator" });
     expect(payments.refunds.length).toBe(before);
     expect(payments.refunds.some((r) => r.order === "B-2")).toBe(false);
-    expect((await post("/v1/agents/refunds/resume")).status).toBe(200);
-    await eventually(async () => (await a.handle(refund("B-3"))).status === "refunded", "the resume to reach the agent");
+    expect(await applied(post("/v1/agents/refunds/resume"))).toEqual(everywhere);
+    expect((await a.handle(refund("B-3"))).status).toBe("refunded");
     expect(payments.refunds.at(-1)).toMatchObject({ order: "B-3" });
     a.end();
   });
@@ -108,22 +113,27 @@ describe("the refund agent", () => {
         retention: { mode: "keep", keep: ["prompt", "tool_input", "tool_output"] },
       });
     const put = (limit: number) => worker.api(`/v1/workspaces/${worker.workspace}/policy`, { method: "PUT", body: policy(limit) });
-    expect((await put(4500)).status).toBe(200);
+    expect(await applied(put(4500))).toEqual(everywhere);
     // Another agent on the computer spends the day's budget: one Claude Code call priced at $0.0045.
     claudeSession(computer, "budget-spender", { model: "claude-sonnet-4-5", usage: { input_tokens: 1000, output_tokens: 100 } });
     const { agent: a } = agent();
     a.start();
     const before = payments.refunds.length;
-    const refused = await eventually(async () => {
-      const o = await a.handle(refund("C-1"));
-      return o.status === "refused" ? o : null;
-    }, "the budget refusal to reach the agent");
+    await eventually(async () => {
+      const use = (await (await worker.api("/v1/spend/budgets")).json()) as { clauses: { uses: { spent_microusd: number }[] }[] };
+      return (use.clauses[0]?.uses[0]?.spent_microusd ?? 0) >= 4500;
+    }, "the spend on the server");
+    // The batch that spent the budget is answered once every connected recorder applied the
+    // exhaustion; once the recorder holds nothing unacknowledged, the next refund is refused.
+    await drained(computer);
+    const refused = await a.handle(refund("C-1"));
+    if (refused.status !== "refused") throw new Error(`the refund went through: ${JSON.stringify(refused)}`);
     expect(refused.reason).toMatch(
       /^budget exhausted: daily-models allows \$0\.0045 for the workspace in today \(UTC\), and \$[\d.,]+ is spent/,
     );
     expect(payments.refunds.length).toBe(before);
-    expect((await put(1_000_000)).status).toBe(200);
-    await eventually(async () => (await a.handle(refund("C-2"))).status === "refunded", "the raised budget to reach the agent");
+    expect(await applied(put(1_000_000))).toEqual(everywhere);
+    expect((await a.handle(refund("C-2"))).status).toBe("refunded");
     a.end();
   });
 

@@ -193,6 +193,11 @@ describe("the operator console in a browser", () => {
     await page.getByRole("button", { name: "Filter" }).click();
     await page.waitForURL(/status=live/);
     await expect.poll(() => page.locator(`a[href="/console/runs/${runId}"]`).count()).toBe(1);
+    // The row says what an operator reads first: the outcome and why, the computer by name, the model calls.
+    const row = await page.locator(`tr:has(a[href="/console/runs/${runId}"])`).innerText();
+    expect(row).toContain("running");
+    expect(row).toContain("no frame so far says the run failed or was stopped");
+    expect(row).not.toContain(aHost);
     expect(await unlabelled()).toEqual([]);
     await shot("runs");
     const opened = tachoIn(a, a.home, ["open", "--run"]);
@@ -206,16 +211,13 @@ describe("the operator console in a browser", () => {
     await shot("run");
   });
 
-  it("pausing the run refuses its next hook", async () => {
-    const before = (await import("node:fs")).readFileSync(join(a.env.OXAGEN_HOME!, "recorder-status.json"), "utf8");
-    const etag = (JSON.parse(before) as { policy_etag: string }).policy_etag;
+  it("pausing the run refuses its next hook: the page answers once the computer's recorder applied it", async () => {
     await page.getByRole("button", { name: "Pause run" }).press("Enter");
     await page.waitForURL(/done=paused/);
-    expect(await page.getByRole("status").innerText()).toContain("Paused");
-    await eventually(async () => {
-      const status = (await import("node:fs")).readFileSync(join(a.env.OXAGEN_HOME!, "recorder-status.json"), "utf8");
-      return (JSON.parse(status) as { policy_etag: string }).policy_etag !== etag;
-    }, "the recorder to fetch the policy that pauses the run");
+    const notice = await page.getByRole("status").innerText();
+    expect(notice).toContain("Paused");
+    expect(notice).not.toContain("Not applied");
+    // No wait: the next hook is refused.
     const answer = hook(a, SESSION, {
       ...{ hook_event_name: "PreToolUse", tool_name: "stripe_refund", tool_input: { command: "refund charge=ch_2" }, tool_use_id: "t2" },
     });
@@ -314,20 +316,13 @@ describe("the operator console in a browser", () => {
   });
 
   it("pauses an agent on its computer: its next session is stopped; resuming lets it start", async () => {
-    const fs = await import("node:fs");
-    const etag = () =>
-      (JSON.parse(fs.readFileSync(join(a.env.OXAGEN_HOME!, "recorder-status.json"), "utf8")) as { policy_etag: string }).policy_etag;
     await page.goto(`${worker.url}/console`);
-    let before = etag();
     await page.getByRole("button", { name: new RegExp(`^Pause ${AGENT} on .* \\(${aHost}\\)$`) }).click();
-    await page.waitForURL(`${worker.url}/console`);
+    await page.waitForURL(/\/console\?done=agent_paused$/);
     expect(await page.locator(`section:has(h2:has-text("${aHost}")) tr:has-text("${AGENT}")`).innerText()).toContain("on this computer");
-    await eventually(async () => etag() !== before, "the recorder to fetch the policy that pauses the agent");
     expect(hook(a, "after-pause", { hook_event_name: "SessionStart", cwd: a.home })).toMatchObject({ continue: false });
-    before = etag();
     await page.getByRole("button", { name: new RegExp(`^Resume ${AGENT} on .* \\(${aHost}\\)$`) }).click();
-    await page.waitForURL(`${worker.url}/console`);
-    await eventually(async () => etag() !== before, "the recorder to fetch the policy that resumes the agent");
+    await page.waitForURL(/\/console\?done=agent_resumed$/);
     expect(hook(a, "after-resume", { hook_event_name: "SessionStart", cwd: a.home })).toEqual({});
   });
 
@@ -335,7 +330,9 @@ describe("the operator console in a browser", () => {
     await page.goto(`${worker.url}/console/computers`);
     expect(await page.locator("main table").innerText()).toContain(cHost);
     await page.getByRole("button", { name: new RegExp(`^Suspend .* \\(${cHost}\\)$`) }).click();
-    await page.waitForURL(`${worker.url}/console/computers`);
+    // C runs no recorder: the page says the suspension has not reached it yet.
+    await page.waitForURL(/\/console\/computers\?done=suspended&late=/);
+    expect(await page.getByRole("status").innerText()).toContain(`(${cHost}) is offline: it applies the change when it connects again`);
     expect(await page.locator(`tr:has-text("${cHost}")`).innerText()).toContain("suspended");
     expect((await (await worker.api(`/v1/hosts/${cHost}`)).json()) as object).toMatchObject({ status: "suspended" });
     await page.getByLabel("Token valid for (minutes)").fill("15");
@@ -350,20 +347,55 @@ describe("the operator console in a browser", () => {
     expect(await page.content()).not.toContain(enrollLine.split(" ")[4]!);
   });
 
-  it("Policy: a wrong field is refused next to it; a change is saved and signed", async () => {
+  it("Computers: removes one after a confirmation page; it moves to the removed list", async () => {
+    await page.goto(`${worker.url}/console/computers`);
+    await page.getByRole("link", { name: new RegExp(`^Remove .* \\(${cHost}\\)$`) }).click();
+    await page.waitForURL(`${worker.url}/console/computers/${cHost}/remove`);
+    expect(await page.locator("h1").innerText()).toContain(cHost);
+    expect(await unlabelled()).toEqual([]);
+    await page.getByRole("button", { name: new RegExp(`^Remove .* \\(${cHost}\\) for good$`) }).click();
+    await page.waitForURL(/\/console\/computers\?done=removed$/);
+    expect(await page.getByRole("status").innerText()).toContain("Removed: the computer is unenrolled");
+    expect((await (await worker.api(`/v1/hosts/${cHost}`)).json()) as object).toMatchObject({ status: "unenrolled" });
+    expect(await page.locator("details summary").innerText()).toBe("Removed computers (1)");
+  });
+
+  it("Policy: clauses are fields; every mistake is refused at once next to its field in a sentence; a change is saved and signed", async () => {
     await page.goto(`${worker.url}/console/policy`);
-    await page.getByLabel("Tool clauses (JSON array)").fill('[{"id":"x","tool":"Bash","decision":"maybe","reason":""}]');
-    await page.getByRole("button", { name: "Save and sign the policy" }).click();
-    const error = page.locator("#tools-error");
-    expect(await error.innerText()).toContain("0.decision");
-    expect(await page.getByLabel("Tool clauses (JSON array)").getAttribute("aria-describedby")).toBe("tools-error");
+    expect(await page.locator("main").innerText()).not.toContain("issue 12");
+    await page.getByRole("button", { name: "Add a tool clause" }).click();
+    await page.getByLabel("Tool clause 1: tool").fill("Bash");
+    await page.getByLabel("Tool clause 1: command").fill("git push --force*");
+    await page.getByRole("button", { name: "Add a budget" }).click();
+    await page.getByLabel("Budget 4: id").fill("per-run");
+    await page.getByLabel("Budget 4: limit in dollars").fill("ten dollars");
+    await page.getByLabel("OpenAI base URL").fill("https://user:secret@proxy.example.com");
+    await page.getByRole("button", { name: "Save and sign the policy" }).first().click();
+    expect(await page.getByRole("alert").innerText()).toBe("The policy was not changed: 4 fields need a change, each marked below.");
+    const idField = page.getByLabel("Tool clause 1: id");
+    expect(await page.locator(`#${await idField.getAttribute("aria-describedby")}`).innerText()).toBe(
+      "Give the clause an id, such as no-force-push.",
+    );
+    expect(await page.locator("#err-budgets-3-limit").innerText()).toBe("Write the limit in dollars, such as 25 or 0.50.");
+    expect(await page.locator("#err-budgets-3-id").innerText()).toBe("Another budget above has this id: each budget needs its own.");
+    expect(await page.locator("#err-upstreams-openai").innerText()).toContain("no user name, password");
     await shot("policy-error");
-    await page
-      .getByLabel("Tool clauses (JSON array)")
-      .fill('[{"id":"no-force-push","tool":"Bash","command":"git push --force*","decision":"deny","reason":"no force pushes"}]');
-    await page.getByRole("button", { name: "Save and sign the policy" }).click();
+    await idField.fill("no-force-push");
+    await page.getByLabel("Tool clause 1: reason").fill("no force pushes");
+    await page.getByRole("button", { name: "Remove budget 4" }).click();
+    await page.getByLabel("OpenAI base URL").fill("https://llm-proxy.example.com/openai");
+    // Enter in a field saves (Save is the form's first button).
+    await page.getByLabel("OpenAI base URL").press("Enter");
     expect(await page.getByRole("status").innerText()).toContain("Saved");
     expect(await page.locator("main").innerText()).toContain("no-force-push");
+    const api = (await (await worker.api(`/v1/workspaces/${worker.workspace}/policy`)).json()) as {
+      policy: { tools: unknown; upstreams: unknown; budgets: unknown[] };
+    };
+    expect(api.policy.tools).toEqual([
+      { id: "no-force-push", tool: "Bash", command: "git push --force*", decision: "deny", reason: "no force pushes" },
+    ]);
+    expect(api.policy.upstreams).toEqual({ openai: "https://llm-proxy.example.com/openai" });
+    expect(api.policy.budgets).toHaveLength(3);
     expect(await unlabelled()).toEqual([]);
     await shot("policy");
   });

@@ -34,21 +34,31 @@ export interface Computer {
   worker: LocalWorker;
   home: string;
   hostId: string;
-  /** Runs the installed tacho (or oxagen) as this computer's user. */
-  tacho: (args: string[]) => { status: number | null; stdout: string; stderr: string };
+  /** What `tacho enroll --json` answered, and its exit status. */
+  enrolled: { status: number | null; answer: Record<string, unknown> };
+  /** Runs the installed tacho (or oxagen) as this computer's user; `env` adds to its environment. */
+  tacho: (args: string[], env?: Record<string, string>) => { status: number | null; stdout: string; stderr: string };
   oxagen: (args: string[]) => { status: number | null; stdout: string; stderr: string };
   /** A fresh git workspace for one session. */
   workspace: () => string;
+  /** Stops the recorder and the server (the server is shared with the users made by {@link userOf}). */
   stop: () => Promise<void>;
+  /** Stops this user's recorder only. */
+  stopRecorder: () => void;
 }
 
 const QUICK = { ...QUICK_RECORDER, OXAGEN_TRANSCRIPT_QUIET_MS: "500", OXAGEN_WORKTREE_MS: "200" };
 
-/** Sets up the computer and enrolls it for `harness` (a list, comma-separated); `before` runs first (e.g. to write the harness's own config); `policy` adds to the workspace policy. */
+/**
+ * Sets up the computer and enrolls it for `harness` (a list, comma-separated); `before` runs first
+ * (e.g. to write the harness's own config); `policy` adds to the workspace policy; `more` adds to
+ * enroll's command line (`args`) and environment (`env`, e.g. the shell's own ANTHROPIC_BASE_URL).
+ */
 export async function enrolledComputer(
   harness: string,
   before: (home: string) => void = () => {},
   policy: Record<string, unknown> = {},
+  more: { args?: string[]; env?: Record<string, string> } = {},
 ): Promise<Computer> {
   const pkg = installCollector();
   const worker = await startWorker();
@@ -60,35 +70,48 @@ export async function enrolledComputer(
   });
   if (put.status !== 200) throw new Error(`policy: ${put.status} ${await put.text()}`);
 
+  return userOf(pkg, worker, harness, before, more);
+}
+
+/**
+ * Another user of the computer (a HOME of their own, the same installed collector and server),
+ * enrolled with a new token as `npm start` prints it; `more.args` may name its ports.
+ */
+export async function userOf(
+  pkg: Installed,
+  worker: LocalWorker,
+  harness: string,
+  before: (home: string) => void = () => {},
+  more: { args?: string[]; env?: Record<string, string> } = {},
+): Promise<Computer> {
   const home = mkdtempSync(join(tmpdir(), `oxagen-${harness}-`));
   before(home);
   const env = { HOME: home, PATH: process.env.PATH ?? "", ...QUICK };
-  const run = (bin: string, args: string[]) => {
-    const r = spawnSync(bin, args, { env, encoding: "utf8", timeout: 120_000 });
+  const run = (bin: string, args: string[], extra: Record<string, string> = {}) => {
+    const r = spawnSync(bin, args, { env: { ...env, ...extra }, encoding: "utf8", timeout: 120_000 });
     return { status: r.status, stdout: r.stdout, stderr: r.stderr };
   };
   // The line `npm start` prints, with this test's own ports (other tests may hold the defaults).
   const [program, ...args] = enrollLine(worker.url, await enrollmentToken(worker.url, worker.token)).split(" ");
   if (program !== "tacho") throw new Error(`npm start's enroll line does not start with tacho: ${program}`);
-  const port = await freePort();
-  const line = [
-    ...args.map((a) => (a === "claude-code" ? harness : a)),
-    "--hooks-port",
-    String(port),
-    "--gateway-port",
-    String(port + 1),
-    "--json",
-  ];
-  const enrolled = run(pkg.tacho, line);
-  if (enrolled.status !== 0) throw new Error(`tacho enroll exited ${enrolled.status}: ${enrolled.stderr}${enrolled.stdout}`);
-  const hostId = (JSON.parse(enrolled.stdout) as { host_id: string }).host_id;
+  // Two ports of its own from the OS: port + 1 may be some connection's on a busy machine.
+  const [port, gatewayPort] = [await freePort(), await freePort()];
+  const ports = more.args?.includes("--hooks-port") ? [] : ["--hooks-port", String(port), "--gateway-port", String(gatewayPort)];
+  const line = [...args.map((a) => (a === "claude-code" ? harness : a)), ...ports, ...(more.args ?? []), "--json"];
+  const enrolled = run(pkg.tacho, line, more.env);
+  // A user whose recorder cannot listen gets exit 1 with the enrollment made (the reason is in cannot_listen).
+  const answer = JSON.parse(enrolled.stdout || "null") as { host_id: string; cannot_listen?: string[] } | null;
+  if (enrolled.status !== 0 && !answer?.cannot_listen?.length)
+    throw new Error(`tacho enroll exited ${enrolled.status}: ${enrolled.stderr}${enrolled.stdout}`);
+  const hostId = answer!.host_id;
   let n = 0;
   return {
     pkg,
     worker,
     home,
     hostId,
-    tacho: (a) => run(pkg.tacho, a),
+    enrolled: { status: enrolled.status, answer: answer as Record<string, unknown> },
+    tacho: (a, e) => run(pkg.tacho, a, e),
     oxagen: (a) => run(pkg.oxagen, a),
     workspace: () => {
       const ws = join(home, `ws-${++n}`);
@@ -105,6 +128,9 @@ export async function enrolledComputer(
     stop: async () => {
       run(pkg.tacho, ["daemon", "stop"]);
       await worker.stop();
+    },
+    stopRecorder: () => {
+      run(pkg.tacho, ["daemon", "stop"]);
     },
   };
 }

@@ -157,10 +157,22 @@ describe("tacho enroll into Claude Code", () => {
   });
 
   it("a refused token exits 1 with the server's reason and how to get a new one", async () => {
-    const r = await tacho("enroll", "--server", stub.url, "--token", "oxe_wrong.0123456789abcdef", "--harness", "claude-code");
+    const r = await tacho("enroll", "--server", stub.url, "--token", `oxe_0123456789abcdef_${"6".repeat(48)}`, "--harness", "claude-code");
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/HTTP 401.*already used/);
     expect(r.stderr).toMatch(/POST \/v1\/enrollment-tokens/);
+    expect(r.stderr).toContain(
+      "60 minutes after it was made unless its maker chose another ttl_minutes (the one npm start prints lasts 24 hours)",
+    );
+  });
+
+  it("a token that is not one (cut short, mistyped) is named as such; nothing is sent or written", async () => {
+    const before = stub.enrollCalls;
+    const r = await tacho("enroll", "--server", stub.url, "--token", "oxe_bogus", "--harness", "claude-code");
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("--token oxe_bogus is not an enrollment token: one is oxe_, 16 hex characters, _ and 48 more");
+    expect(stub.enrollCalls).toBe(before);
+    expect(existsSync(join(home.env.OXAGEN_HOME!, "host.json"))).toBe(false);
   });
 
   it("an operator token is recognised: the message says which token is needed and how to get one; nothing is sent or written", async () => {

@@ -92,38 +92,127 @@ describe("enroll --gateway", () => {
     expect(readFileSync(claude, "utf8")).toBe(CLAUDE);
   });
 
-  it("a harness dropped by reassign --harness stops going through the gateway; a config.toml the gateway setting created is left empty", async () => {
+  it("a harness dropped by reassign --harness stops going through the gateway; a config.toml the gateway setting created goes again", async () => {
     const r = await enroll("claude-code,codex", "--gateway");
     expect(r.code, r.stderr).toBe(0);
     const codex = join(env.CODEX_HOME!, "config.toml");
     expect(readFileSync(codex, "utf8")).toContain("oxagen-gateway");
     expect((await tacho("reassign", "--harness", "claude-code")).code).toBe(0);
-    expect(readFileSync(codex, "utf8")).toBe("");
+    expect(existsSync(codex)).toBe(false);
     const settings = JSON.parse(readFileSync(join(home.env.CLAUDE_CONFIG_DIR!, "settings.json"), "utf8")) as Json;
     expect(settings.env.ANTHROPIC_BASE_URL).toBe(`http://127.0.0.1:${gatewayPort}`);
   });
 
-  it("a base URL or model provider of the user's own is refused with the way forward, and nothing is written", async () => {
+  it("a base URL of the user's own in the settings becomes this computer's upstream, is said, kept across re-enrolls, shown by status and put back", async () => {
     const claude = join(home.env.CLAUDE_CONFIG_DIR!, "settings.json");
     const own = `{ "env": { "ANTHROPIC_BASE_URL": "https://llm-proxy.corp.example" } }\n`;
     put(claude, own);
     const r = await enroll("claude-code", "--gateway");
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain(
+      `anthropic: your base URL https://llm-proxy.corp.example (${claude} env.ANTHROPIC_BASE_URL) is now this computer's upstream: the gateway forwards those calls to it`,
+    );
+    expect((JSON.parse(readFileSync(claude, "utf8")) as Json).env.ANTHROPIC_BASE_URL).toBe(`http://127.0.0.1:${gatewayPort}`);
+    const hostOf = () => JSON.parse(readFileSync(join(env.OXAGEN_HOME!, "host.json"), "utf8")) as Json;
+    expect(hostOf().upstreams).toEqual({ anthropic: { url: "https://llm-proxy.corp.example", from: `${claude} env.ANTHROPIC_BASE_URL` } });
+    // A re-enroll (the settings hold the gateway now) keeps it.
+    expect((await enroll("claude-code", "--gateway")).code).toBe(0);
+    expect(hostOf().upstreams.anthropic.url).toBe("https://llm-proxy.corp.example");
+    const status = await tacho("status", "--offline");
+    expect(status.stdout).toContain("anthropic calls go on to https://llm-proxy.corp.example (this computer's own upstream");
+    expect((JSON.parse((await tacho("status", "--offline", "--json")).stdout) as Json).gateway.upstreams.anthropic.url).toBe(
+      "https://llm-proxy.corp.example",
+    );
+    expect((await tacho("unenroll", "--force")).code).toBe(0);
+    expect(readFileSync(claude, "utf8")).toBe(own);
+  });
+
+  it("--upstream sets one; the environment's base URL is taken when the settings have none; a bad one is refused, nothing written", async () => {
+    const r = await run(
+      TACHO,
+      [
+        "enroll",
+        "--no-start",
+        "--harness",
+        "claude-code,codex",
+        "--gateway",
+        "--server",
+        stub.url,
+        "--token",
+        STUB_TOKEN,
+        "--gateway-port",
+        String(gatewayPort),
+        "--upstream",
+        "openai=http://127.0.0.1:9/openai",
+      ],
+      {
+        env: { ...env, ANTHROPIC_BASE_URL: "http://127.0.0.1:8/anthropic", OPENAI_BASE_URL: "http://ignored.example/v1" },
+      },
+    );
+    expect(r.code, r.stderr).toBe(0);
+    const host = JSON.parse(readFileSync(join(env.OXAGEN_HOME!, "host.json"), "utf8")) as Json;
+    expect(host.upstreams).toEqual({
+      anthropic: { url: "http://127.0.0.1:8/anthropic", from: "the environment tacho enroll ran in (ANTHROPIC_BASE_URL)" },
+      openai: { url: "http://127.0.0.1:9/openai", from: "--upstream" },
+    });
+    const bad = await tacho("enroll", "--no-start", "--harness", "claude-code", "--upstream", "anthropic=https://user:pw@proxy.example");
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain("which the gateway cannot forward to (an http or https URL with no credentials, query or fragment)");
+    expect((await tacho("enroll", "--no-start", "--upstream", "mistral=https://x.example")).stderr).toContain(
+      "--upstream takes VENDOR=URL",
+    );
+  });
+
+  it("reassign --gateway: a base URL of the user's own in the settings becomes this computer's upstream too, said as enroll says it", async () => {
+    const claude = join(home.env.CLAUDE_CONFIG_DIR!, "settings.json");
+    expect((await enroll("claude-code")).code).toBe(0);
+    const own = `{ "env": { "ANTHROPIC_BASE_URL": "https://llm-proxy.corp.example" } }\n`;
+    put(
+      claude,
+      `${JSON.stringify({ ...JSON.parse(readFileSync(claude, "utf8")), env: { ANTHROPIC_BASE_URL: "https://llm-proxy.corp.example" } })}\n`,
+    );
+    const r = await tacho("reassign", "--gateway");
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain(
+      `anthropic: your base URL https://llm-proxy.corp.example (${claude} env.ANTHROPIC_BASE_URL) is now this computer's upstream`,
+    );
+    const host = JSON.parse(readFileSync(join(env.OXAGEN_HOME!, "host.json"), "utf8")) as Json;
+    expect(host.upstreams).toEqual({ anthropic: { url: "https://llm-proxy.corp.example", from: `${claude} env.ANTHROPIC_BASE_URL` } });
+    expect((await tacho("reassign", "--no-gateway")).code).toBe(0);
+    expect((JSON.parse(readFileSync(claude, "utf8")) as Json).env).toEqual(JSON.parse(own).env);
+  });
+
+  it("headers in the shell's ANTHROPIC_CUSTOM_HEADERS, which the settings' env (where the gateway's header goes) would hide from Claude Code: refused, naming them and the way forward, nothing written", async () => {
+    const claude = join(home.env.CLAUDE_CONFIG_DIR!, "settings.json");
+    const own = `{ "env": { "ANTHROPIC_CUSTOM_HEADERS": "x-team: blue" } }\n`;
+    put(claude, own);
+    const shell = { ...env, ANTHROPIC_CUSTOM_HEADERS: "x-team: blue\nX-Corp-Auth: s3cr3t-value" };
+    const args = ["enroll", "--no-start", "--harness", "claude-code", "--gateway", "--server", stub.url, "--token", STUB_TOKEN];
+    const r = await run(TACHO, [...args, "--gateway-port", String(gatewayPort)], { env: shell });
     expect(r.code).toBe(1);
-    expect(r.stderr).toContain('env.ANTHROPIC_BASE_URL is "https://llm-proxy.corp.example" already');
-    expect(r.stderr).toContain("upstreams.anthropic");
+    expect(r.stderr).toContain("ANTHROPIC_CUSTOM_HEADERS in the environment tacho enroll ran in has X-Corp-Auth");
+    expect(r.stderr).toContain(`add those lines to env.ANTHROPIC_CUSTOM_HEADERS in ${claude}`);
+    expect(r.stderr).not.toContain("s3cr3t-value");
     expect(readFileSync(claude, "utf8")).toBe(own);
     expect(existsSync(join(env.OXAGEN_HOME!, "host.json"))).toBe(false);
+    // With every line in the settings, enroll goes ahead and keeps them before its own.
+    put(claude, `{ "env": { "ANTHROPIC_CUSTOM_HEADERS": "x-team: blue\\nX-Corp-Auth: s3cr3t-value" } }\n`);
+    const ok = await run(TACHO, [...args, "--gateway-port", String(gatewayPort)], { env: shell });
+    expect(ok.code, ok.stderr).toBe(0);
+    expect((JSON.parse(readFileSync(claude, "utf8")) as Json).env.ANTHROPIC_CUSTOM_HEADERS).toMatch(
+      /^x-team: blue\nX-Corp-Auth: s3cr3t-value\nx-oxagen-hook-secret: /,
+    );
+  });
+
+  it("a model provider of the user's own in Codex's config.toml is refused with the way forward, and nothing is written", async () => {
     const codex = join(env.CODEX_HOME!, "config.toml");
     const mine = `model_provider = "azure"\n`;
     put(codex, mine);
-    rmClaude(claude);
     const c = await enroll("codex", "--gateway");
     expect(c.code).toBe(1);
     expect(c.stderr).toContain('model_provider is "azure" already');
+    expect(c.stderr).toContain("--upstream openai=");
     expect(readFileSync(codex, "utf8")).toBe(mine);
+    expect(existsSync(join(env.OXAGEN_HOME!, "host.json"))).toBe(false);
   });
 });
-
-function rmClaude(path: string) {
-  writeFileSync(path, "{}\n");
-}

@@ -12,6 +12,12 @@ export interface Computer {
   home: string;
   env: NodeJS.ProcessEnv;
   port: number;
+  /**
+   * The gateway's port: one of its own from the OS, not `port + 1`. Ports the OS hands to a
+   * listener are odd here and the ones it gives outgoing connections even, so on a busy machine
+   * `port + 1` is sometimes some connection's, and the gateway could not listen.
+   */
+  gatewayPort: number;
   tacho: (args: string[], input?: string) => { status: number | null; stdout: string; stderr: string };
   /** Runs `tacho hook --agent NAME` (or --harness) with one payload and returns its parsed answer. */
   hook: (who: string[], payload: Record<string, unknown>) => Record<string, unknown>;
@@ -30,7 +36,7 @@ export const QUICK_RECORDER = {
 /** A fresh computer: its own HOME, state dir and Claude config dir, with fast recorder timers. */
 export async function newComputer(extraEnv: NodeJS.ProcessEnv = {}): Promise<Computer> {
   const home = mkdtempSync(join(tmpdir(), "oxagen-e2e-"));
-  const port = await freePort();
+  const [port, gatewayPort] = [await freePort(), await freePort()];
   const bin = join(home, "bin");
   // Hook commands written into harness configs run `tacho` from PATH.
   spawnSync("mkdir", ["-p", bin]);
@@ -50,6 +56,7 @@ export async function newComputer(extraEnv: NodeJS.ProcessEnv = {}): Promise<Com
     home,
     env,
     port,
+    gatewayPort,
     tacho,
     hook: (who, payload) => {
       const r = tacho(["hook", ...who], JSON.stringify(payload));
@@ -84,7 +91,7 @@ export async function enroll(worker: LocalWorker, computer: Computer, harness: s
     "--hooks-port",
     String(computer.port),
     "--gateway-port",
-    String(computer.port + 1),
+    String(computer.gatewayPort),
     "--json",
   ];
   // A computer that only runs custom agents enrolls with `oxagen agent enroll` and wraps no harness.
@@ -145,9 +152,15 @@ export async function stopAll(
   daemon: ReturnType<typeof runDaemon> | undefined,
   worker: { stop: () => Promise<void> } | undefined,
 ): Promise<void> {
+  await stopDaemon(daemon);
+  await worker?.stop();
+}
+
+/** Stops a foreground recorder (SIGTERM: it locks and ships first) and waits for it to exit; `undefined`, for the caller's variable. */
+export async function stopDaemon(daemon: ReturnType<typeof runDaemon> | undefined): Promise<undefined> {
   daemon?.proc.kill("SIGTERM");
   await daemon?.exited;
-  await worker?.stop();
+  return undefined;
 }
 
 /**

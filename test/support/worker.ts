@@ -45,6 +45,10 @@ export async function startWorker(): Promise<LocalWorker> {
         `OXAGEN_TOOLS_KEY:${TOOLS_KEY}`,
         "--var",
         "OXAGEN_TOOLS_ALLOW_LOOPBACK:1",
+        // An operator's change waits this long for the recorders to apply it: long enough for a
+        // loaded machine, so a test that expects every computer applied never depends on speed.
+        "--var",
+        "OXAGEN_PUSH_WAIT_MS:15000",
         "--show-interactive-dev-session=false",
       ]),
       { cwd: ROOT, stdio: ["ignore", log, log], env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "1" } },

@@ -23,7 +23,14 @@ describe("pausing an agent", () => {
   it("pauses a name on every host of the workspace, lists it in each host's policy and in the Wrapped agents list, and resumes it", async () => {
     const res = await post("/v1/agents/refunds/pause");
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ name: "refunds", host: null, paused: true, pauses: [{ host: "*", paused_ms: expect.any(Number) }] });
+    // Neither host holds a push connection: both are named offline (the pause reaches them when they fetch).
+    expect(await res.json()).toEqual({
+      name: "refunds",
+      host: null,
+      paused: true,
+      pauses: [{ host: "*", paused_ms: expect.any(Number) }],
+      propagation: { hosts: 2, applied: 0, not_applied: expect.arrayContaining([expect.objectContaining({ why: "offline" })]), more: 0 },
+    });
     expect(await pausedAgents(one)).toEqual(["refunds"]);
     expect(await pausedAgents(two)).toEqual(["refunds"]);
     const list = (await (await op(token, "/v1/agents")).json()) as { agents: { host_id: string; name: string; paused: boolean }[] };

@@ -180,12 +180,24 @@ describe("POST /v1/ingest", () => {
     ok.lock(true);
     await ingest(host, [ok.part(ok.frames, ok.locks)]);
     const view = (await (await op(token, `/v1/runs/${ok.chain}`)).json()) as Record<string, unknown>;
-    expect(view).toMatchObject({ status: "ended", outcome: "completed", spend_microusd: 4500, tier: { value: "gateway" } });
+    expect(view).toMatchObject({
+      status: "ended",
+      outcome: { value: "completed" },
+      recorded_outcome: "completed",
+      spend_microusd: 4500,
+      model_calls: 1,
+      model_calls_failed: 0,
+      tier: { value: "gateway" },
+    });
     const bad = new TestRun(host);
     bad.start();
     bad.stop("crashed");
     await ingest(host, [bad.part()]);
-    expect(await (await op(token, `/v1/runs/${bad.chain}`)).json()).toMatchObject({ status: "crashed", outcome: "crashed" });
+    expect(await (await op(token, `/v1/runs/${bad.chain}`)).json()).toMatchObject({
+      status: "crashed",
+      outcome: { value: "crashed" },
+      recorded_outcome: "crashed",
+    });
   });
 
   it("accepts the host's own chain and refuses another host's chain or run", async () => {

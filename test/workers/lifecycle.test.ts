@@ -14,7 +14,8 @@ beforeAll(async () => {
 const view = async (chain: string) =>
   (await (await op(token, `/v1/runs/${chain}`)).json()) as {
     status: string;
-    outcome: string | null;
+    outcome: { value: string; reason: string };
+    recorded_outcome: string | null;
     gaps: { kind: string; source: string; seq?: number }[];
     grade: { value: string; reason: string };
     gap_count: number;
@@ -33,7 +34,7 @@ describe("run lifecycle and gaps", () => {
     run.add("telemetry_gap", { path: "recorder", cause: "unobserved_tail" });
     await ingest(host, [run.part([run.frames[2]!])]);
     v = await view(run.chain);
-    expect(v).toMatchObject({ status: "crashed", outcome: "crashed" });
+    expect(v).toMatchObject({ status: "crashed", outcome: { value: "crashed" }, recorded_outcome: "crashed" });
     expect(v.gaps.filter((g) => g.source === "computer").map((g) => g.kind)).toEqual(["daemon_down", "unobserved_tail"]);
   });
 
@@ -47,7 +48,7 @@ describe("run lifecycle and gaps", () => {
     const res = await ingest(host, [run.part([late])]);
     expect(res.body.chains[0]).toMatchObject({ status: "refused", stored: 2 });
     const v = await view(run.chain);
-    expect(v).toMatchObject({ status: "ended", outcome: "completed" });
+    expect(v).toMatchObject({ status: "ended", outcome: { value: "completed" }, recorded_outcome: "completed" });
     expect(v.gaps).toContainEqual(expect.objectContaining({ kind: "broken_chain", source: "server" }));
   });
 

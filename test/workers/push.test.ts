@@ -25,16 +25,23 @@ async function policyEtag(h: TestHost) {
 }
 
 describe("policy push", () => {
-  it("pushes a run's pause to its host's connection, naming the ETag the host's policy now has", async () => {
+  it("pushes a run's pause to its host's connection, naming the change and the ETag the host's policy now has", async () => {
     const conn = await connect(host);
     expect(conn.res.status).toBe(101);
     const run = new TestRun(host);
     run.start();
     await ingest(host, [run.part()]);
-    expect((await op(token, `/v1/runs/${run.chain}/pause`, { method: "POST" })).status).toBe(200);
+    const paused = await op(token, `/v1/runs/${run.chain}/pause`, { method: "POST" });
+    expect(paused.status).toBe(200);
     const [first] = await conn.received(1);
     const now = await policyEtag(host);
-    expect(first).toEqual({ type: "policy", etag: now.etag });
+    expect(first).toEqual({ type: "policy", etag: now.etag, change: expect.stringMatching(/^chg_[0-9a-f]{32}$/) });
+    // The connection acknowledged it: the pause answered once the host's recorder had applied it.
+    expect(await paused.json()).toEqual({
+      id: run.chain,
+      paused: true,
+      propagation: { hosts: 1, applied: 1, not_applied: [], more: 0 },
+    });
     expect(now.policy.paused_runs).toEqual([run.chain]);
     await op(token, `/v1/runs/${run.chain}/resume`, { method: "POST" });
     const second = (await conn.received(2))[1]!;
@@ -71,10 +78,63 @@ describe("policy push", () => {
     for (const [i, [path, init]] of changes.entries()) {
       expect((await op(token, path, init)).status, path).toBe(200);
       const got = await conn.received(i + 1);
-      expect(got[i]!.etag, path).toBe((await policyEtag(h)).etag);
+      // A change to one host names its new ETag; a change to the workspace is one announcement ("*").
+      const oneHost = path.startsWith("/v1/hosts/") || (init.json as { host?: string } | undefined)?.host !== undefined;
+      expect(got[i]!.etag, path).toBe(oneHost ? (await policyEtag(h)).etag : "*");
     }
     expect(conn.messages).toHaveLength(changes.length);
     conn.ws!.close();
+  });
+
+  it("names a connected computer whose recorder does not acknowledge within the wait as slow, one with no connection as offline", async () => {
+    const { token: t } = await seedWorkspace();
+    const quiet = await enrollHost(t);
+    const gone = await enrollHost(t);
+    const conn = await connect(quiet, undefined, { ack: false });
+    const res = await op(t, "/v1/agents/codex/pause", { method: "POST", json: {} });
+    expect(res.status).toBe(200);
+    const { propagation } = (await res.json()) as { propagation: unknown };
+    expect(propagation).toEqual({
+      hosts: 2,
+      applied: 0,
+      not_applied: expect.arrayContaining([
+        { host_id: quiet.id, hostname: "box", why: "slow" },
+        { host_id: gone.id, hostname: "box", why: "offline" },
+      ]),
+      more: 0,
+    });
+    conn.ws!.close();
+  });
+
+  it("waits for every connected recorder of a workspace-wide change; an unenrolled computer is not waited for or counted", async () => {
+    const { token: t } = await seedWorkspace();
+    const [a, b, c] = [await enrollHost(t), await enrollHost(t), await enrollHost(t)];
+    const [ca, cb] = [await connect(a), await connect(b)];
+    expect((await op(t, `/v1/hosts/${c.id}`, { method: "DELETE" })).status).toBe(200);
+    const res = await op(t, "/v1/agents/codex/pause", { method: "POST", json: {} });
+    expect(((await res.json()) as { propagation: unknown }).propagation).toEqual({ hosts: 2, applied: 2, not_applied: [], more: 0 });
+    // Each connection heard the one announcement once, and acknowledged it.
+    expect([(await ca.received(1))[0]!.change]).toEqual([(await cb.received(1))[0]!.change]);
+    ca.ws!.close();
+    cb.ws!.close();
+  });
+
+  it("counts an acknowledgement only for the host whose connection sent it", async () => {
+    const { token: t } = await seedWorkspace();
+    const [target, other] = [await enrollHost(t), await enrollHost(t)];
+    const silent = await connect(target, undefined, { ack: false });
+    const forger = await connect(other, undefined, { ack: false });
+    const run = new TestRun(target);
+    run.start();
+    await ingest(target, [run.part()]);
+    const pausing = op(t, `/v1/runs/${run.chain}/pause`, { method: "POST" });
+    const [msg] = await silent.received(1);
+    // Another computer sends the change's id as if it were the target's recorder.
+    forger.ack(msg!.change);
+    const { propagation } = (await (await pausing).json()) as { propagation: unknown };
+    expect(propagation).toEqual({ hosts: 1, applied: 0, not_applied: [{ host_id: target.id, hostname: "box", why: "slow" }], more: 0 });
+    silent.ws!.close();
+    forger.ws!.close();
   });
 
   it("refuses a connection with a bad signature, a replayed nonce, or from a suspended host, and keeps none of them", async () => {

@@ -119,7 +119,12 @@ describe("runs", () => {
     const run = new TestRun(host);
     run.start();
     await ingest(host, [run.part()]);
-    expect(await (await op(token, `/v1/runs/${run.chain}/pause`, { method: "POST" })).json()).toEqual({ id: run.chain, paused: true });
+    // No push connection here: the answer says its computer is offline (it learns the pause when it fetches).
+    expect(await (await op(token, `/v1/runs/${run.chain}/pause`, { method: "POST" })).json()).toEqual({
+      id: run.chain,
+      paused: true,
+      propagation: { hosts: 1, applied: 0, not_applied: [{ host_id: host.id, hostname: "box", why: "offline" }], more: 0 },
+    });
     expect((await currentPolicy()).paused_runs).toContain(run.chain);
     expect(await runView(run.chain)).toMatchObject({ paused: true });
     await op(token, `/v1/runs/${run.chain}/resume`, { method: "POST" });
@@ -134,7 +139,7 @@ describe("runs", () => {
     await runCron(now + 60 * 60_000);
     expect(await runView(run.chain)).toMatchObject({ status: "live" });
     await runCron(now + 13 * 60 * 60_000);
-    expect(await runView(run.chain)).toMatchObject({ status: "closed", outcome: "unknown" });
+    expect(await runView(run.chain)).toMatchObject({ status: "closed", outcome: { value: "unknown" }, recorded_outcome: "unknown" });
     await runCron(now + 13 * 60 * 60_000);
     expect(await runView(run.chain)).toMatchObject({ status: "closed" });
     const exp = await op(token, `/v1/runs/${run.chain}/export`);
@@ -142,7 +147,12 @@ describe("runs", () => {
     expect(((await exp.json()) as { message: string }).message).toContain("closed");
     run.tool();
     await ingest(host, [run.part([run.frames[1]!])]);
-    expect(await runView(run.chain)).toMatchObject({ status: "live", outcome: null, frame_count: 2 });
+    expect(await runView(run.chain)).toMatchObject({
+      status: "live",
+      outcome: { value: "running" },
+      recorded_outcome: null,
+      frame_count: 2,
+    });
   });
 
   it("lists runs with filters and pages", async () => {

@@ -131,15 +131,30 @@ export class TestRun {
     });
   }
 
-  /** Appends a model call the gateway carried; its cost is the server's to price (a `cost_microusd` claim is ignored). */
-  llm(o: { model?: string; vendor?: string; usage?: Record<string, number>; claim?: number; path?: "gateway" | "transcript" } = {}): Frame {
+  /**
+   * Appends a model call the gateway carried; its cost is the server's to price (a `cost_microusd`
+   * claim is ignored). `status` is the vendor's answer, `bodies` the bodies the frame names.
+   */
+  llm(
+    o: {
+      model?: string;
+      vendor?: string;
+      usage?: Record<string, number>;
+      claim?: number;
+      path?: "gateway" | "transcript";
+      status?: number;
+      bodies?: object[];
+    } = {},
+  ): Frame {
     return this.add("llm_call", {
       path: o.path ?? "gateway",
       vendor: o.vendor ?? "anthropic",
       model: o.model ?? "claude-sonnet-4-5",
       forwarded: true,
+      ...(o.status !== undefined ? { status: o.status } : {}),
       usage: o.usage ?? { input_tokens: 1000, output_tokens: 100 },
       ...(o.claim !== undefined ? { cost_microusd: o.claim } : {}),
+      ...(o.bodies ? { bodies: o.bodies } : {}),
     });
   }
 
@@ -215,23 +230,35 @@ export async function hostPolicyOf(h: TestHost): Promise<Policy> {
 
 type AuthHeaders = ReturnType<typeof signRequest>;
 
+/** A push announcement as a connection receives it. */
+export interface PushMessage {
+  type: string;
+  etag: string;
+  change: string;
+}
+
 /**
  * Opens a host's push connection (`sign` may spoil its signed headers); collects the pushes.
- * `received(n)` resolves once `n` arrived: the test's own timeout bounds it, nothing is timed.
+ * Like a recorder, it acknowledges each one as it arrives, unless `ack` is false: then the test
+ * acknowledges with `ack(change)` (or never). `received(n)` resolves once `n` arrived: the test's
+ * own timeout bounds it, nothing is timed.
  */
-export async function openPush(h: TestHost, sign: (s: AuthHeaders) => AuthHeaders = (s) => s) {
+export async function openPush(h: TestHost, sign: (s: AuthHeaders) => AuthHeaders = (s) => s, opts: { ack?: boolean } = {}) {
   const auth = sign(
     signRequest(h.secret, { origin: BASE, method: "GET", pathAndQuery: ROUTES.push, hostId: h.id, headers: {}, body: new Uint8Array() }),
   );
   const res = await exports.default.fetch(`${BASE}${ROUTES.push}`, { headers: { upgrade: "websocket", ...auth } });
-  const messages: { type: string; etag: string }[] = [];
+  const messages: PushMessage[] = [];
   const waiters: (() => void)[] = [];
   const ws = res.webSocket;
+  const ack = (change: string) => ws!.send(JSON.stringify({ type: "ack", change }));
   if (ws) {
     ws.accept();
     ws.addEventListener("message", (ev) => {
       if (ev.data === "pong") return;
-      messages.push(JSON.parse(String(ev.data)) as { type: string; etag: string });
+      const msg = JSON.parse(String(ev.data)) as PushMessage;
+      messages.push(msg);
+      if (opts.ack !== false) ack(msg.change);
       for (const w of waiters.splice(0)) w();
     });
   }
@@ -239,5 +266,5 @@ export async function openPush(h: TestHost, sign: (s: AuthHeaders) => AuthHeader
     while (messages.length < n) await new Promise<void>((r) => waiters.push(r));
     return messages;
   };
-  return { res, ws, messages, received };
+  return { res, ws, messages, received, ack };
 }

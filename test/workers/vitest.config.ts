@@ -26,6 +26,8 @@ export default defineConfig(async () => ({
           OXAGEN_TOOLS_ALLOW_LOOPBACK: "1",
           // The origin the tests' hosts sign for (test/workers/support.ts BASE).
           OXAGEN_ORIGIN: "http://oxagen.test",
+          // A connection that never acknowledges holds an operator's call this long.
+          OXAGEN_PUSH_WAIT_MS: "3000",
         },
       },
     }),

@@ -18,6 +18,7 @@ import { FLAG_GAPS, FLAG_GATEWAY_CALL, type FrameRow, heldAndMissing, takeFrames
 import { heldRange, storeLock, takeLocks } from "./locks.ts";
 import { priceAppendedCall, spendDays, spendTotals, unpricedCalls } from "./spend.ts";
 import { type ChainState, loadState, newState, saveState } from "./state.ts";
+import { deriveOutcome, loadReading, readFrame, saveReading } from "./outcome.ts";
 import type { ChainIngest, ChainIngestResult, ChainSummary, FramePage, SpendTotal } from "./types.ts";
 
 const MAX_EVIDENCE = 70_000;
@@ -46,12 +47,14 @@ export class ChainCore {
     const ack = chainAck(st.chain, "accepted");
     const appended: { kind: string; payload: ParsedPayload }[] = [];
     const priced = new Set<string>();
+    const reading = loadReading(this.#sql);
     const frames = takeFrames(
       {
         sql: this.#sql,
         appended: (frame, payload) => {
           appended.push({ kind: frame.kind, payload });
           this.#applyLifecycle(st, frame, payload, part.now);
+          readFrame(reading, frame.seq, frame.kind, payload);
           if (frame.kind === "llm_call") priced.add(priceAppendedCall(this.#sql, st, payload, part.now));
         },
         equivocate: (frame) => this.#equivocate(frame, part.now),
@@ -67,6 +70,7 @@ export class ChainCore {
       changed = true;
     }
     if (appended.length > 0) {
+      saveReading(this.#sql, reading);
       st.head = bytesToHex(frames.head);
       st.facts = addCoverage(
         st.facts,
@@ -206,6 +210,7 @@ export class ChainCore {
       mode: st.mode,
       gatewayLocked: this.#gatewayLocked(st),
     };
+    const reading = loadReading(this.#sql);
     return {
       chain: st.chain,
       kind: st.kind,
@@ -216,6 +221,9 @@ export class ChainCore {
       sessionId: st.sessionId,
       status: st.status,
       outcome: st.outcome,
+      derived: deriveOutcome({ status: st.status, recorded: st.outcome, reading }),
+      modelCalls: reading.modelOk + reading.modelFailed,
+      modelFailed: reading.modelFailed,
       tier: enforcementTier(assessed),
       grade: replayGrade(assessed),
       spendMicrousd: st.spend,

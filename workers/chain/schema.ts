@@ -3,7 +3,7 @@
 import { migrateSteps } from "../lib/do-schema.ts";
 
 /** Bump when a step is added below. */
-export const SCHEMA_VERSION = 5;
+export const SCHEMA_VERSION = 6;
 
 const STEPS: Record<number, string[]> = {
   1: [
@@ -46,6 +46,11 @@ const STEPS: Record<number, string[]> = {
       calls INTEGER NOT NULL, unpriced_calls INTEGER NOT NULL, microusd INTEGER NOT NULL, input_tokens INTEGER NOT NULL,
       output_tokens INTEGER NOT NULL, cache_read_tokens INTEGER NOT NULL, cache_write_tokens INTEGER NOT NULL,
       PRIMARY KEY (day, vendor, model, price_version))`,
+  ],
+  6: [
+    // What the frames say of the run's outcome so far (chain/outcome.ts), folded as they are appended.
+    // An object from before has no row: its first read folds its stored frames once.
+    `CREATE TABLE reading (id INTEGER PRIMARY KEY CHECK (id = 1), reading TEXT NOT NULL)`,
   ],
 };
 

@@ -41,7 +41,14 @@ export interface ChainSummary {
   agent: string | null;
   sessionId: string | null;
   status: RunStatus;
+  /** The record's own outcome: agent_stop's, `crashed` for an unobserved tail, `unknown` once closed by the server. */
   outcome: string | null;
+  /** The server's reading of the run from its frames (chain/outcome.ts). */
+  derived: { value: string; reason: string };
+  /** Model calls the vendor answered or that failed (llm_call frames, and those the gateway answered itself). */
+  modelCalls: number;
+  /** Of those, the ones that failed. */
+  modelFailed: number;
   tier: { value: string; reason: string };
   grade: { value: string; reason: string };
   /** Priced model calls, in millionths of a dollar, as the server priced them. */

@@ -3,27 +3,28 @@ import { eq } from "drizzle-orm";
 import { type Context, Hono } from "hono";
 import { getCookie } from "hono/cookie";
 import { HTTPException } from "hono/http-exception";
-import { AgentName, bytesToHex } from "../../protocol/index.ts";
+import { AgentName, bytesToHex, HARNESSES } from "../../protocol/index.ts";
 import { db, schema } from "../db/client.ts";
 import { AppError } from "../errors.ts";
-import { signingKey } from "../keys.ts";
 import { budgetUseOf } from "../lib/budget-use.ts";
 import { agentPauses, markPaused, setAgentPaused } from "../lib/agent-pauses.ts";
 import { runCoverage } from "../lib/coverage.ts";
 import { bodyKey } from "../lib/body-store.ts";
 import { spendSince } from "../lib/spend.ts";
 import { exportAnswer, ownRun, pauseRun, resumeRun, runDetail, sealRun } from "../lib/runs.ts";
+import { unenrollHost } from "../lib/host-keys.ts";
 import { EnrollmentTtlMinutes, mintEnrollmentToken } from "../lib/tokens.ts";
 import { serverOrigin } from "../auth/host.ts";
 import { agentsOf, hostView, ownHost, setSuspended } from "../routes/hosts.ts";
 import { policyEdit, policyPage } from "./policy.tsx";
 import type { PageContext } from "./layout.tsx";
 import { AgentsPage } from "./pages/agents.tsx";
-import { ComputersPage } from "./pages/computers.tsx";
+import { ComputersPage, type Minted, RemoveComputerPage } from "./pages/computers.tsx";
 import { CoveragePage } from "./pages/coverage.tsx";
-import { BodyPage, RunPage } from "./pages/run.tsx";
 import { ErrorPage, SignInPage } from "./pages/signin.tsx";
 import { SpendPage } from "./pages/spend.tsx";
+import { actionNotice, AGENT_DONE, lateQuery } from "./propagation.ts";
+import { bodyPage, runPage } from "./run-page.tsx";
 import { runsPage } from "./runs-page.tsx";
 import { toolsPages } from "./tools.tsx";
 import {
@@ -48,8 +49,6 @@ import { STYLE } from "./style.ts";
 /** No script, no inline style, no frames, forms only to this origin. */
 export const CSP = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 const RUN_ID = "run_[0-9a-f]{32}";
-const TIMELINE_PAGE = 200;
-const BODY_SHOWN_BYTES = 256 * 1024;
 /** Per-run and per-host budget scopes the Spend page lists per clause, the largest spend first. */
 const BUDGET_TOP = 10;
 
@@ -103,14 +102,18 @@ export const consoleApp = new Hono<ConsoleEnv>()
     return c.redirect(signInUrl("signed_out"), 303);
   })
   .get("/console", async (c) => {
-    const rows = await db(c.env).select().from(schema.hosts).where(eq(schema.hosts.workspaceId, c.var.workspaceId)).all();
+    // A removed (unenrolled) computer records nothing more: the Computers page still lists it.
+    const rows = (await db(c.env).select().from(schema.hosts).where(eq(schema.hosts.workspaceId, c.var.workspaceId)).all()).filter(
+      (h) => h.status !== "unenrolled",
+    );
     const now = Date.now();
     const pauses = await agentPauses(c.env, c.var.workspaceId);
     const hosts = await Promise.all(
       rows.map(async (h) => ({ host: hostView(h), agents: markPaused(await agentsOf(c.env, h, now), pauses) })),
     );
     const everywhere = pauses.filter((p) => p.host === "*").map((p) => p.name);
-    return c.html(<AgentsPage ctx={pageCtx(c)} hosts={hosts} pausedEverywhere={everywhere} />);
+    const notice = actionNotice(c.req.query(), AGENT_DONE, new Map(rows.map((h) => [h.id, h.hostname])));
+    return c.html(<AgentsPage ctx={pageCtx(c)} hosts={hosts} pausedEverywhere={everywhere} notice={notice} />);
   })
   .post("/console/agents/:action{pause|resume}", async (c) => {
     const form = checkedForm(c);
@@ -118,87 +121,23 @@ export const consoleApp = new Hono<ConsoleEnv>()
     if (!name.success) throw new AppError(400, "invalid_request", "No such agent name.");
     const hostId = form.get("host") ?? "";
     const host = hostId === "" ? null : await ownHost(c.env, c.var.workspaceId, hostId);
-    await setAgentPaused(c.env, c.var.workspaceId, name.data, host, c.req.param("action") === "pause");
-    return c.redirect("/console", 303);
+    const pause = c.req.param("action") === "pause";
+    const { propagation } = await setAgentPaused(c.env, c.var.workspaceId, name.data, host, pause);
+    return c.redirect(`/console?done=${pause ? "agent_paused" : "agent_resumed"}${lateQuery(propagation)}`, 303);
   })
   .get("/console/runs", async (c) => {
     const { status, page } = await runsPage(c.env, c.var.workspaceId, pageCtx(c), c.req.query());
     return c.html(page, status);
   })
-  .get(`/console/runs/:id{${RUN_ID}}`, async (c) => {
-    const row = await ownRun(c.env, c.var.workspaceId, c.req.param("id"));
-    const from = Math.max(0, Number.parseInt(c.req.query("from") ?? "0", 10) || 0);
-    const [detail, frames, key, budgets] = await Promise.all([
-      runDetail(c.env, row),
-      c.env.CHAINS.get(c.env.CHAINS.idFromName(row.id)).frames(from, TIMELINE_PAGE),
-      signingKey(c.env),
-      budgetUseOf(c.env, c.var.workspaceId, { onlyHost: row.hostId, onlyRun: row.id }),
-    ]);
-    const done = c.req.query("done");
-    const notice =
-      done === "paused"
-        ? "Paused: the run's next hook is refused."
-        : done === "resumed"
-          ? "Resumed."
-          : done === "sealed"
-            ? "Sealed: the record is locked with the server's key and the agent stopped."
-            : null;
-    return c.html(
-      <RunPage
-        ctx={pageCtx(c)}
-        run={row}
-        paused={detail.paused}
-        heldFrames={detail.heldFrames}
-        gaps={detail.gaps}
-        frames={frames.frames}
-        from={from}
-        next={frames.next}
-        serverKey={{ keyId: key.keyId, pub: bytesToHex(key.pub) }}
-        notice={notice}
-        byModel={detail.byModel}
-        budgets={budgets}
-      />,
-    );
-  })
+  .get(`/console/runs/:id{${RUN_ID}}`, async (c) => c.html(await runPage(c.env, pageCtx(c), c.req.param("id"), c.req.query())))
   .get(`/console/runs/:id{${RUN_ID}}/coverage`, async (c) => {
     const row = await ownRun(c.env, c.var.workspaceId, c.req.param("id"));
     const { statement } = runCoverage(await runDetail(c.env, row));
     return c.html(<CoveragePage ctx={pageCtx(c)} run={row.id} statement={statement} />);
   })
-  .get(`/console/runs/:id{${RUN_ID}}/frames/:seq{[0-9]{1,15}}/bodies/:i{[0-9]{1,2}}`, async (c) => {
-    const row = await ownRun(c.env, c.var.workspaceId, c.req.param("id"));
-    const seq = Number(c.req.param("seq"));
-    const page = await c.env.CHAINS.get(c.env.CHAINS.idFromName(row.id)).frames(seq, 1);
-    const frame = page.frames[0];
-    const ref = frame?.seq === seq ? bodyRef(frame.payload, Number(c.req.param("i"))) : null;
-    if (!ref) throw new AppError(404, "not_found", "No such body: the frame names no body at that place.");
-    let text: string | null = null;
-    let why: string | null = null;
-    let truncated = false;
-    if (!ref.kept)
-      why = `Not kept: ${ref.why === "over_limit" ? "over the 1 MiB limit" : ref.why === "digest_only" ? "the workspace keeps digests only" : "the workspace's retention does not keep this role"}.`;
-    else {
-      const obj = await c.env.BODIES.get(bodyKey(c.var.workspaceId, ref.sha256), { range: { offset: 0, length: BODY_SHOWN_BYTES } });
-      if (!obj) why = "The computer kept this body, but the server has not received it (see the run's missing_bodies gap, if it ended).";
-      else {
-        text = new TextDecoder().decode(await obj.arrayBuffer());
-        truncated = obj.size > BODY_SHOWN_BYTES;
-      }
-    }
-    return c.html(
-      <BodyPage
-        ctx={pageCtx(c)}
-        run={row.id}
-        seq={seq}
-        role={ref.role}
-        sha256={ref.sha256}
-        size={ref.size}
-        text={text}
-        why={why}
-        truncated={truncated}
-      />,
-    );
-  })
+  .get(`/console/runs/:id{${RUN_ID}}/frames/:seq{[0-9]{1,15}}/bodies/:i{[0-9]{1,2}}`, async (c) =>
+    c.html(await bodyPage(c.env, pageCtx(c), c.req.param("id"), Number(c.req.param("seq")), Number(c.req.param("i")))),
+  )
   .get(`/console/runs/:id{${RUN_ID}}/export`, async (c) => {
     return exportAnswer(c.env, await ownRun(c.env, c.var.workspaceId, c.req.param("id")));
   })
@@ -206,25 +145,42 @@ export const consoleApp = new Hono<ConsoleEnv>()
     checkedForm(c);
     const row = await ownRun(c.env, c.var.workspaceId, c.req.param("id"));
     const action = c.req.param("action");
-    if (action === "pause") await pauseRun(c.env, row);
-    else if (action === "resume") await resumeRun(c.env, row);
-    else await sealRun(c.env, row);
+    const propagation =
+      action === "pause"
+        ? await pauseRun(c.env, row)
+        : action === "resume"
+          ? await resumeRun(c.env, row)
+          : (await sealRun(c.env, row)).propagation;
     const done = action === "pause" ? "paused" : action === "resume" ? "resumed" : "sealed";
-    return c.redirect(`/console/runs/${row.id}?done=${done}`, 303);
+    return c.redirect(`/console/runs/${row.id}?done=${done}${lateQuery(propagation)}`, 303);
   })
   .get("/console/computers", async (c) => c.html(await computersPage(c, null, null)))
   .post("/console/computers/enrollment-tokens", async (c) => {
     const form = checkedForm(c);
     const ttl = EnrollmentTtlMinutes.safeParse(Number(form.get("ttl_minutes")));
     if (!ttl.success) return c.html(await computersPage(c, null, "Give the token a life of 1 to 10,080 minutes (a week)."), 400);
+    const harnesses = HARNESSES.filter((h) => form.getAll("harness").includes(h));
     const minted = await mintEnrollmentToken(c.env, c.var.workspaceId, c.var.tokenId, ttl.data);
-    return c.html(await computersPage(c, minted, null), 201);
+    return c.html(await computersPage(c, { ...minted, harnesses }, null), 201);
+  })
+  .get("/console/computers/:id/remove", async (c) => {
+    const host = await ownHost(c.env, c.var.workspaceId, c.req.param("id"));
+    if (host.status === "unenrolled") return c.redirect("/console/computers", 303);
+    return c.html(<RemoveComputerPage ctx={pageCtx(c)} host={hostView(host)} />);
+  })
+  .post("/console/computers/:id/remove", async (c) => {
+    checkedForm(c);
+    const host = await ownHost(c.env, c.var.workspaceId, c.req.param("id"));
+    await unenrollHost(c.env, host, Date.now());
+    return c.redirect("/console/computers?done=removed", 303);
   })
   .post("/console/computers/:id/:action{suspend|resume}", async (c) => {
     const form = checkedForm(c);
     const host = await ownHost(c.env, c.var.workspaceId, c.req.param("id"));
-    await setSuspended(c.env, host, c.req.param("action") === "suspend");
-    return c.redirect(form.get("back") === "agents" ? "/console" : "/console/computers", 303);
+    const suspend = c.req.param("action") === "suspend";
+    const { propagation } = await setSuspended(c.env, host, suspend);
+    const done = `?done=${suspend ? "suspended" : "resumed"}${lateQuery(propagation)}`;
+    return c.redirect(`${form.get("back") === "agents" ? "/console" : "/console/computers"}${done}`, 303);
   })
   .get("/console/spend", async (c) => {
     const days = 30;
@@ -274,17 +230,7 @@ async function headers(c: Context, next: () => Promise<void>) {
   if (!c.res.headers.has("Cache-Control")) c.header("Cache-Control", "no-store");
 }
 
-function bodyRef(payload: string, i: number): { role: string; sha256: string; size: number; kept: boolean; why?: string } | null {
-  try {
-    const refs = (JSON.parse(payload) as { bodies?: unknown }).bodies;
-    const ref = Array.isArray(refs) ? (refs[i] as { role: string; sha256: string; size: number; kept: boolean; why?: string }) : undefined;
-    return ref && typeof ref.sha256 === "string" && /^[0-9a-f]{64}$/.test(ref.sha256) ? ref : null;
-  } catch {
-    return null;
-  }
-}
-
-async function computersPage(c: Context<ConsoleEnv>, minted: { token: string; expires_ms: number } | null, error: string | null) {
+async function computersPage(c: Context<ConsoleEnv>, minted: Minted | null, error: string | null) {
   const rows = await db(c.env).select().from(schema.hosts).where(eq(schema.hosts.workspaceId, c.var.workspaceId)).all();
   return (
     <ComputersPage
@@ -294,6 +240,7 @@ async function computersPage(c: Context<ConsoleEnv>, minted: { token: string; ex
       workspace={c.var.workspaceId}
       minted={minted}
       error={error}
+      notice={actionNotice(c.req.query(), AGENT_DONE, new Map(rows.map((h) => [h.id, h.hostname])))}
     />
   );
 }

@@ -94,6 +94,23 @@ export function When(props: { ms: number | null | undefined }) {
   return <time datetime={iso}>{iso.replace("T", " ").replace(/\.\d+Z$/, "Z")}</time>;
 }
 
+/** A count with its noun, singular for one: "1 lock", "3 locks". */
+export function plural(n: number, noun: string, nouns = `${noun}s`): string {
+  return `${n.toLocaleString("en-US")} ${n === 1 ? noun : nouns}`;
+}
+
+/** Milliseconds as a duration a person reads: 850 ms, 12 s, 4 min 10 s, 2 h 5 min. */
+export function duration(ms: number | null | undefined): string {
+  if (ms === null || ms === undefined) return "—";
+  if (ms < 1000) return `${ms} ms`;
+  const s = Math.round(ms / 1000);
+  if (s < 60) return `${s} s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m} min${s % 60 ? ` ${s % 60} s` : ""}`;
+  const h = Math.floor(m / 60);
+  return `${h} h${m % 60 ? ` ${m % 60} min` : ""}`;
+}
+
 /** Millionths of a US dollar as dollars (one formatter, shared with the API's sentences). */
 export { formatUsd as usd } from "../../protocol/index.ts";
 

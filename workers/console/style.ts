@@ -18,7 +18,7 @@ table { border-collapse: collapse; width: 100%; margin: .5rem 0; }
 th, td { text-align: left; padding: .35rem .6rem; border-bottom: 1px solid var(--line); vertical-align: top; }
 th { font-weight: 600; color: var(--muted); font-size: .85rem; }
 code, pre, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: .85rem; }
-pre { background: var(--soft); border: 1px solid var(--line); padding: .75rem; overflow-x: auto; white-space: pre-wrap; word-break: break-all; }
+pre { background: var(--soft); border: 1px solid var(--line); padding: .75rem; overflow-x: auto; white-space: pre-wrap; overflow-wrap: anywhere; }
 .muted { color: var(--muted); }
 .state { display: inline-block; padding: 0 .45rem; border-radius: 1rem; border: 1px solid currentColor; font-size: .8rem; white-space: nowrap; }
 .state-healthy, .state-ended, .state-active { color: var(--ok); }
@@ -26,6 +26,15 @@ pre { background: var(--soft); border: 1px solid var(--line); padding: .75rem; o
 .state-degraded, .state-closed, .state-paused, .state-suspended { color: var(--warn); }
 .state-down, .state-crashed, .state-sealed, .state-unenrolled { color: var(--bad); }
 .state-not_wrapped { color: var(--muted); }
+.state-completed, .state-running { color: var(--ok); } .state-aborted, .state-unknown { color: var(--warn); }
+.state-failed, .state-refused, .state-budget_exhausted { color: var(--bad); font-weight: 600; }
+.small { font-size: .8rem; } .bad-text { color: var(--bad); }
+tr.bad td, tr.bad th { background: color-mix(in srgb, var(--bad) 8%, transparent); }
+details { margin: .25rem 0; } details > summary { cursor: pointer; }
+.folded { border-left: 2px solid var(--line); padding-left: .6rem; } .folded p { margin: .2rem 0; word-break: break-all; }
+.dup { color: var(--warn); font-weight: 600; }
+fieldset.rows { border: 1px solid var(--line); border-radius: .4rem; margin: .6rem 0; padding: .4rem .8rem; }
+fieldset.rows table td { vertical-align: top; } fieldset.rows input[type=text], fieldset.rows input:not([type]) { width: 100%; }
 .state-within { color: var(--ok); } .state-exhausted { color: var(--bad); font-weight: 600; }
 .state-ok { color: var(--ok); } .state-refused, .state-error, .state-lost, .state-definition_drift { color: var(--bad); } .state-cancelled, .state-reserved, .state-disabled { color: var(--warn); }
 pre.diff .added { color: var(--ok); font-weight: 600; } pre.diff .removed { color: var(--bad); text-decoration: line-through; }
@@ -47,5 +56,6 @@ textarea { width: 100%; min-height: 12rem; font-family: ui-monospace, monospace;
 .notice.bad { border-left-color: var(--bad); }
 dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: .25rem 1rem; } dl.facts dt { color: var(--muted); } dl.facts dd { margin: 0; }
 .actions { display: flex; gap: .6rem; flex-wrap: wrap; margin: .75rem 0; }
+td .actions { margin: 0; flex-wrap: nowrap; gap: .4rem; }
 ul.plain { padding-left: 1.1rem; }
 `;

@@ -140,7 +140,14 @@ export const runs = sqliteTable(
     agent: text("agent"),
     sessionId: text("session_id").notNull(),
     status: text("status", { enum: ["live", "ended", "crashed", "closed", "sealed"] }).notNull(),
+    /** The record's own outcome (agent_stop's, `crashed`, `unknown` once closed): what the export manifest names. */
     outcome: text("outcome"),
+    /** The server's reading of the run from its frames (workers/chain/outcome.ts); null on a row from before it. */
+    derivedOutcome: text("derived_outcome"),
+    derivedReason: text("derived_reason"),
+    /** Model calls the vendor answered or that failed, and of those the failed ones. */
+    modelCalls: integer("model_calls").notNull().default(0),
+    modelFailed: integer("model_failed").notNull().default(0),
     tier: text("tier").notNull(),
     tierReason: text("tier_reason").notNull(),
     grade: text("grade").notNull(),

@@ -30,7 +30,8 @@ async function knownAgent(env: Env, workspaceId: string, name: string): Promise<
 
 /**
  * Pauses or resumes an agent name on one host (`host`) or across the workspace (`null`), and pushes
- * the change to the recorders concerned. The API route and the console both call this.
+ * the change to the recorders concerned, answering once they applied it (or naming those that
+ * have not). The API route and the console both call this.
  */
 export async function setAgentPaused(env: Env, workspaceId: string, name: string, host: HostRow | null, paused: boolean) {
   await knownAgent(env, workspaceId, name);
@@ -66,10 +67,10 @@ export async function setAgentPaused(env: Env, workspaceId: string, name: string
       : and(eq(p.workspaceId, workspaceId), eq(p.name, name));
     await d.batch([d.delete(p).where(where), touch]);
   }
-  await (host ? pushHost(env, host.id) : pushPolicies(env, workspaceId));
+  const propagation = await (host ? pushHost(env, host.id) : pushPolicies(env, workspaceId));
   const pauses = await pausesOf(env, workspaceId, name);
   const applies = pauses.some((x) => x.host === "*" || (host !== null && x.host === host.id));
-  return { name, host: host?.id ?? null, paused: applies, pauses };
+  return { name, host: host?.id ?? null, paused: applies, pauses, propagation };
 }
 
 /** {@link markPaused} with the workspace's pauses read from D1. */

@@ -6,8 +6,8 @@ import { AppError, notFound } from "../errors.ts";
 import { signingKey } from "../keys.ts";
 import { bundleStream } from "./export-stream.ts";
 import { setPaused } from "./policy-store.ts";
-import { pushHost } from "./push.ts";
-import { type RunRow, runView, syncRun } from "./run-rows.ts";
+import { type Propagation, pushHost } from "./push.ts";
+import { RUN_COLUMNS, type RunRow, runView, syncRun } from "./run-rows.ts";
 import { spendTotals } from "../spend/query.ts";
 
 /** Run statuses, as the D1 row and the manifest name them. */
@@ -37,8 +37,9 @@ const chain = (env: Env, id: string) => env.CHAINS.get(env.CHAINS.idFromName(id)
 /** A run of the workspace, or 404 (also for another workspace's run). */
 export async function ownRun(env: Env, workspaceId: string, id: string): Promise<RunRow> {
   const r = await db(env)
-    .select()
+    .select(RUN_COLUMNS)
     .from(schema.runs)
+    .leftJoin(schema.hosts, eq(schema.hosts.id, schema.runs.hostId))
     .where(and(eq(schema.runs.id, id), eq(schema.runs.workspaceId, workspaceId)))
     .get();
   if (!r) throw notFound("run");
@@ -61,9 +62,11 @@ export async function listRuns(env: Env, workspaceId: string, q: RunListQuery): 
     const [ms, id] = q.cursor.split(":") as [string, string];
     where.push(or(lt(when, Number(ms)), and(eq(when, Number(ms)), lt(r.id, id)))!);
   }
+  // The computer's name comes with each row, by the host's primary key: no query per row.
   const rows = await db(env)
-    .select()
+    .select(RUN_COLUMNS)
     .from(r)
+    .leftJoin(schema.hosts, eq(schema.hosts.id, r.hostId))
     .where(and(...where))
     .orderBy(desc(when), desc(r.id))
     .limit(q.limit + 1)
@@ -116,31 +119,37 @@ export async function runFrames(env: Env, row: RunRow, from: number, limit: numb
   return chain(env, row.id).frames(from, limit);
 }
 
-/** Seals a run: its agent is stopped through policy first, then its chain is sealed with the server key. */
-export async function sealRun(env: Env, row: RunRow): Promise<RunRow> {
+/**
+ * Seals a run: its agent is stopped through policy first, then its chain is sealed with the server
+ * key. Answers the sealed row and how far the stop reached its computer.
+ */
+export async function sealRun(env: Env, row: RunRow): Promise<{ row: RunRow; propagation: Propagation }> {
   // Stop the agent first: if its host's policy cannot list it (409), the run is not sealed either.
   await setPaused(env, row, true, Date.now());
   // The chain object signs the seal with the current key: make sure it is on record first.
   await signingKey(env);
   const summary = await chain(env, row.id).seal(Date.now());
   await syncRun(db(env), summary);
-  await pushHost(env, row.hostId);
-  return ownRun(env, row.workspaceId, row.id);
+  const propagation = await pushHost(env, row.hostId);
+  return { row: await ownRun(env, row.workspaceId, row.id), propagation };
 }
 
-/** Pauses a run: its host's policy lists it (pushed to the host at once), so its next hook is refused. */
-export async function pauseRun(env: Env, row: RunRow): Promise<void> {
+/**
+ * Pauses a run: its host's policy lists it, pushed to the host; the answer comes once its recorder
+ * applied it (or says it has not), so its next hook is refused.
+ */
+export async function pauseRun(env: Env, row: RunRow): Promise<Propagation> {
   await setPaused(env, row, true, Date.now());
-  await pushHost(env, row.hostId);
+  return pushHost(env, row.hostId);
 }
 
 /** Resumes a paused run; a sealed run stays stopped (409). */
-export async function resumeRun(env: Env, row: RunRow): Promise<void> {
+export async function resumeRun(env: Env, row: RunRow): Promise<Propagation> {
   // The chain, not its D1 copy, knows whether it is sealed.
   if ((await chain(env, row.id).summary())?.status === "sealed")
     throw new AppError(409, "sealed", "A sealed run stays stopped; it cannot be resumed.");
   await setPaused(env, row, false, Date.now());
-  await pushHost(env, row.hostId);
+  return pushHost(env, row.hostId);
 }
 
 /**

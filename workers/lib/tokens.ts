@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { bytesToHex, equalBytes, fromHex, isHex, sha256, utf8 } from "../../protocol/index.ts";
+import { bytesToHex, equalBytes, fromHex, isHex, sha256, TOKEN_SHAPE, utf8 } from "../../protocol/index.ts";
 import { db, schema } from "../db/client.ts";
 
 /** Token kinds: operator, enrollment, console session, tool (an agent's, for the MCP endpoint). */
@@ -30,7 +30,7 @@ export function hashSecret(secret: string): string {
 
 /** Splits a token into id and secret, or null when it is not one of ours. */
 export function parseToken(token: string, prefix: TokenPrefix): { id: string; secret: string } | null {
-  const m = /^([a-z]{3})_([0-9a-f]{16})_([0-9a-f]{48})$/.exec(token);
+  const m = TOKEN_SHAPE.exec(token);
   if (!m || m[1] !== prefix) return null;
   return { id: m[2]!, secret: m[3]! };
 }

@@ -37,14 +37,15 @@ export function workspaceView(ws: WorkspaceRow) {
 
 /**
  * Replaces the workspace's clauses, mode and retention; its row follows the policy, and every
- * connected recorder is told at once. Answers the signed policy.
+ * connected recorder is told at once. Answers the signed policy and how far the change reached.
  */
 export async function replacePolicy(env: Env, workspaceId: string, input: PolicyInput) {
-  await updatePolicy(env, workspaceId, (p) => ({ ...p, ...input }));
+  // A replacement: a field the input leaves out (the optional `upstreams`) is not kept from before.
+  await updatePolicy(env, workspaceId, ({ upstreams: _before, ...p }) => ({ ...p, ...input }));
   await db(env)
     .update(schema.workspaces)
     .set({ mode: input.mode, retentionMode: input.retention.mode, retentionKeep: JSON.stringify(input.retention.keep) })
     .where(eq(schema.workspaces.id, workspaceId));
-  await pushPolicies(env, workspaceId);
-  return signedPolicy(env, workspaceId);
+  const propagation = await pushPolicies(env, workspaceId);
+  return { ...(await signedPolicy(env, workspaceId)), propagation };
 }

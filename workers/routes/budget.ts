@@ -6,12 +6,18 @@ import { type HostEnv, hostAuth } from "../auth/host.ts";
 import { db, schema } from "../db/client.ts";
 import { AppError, notFound } from "../errors.ts";
 import { loadPolicy, workspaceObject } from "../lib/policy-store.ts";
-import { pushPolicies } from "../lib/push.ts";
+import { pushPolicies, pushWaitMs } from "../lib/push.ts";
 import { valid } from "../validate.ts";
 import type { ExhaustedScope } from "../workspace/budgets.ts";
 import type { ResizeAnswer } from "../workspace-object.ts";
 
 const LeaseParam = z.object({ id: z.string().regex(/^lease_[0-9a-f]{32}$/) });
+/**
+ * The longest a lease answer waits for the recorders to apply the exhaustion it caused: the
+ * gateway's call waits on this answer, and counts one slower than 5 s as the server unreachable.
+ */
+const LEASE_PUSH_WAIT_MS = 1000;
+const leasePush = (env: Env, workspaceId: string) => pushPolicies(env, workspaceId, Math.min(pushWaitMs(env), LEASE_PUSH_WAIT_MS));
 
 /** A lease past a scope's limit: 409 `budget_exhausted`, naming the scope (the one error answer with a field of its own). */
 class BudgetExhausted extends AppError {
@@ -28,7 +34,7 @@ async function leaseAnswer(c: Context<HostEnv>, workspaceId: string, answer: Res
   }
   const { changed, ...lease } = answer;
   // A lease that reaches a limit exhausts the scope for everyone: the hosts hear of it at once.
-  if (changed) await pushPolicies(c.env, workspaceId);
+  if (changed) await leasePush(c.env, workspaceId);
   return c.json(lease, status);
 }
 
@@ -74,6 +80,6 @@ export const budget = new Hono<HostEnv>()
     const host = c.var.host;
     const { policy } = await loadPolicy(c.env, host.workspaceId);
     const { changed } = await workspaceObject(c.env, host.workspaceId).settle(c.req.valid("param").id, policy.budgets, Date.now(), host.id);
-    if (changed) await pushPolicies(c.env, host.workspaceId);
+    if (changed) await leasePush(c.env, host.workspaceId);
     return c.json({ settled: true });
   });

@@ -71,8 +71,8 @@ export async function setSuspended(env: Env, host: HostRow, suspended: boolean) 
   const status = suspended ? "suspended" : "active";
   await d.batch([d.update(schema.hosts).set({ status }).where(eq(schema.hosts.id, host.id)), touchHostPolicy(d, host.id, Date.now())]);
   // A suspended host keeps the push connection it holds: that is how it hears of its resumption at once.
-  await pushHost(env, host.id);
-  return { ...hostView(host), status };
+  const propagation = await pushHost(env, host.id);
+  return { ...hostView(host), status, propagation };
 }
 
 async function hostStatus(env: Env, host: HostRow) {

@@ -44,17 +44,16 @@ export const runs = new Hono<OperatorEnv>()
   })
   .post("/v1/runs/:id/seal", valid("param", IdParam), async (c) => {
     const row = await ownRun(c.env, c.var.workspaceId, c.req.valid("param").id);
-    return c.json(runView(await sealRun(c.env, row)));
+    const sealed = await sealRun(c.env, row);
+    return c.json({ ...runView(sealed.row), propagation: sealed.propagation });
   })
   .post("/v1/runs/:id/pause", valid("param", IdParam), async (c) => {
     const row = await ownRun(c.env, c.var.workspaceId, c.req.valid("param").id);
-    await pauseRun(c.env, row);
-    return c.json({ id: row.id, paused: true });
+    return c.json({ id: row.id, paused: true, propagation: await pauseRun(c.env, row) });
   })
   .post("/v1/runs/:id/resume", valid("param", IdParam), async (c) => {
     const row = await ownRun(c.env, c.var.workspaceId, c.req.valid("param").id);
-    await resumeRun(c.env, row);
-    return c.json({ id: row.id, paused: false });
+    return c.json({ id: row.id, paused: false, propagation: await resumeRun(c.env, row) });
   })
   .get("/v1/runs/:id/export", valid("param", IdParam), async (c) => {
     return exportAnswer(c.env, await ownRun(c.env, c.var.workspaceId, c.req.valid("param").id));

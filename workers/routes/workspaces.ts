@@ -36,8 +36,9 @@ export const workspaces = new Hono<OperatorEnv>()
       ...(s.retention !== undefined ? { retentionMode: s.retention.mode, retentionKeep: JSON.stringify(s.retention.keep) } : {}),
     };
     if (Object.keys(set).length > 0) await db(c.env).update(schema.workspaces).set(set).where(eq(schema.workspaces.id, ws.id));
-    if (s.mode !== undefined || s.retention !== undefined) await pushPolicies(c.env, ws.id);
-    return c.json(workspaceView((await db(c.env).select().from(schema.workspaces).where(eq(schema.workspaces.id, ws.id)).get())!));
+    const propagation = s.mode !== undefined || s.retention !== undefined ? await pushPolicies(c.env, ws.id) : undefined;
+    const row = (await db(c.env).select().from(schema.workspaces).where(eq(schema.workspaces.id, ws.id)).get())!;
+    return c.json({ ...workspaceView(row), ...(propagation ? { propagation } : {}) });
   })
   .get(WORKSPACE_POLICY_PATH, valid("param", IdParam), async (c) => {
     const ws = await ownWorkspace(c.env, c.var.workspaceId, c.req.valid("param").id);
@@ -46,6 +47,6 @@ export const workspaces = new Hono<OperatorEnv>()
   })
   .put(WORKSPACE_POLICY_PATH, valid("param", IdParam), valid("json", PolicyInput), async (c) => {
     const ws = await ownWorkspace(c.env, c.var.workspaceId, c.req.valid("param").id);
-    const { policy, etag, signed } = await replacePolicy(c.env, ws.id, c.req.valid("json"));
-    return c.json({ policy, etag, signed });
+    const { policy, etag, signed, propagation } = await replacePolicy(c.env, ws.id, c.req.valid("json"));
+    return c.json({ policy, etag, signed, propagation });
   });

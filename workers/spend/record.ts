@@ -39,9 +39,10 @@ export function spendUpsert(d: Db, host: HostRow, result: ChainIngestResult, t: 
 
 /**
  * Hands the batch's new spend to the workspace's budget counters (its one writer). When that
- * exhausts a budget scope, or frees one, every connected host of the workspace is pushed its new
- * policy. Runs after the batch is stored; a failure here is logged and mended by the next batch
- * of the run, which reports the run's whole day total again.
+ * exhausts a budget scope, or frees one, every connected recorder of the workspace is told, and the
+ * answer waits (bounded) until they applied it: once the batch that spent a budget is answered,
+ * the next step on every connected computer is refused. Runs after the batch is stored; a failure
+ * here is logged and mended by the next batch of the run, which reports the run's whole day total again.
  */
 export async function countSpend(env: Env, host: HostRow, results: ChainIngestResult[], now: number): Promise<void> {
   const rows = results.flatMap((r) =>

@@ -1,4 +1,3 @@
-import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { parse } from "../../lib/args.ts";
@@ -6,12 +5,12 @@ import { ExitError, UsageError } from "../../lib/errors.ts";
 import { alive, readPid } from "../../lib/pid.ts";
 import { recorderHealth, recorderLaunch, startRecorder } from "../../lib/recorder-process.ts";
 import { readHost, statePath, type HostConfig } from "../../lib/state.ts";
-import { serviceCommands, serviceFile } from "./service.ts";
+import { removeService, runAll, serviceCommands, serviceFile } from "./service.ts";
 
 export const USAGE = `usage: tacho daemon start|stop|status|run|install|uninstall [--json]
 
   start       starts the recorder in the background (tacho enroll does this too)
-  stop        stops it
+  stop        stops it (the next hook starts it again; it says how to keep it stopped)
   status      says whether it runs and answers on the hook port (exit 3 when not)
   run         runs it in the foreground (what a login service runs)
   install     writes a login service that starts the recorder at login and restarts it when it
@@ -68,14 +67,6 @@ async function start(json: boolean): Promise<number> {
   return 0;
 }
 
-function runAll(commands: string[][]): string | null {
-  for (const [cmd, ...args] of commands) {
-    const r = spawnSync(cmd!, args, { encoding: "utf8" });
-    if (r.error || r.status !== 0) return `${[cmd, ...args].join(" ")}: ${r.error?.message ?? (r.stderr.trim() || `exit ${r.status}`)}`;
-  }
-  return null;
-}
-
 async function install(json: boolean): Promise<number> {
   enrolled();
   const launch = recorderLaunch();
@@ -108,14 +99,12 @@ async function install(json: boolean): Promise<number> {
 }
 
 async function uninstall(json: boolean): Promise<number> {
-  const file = serviceFile(recorderLaunch());
-  if (!file || !existsSync(file.path)) {
+  const removed = removeService();
+  if (!removed) {
     print(json, { installed: false, removed: false }, "no login service is installed for the recorder");
     return 0;
   }
-  // Unloading a service that is not loaded fails; removing its file is what matters.
-  const failed = runAll(serviceCommands(file).unload);
-  rmSync(file.path, { force: true });
+  const { file, failed } = removed;
   print(
     json,
     { installed: false, removed: true, path: file.path, ...(failed ? { warning: failed } : {}) },
@@ -134,8 +123,19 @@ async function stop(json: boolean, quiet = false): Promise<number> {
   process.kill(pid, "SIGTERM");
   for (let i = 0; i < 150 && alive(pid); i++) await sleep(100);
   if (alive(pid)) throw new ExitError(1, `tacho daemon: recorder ${pid} did not stop within 15 s`);
-  if (!quiet) print(json, { running: false, stopped: true, pid }, `recorder ${pid} stopped`);
+  if (!quiet) {
+    const keep = keepStopped();
+    print(json, { running: false, stopped: true, pid, restarts: keep }, `recorder ${pid} stopped\n${keep}`);
+  }
   return 0;
+}
+
+/** What starts a stopped recorder again, and how to keep it stopped. */
+function keepStopped(): string {
+  const file = serviceFile(recorderLaunch());
+  const service =
+    file && existsSync(file.path) ? `, and its login service (${file.name}) at your next login (tacho daemon uninstall removes it)` : "";
+  return `The next hook of a wrapped harness or custom agent starts it again, so no step goes unrecorded${service}. To keep it stopped, stop wrapping: tacho reassign --harness none (custom agents: stop calling tacho hook), or tacho unenroll.`;
 }
 
 async function status(json: boolean): Promise<number> {

@@ -1,7 +1,9 @@
+import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
+import { existsSync, rmSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
-import type { RecorderLaunch } from "../../lib/recorder-process.ts";
+import { type RecorderLaunch, recorderLaunch } from "../../lib/recorder-process.ts";
 import { stateDir } from "../../lib/state.ts";
 
 /** One login service for one state directory (two enrollments on one account get two services). */
@@ -113,4 +115,23 @@ export function serviceCommands(file: ServiceFile, uid = process.getuid?.() ?? 0
     load: [["launchctl", "bootstrap", `gui/${uid}`, file.path]],
     unload: [["launchctl", "bootout", `gui/${uid}/${file.name}`]],
   };
+}
+
+/** Runs each command in turn; the first failure, in words, or null. */
+export function runAll(commands: string[][]): string | null {
+  for (const [cmd, ...args] of commands) {
+    const r = spawnSync(cmd!, args, { encoding: "utf8" });
+    if (r.error || r.status !== 0) return `${[cmd, ...args].join(" ")}: ${r.error?.message ?? (r.stderr.trim() || `exit ${r.status}`)}`;
+  }
+  return null;
+}
+
+/** Unloads and removes this enrollment's login service (tacho daemon uninstall, tacho unenroll); null when none is installed. */
+export function removeService(): { file: ServiceFile; failed: string | null } | null {
+  const file = serviceFile(recorderLaunch());
+  if (!file || !existsSync(file.path)) return null;
+  // Unloading a service that is not loaded fails; removing its file is what matters.
+  const failed = runAll(serviceCommands(file).unload);
+  rmSync(file.path, { force: true });
+  return { file, failed };
 }

@@ -1,5 +1,15 @@
 import { hostname } from "node:os";
-import { bytesToHex, EnrollAnswer, ErrorAnswer, fromHex, keyIdFor, newSecretKey, publicKeyOf, ROUTES } from "../../../protocol/index.ts";
+import {
+  bytesToHex,
+  EnrollAnswer,
+  ErrorAnswer,
+  fromHex,
+  keyIdFor,
+  newSecretKey,
+  publicKeyOf,
+  ROUTES,
+  TOKEN_SHAPE,
+} from "../../../protocol/index.ts";
 import { applyHarnesses, checkHarnessConfigs, proveHookCommands, type HarnessResult } from "../../harnesses/apply.ts";
 import { hookProgram } from "../../harnesses/command.ts";
 import { harnessHealth } from "../../harnesses/health.ts";
@@ -12,6 +22,8 @@ import { useNodeCrypto } from "../../lib/node-crypto.ts";
 import { readHost, statePath, withHookSecret, writeHost, type HostConfig } from "../../lib/state.ts";
 import { fetchPolicy } from "../../recorder/policy-cache.ts";
 import { startRecorder } from "../../lib/recorder-process.ts";
+import { checkShellHeaders, chooseUpstreams, type UpstreamSaid, upstreamLine } from "../../harnesses/upstreams.ts";
+import { choosePorts, portTrouble, type Reenroll, reenrollCheck } from "./steps.ts";
 
 export const USAGE = `usage: tacho enroll --server URL --token TOKEN [--harness LIST] [options]
        tacho enroll --harness LIST            (this computer is enrolled already: wrap more harnesses)
@@ -25,16 +37,25 @@ agents only (tacho hook --agent NAME).
   --token TOKEN       a one-time enrollment token (oxe_...): POST /v1/enrollment-tokens with an operator token
   --harness LIST      comma-separated: claude-code, codex, cursor, stella
   --workspace ID      refuse unless the token enrolls into this workspace
-  --hooks-port N      the recorder's loopback hook port (default 47110)
+  --hooks-port N      the recorder's loopback hook port (default: the first free one from 47110,
+                      kept in host.json, so two enrollments on one computer do not share one)
   --gateway           point each wrapped harness that can use it at the model gateway
-                      (Claude Code: settings env.ANTHROPIC_BASE_URL; Codex: a model provider; never Cursor)
-  --gateway-port N    the loopback gateway port (default 47111)
+                      (Claude Code: settings env.ANTHROPIC_BASE_URL; Codex: a model provider; never Cursor).
+                      A base URL of your own already there (or in this shell's ANTHROPIC_BASE_URL /
+                      OPENAI_BASE_URL) becomes this computer's upstream: the gateway forwards to it,
+                      and unenroll puts it back
+  --gateway-port N    the loopback gateway port (default: the one after the hook port)
+  --upstream V=URL    where the gateway forwards vendor V's calls from this computer (V: anthropic,
+                      openai); repeat for both. Kept across re-enrolls; tacho status shows it
+  --force             re-enroll even though recorded steps are not delivered yet (they are dropped)
   --no-start          do not start the recorder
   --json              print the result as JSON
 
-Every hook command it writes runs this tacho with the Node running it (absolute paths), and is
-run once before anything is written.`;
-export const DEFAULT_PORTS = { hooks: 47110, gateway: 47111 } as const;
+On a computer that is enrolled already, a new --token re-enrolls this same computer into the
+workspace the token names: the old host is unenrolled on the server, the harness settings, the
+hook secret and the upstreams are kept (the recorder must be stopped, and everything recorded
+delivered). Every hook command it writes runs this tacho with the Node running it (absolute
+paths), and is run once before anything is written.`;
 
 export interface EnrollOptions {
   /** The command line the user typed, for messages (`tacho enroll`, `oxagen agent enroll`). */
@@ -67,6 +88,8 @@ export async function enrollWith(options: EnrollOptions): Promise<number> {
     "hooks-port": { type: "string" },
     "gateway-port": { type: "string" },
     gateway: { type: "boolean", default: false },
+    upstream: { type: "string", multiple: true },
+    force: { type: "boolean", default: false },
     "no-start": { type: "boolean", default: false },
     json: { type: "boolean", default: false },
   });
@@ -77,10 +100,12 @@ export async function enrollWith(options: EnrollOptions): Promise<number> {
   if (values.token && !values.server) throw new UsageError(`${options.program}: --server is required with --token\n${USAGE}`);
   const operator = values.token ? operatorTokenProblem(options.program, values.token, values.server!) : null;
   if (operator) throw new UsageError(operator);
-  const ports = {
-    hooks: port(values["hooks-port"], existing?.ports.hooks ?? DEFAULT_PORTS.hooks, "--hooks-port"),
-    gateway: port(values["gateway-port"], existing?.ports.gateway ?? DEFAULT_PORTS.gateway, "--gateway-port"),
-  };
+  if (values.token && TOKEN_SHAPE.exec(values.token)?.[1] !== "oxe")
+    throw new UsageError(
+      `${options.program}: --token ${values.token.length > 12 ? `${values.token.slice(0, 12)}...` : values.token} is not an enrollment token: one is oxe_, 16 hex characters, _ and 48 more, as npm start or POST /v1/enrollment-tokens gives it (was it copied whole?). Nothing was written.`,
+    );
+  const reenroll = values.token && existing ? reenrollCheck(options.program, existing, values.force ?? false) : null;
+  const ports = await choosePorts(values["hooks-port"], values["gateway-port"], existing?.ports);
   // Union: a re-apply never drops a harness (only `tacho reassign --harness` does).
   const harnesses = [...new Set([...(existing?.harnesses ?? []), ...named])];
   const hook_command = hookProgram();
@@ -90,6 +115,14 @@ export async function enrollWith(options: EnrollOptions): Promise<number> {
   checkHarnessConfigs(harnesses, { ports, hook_command });
   proveHookCommands({ ports, hook_command }, harnesses);
   checkRoutes({ ports }, routed, []);
+  checkShellHeaders(options.program, routed);
+  const upstreams = chooseUpstreams(
+    options.program,
+    values.upstream ?? [],
+    routed,
+    { ports, hook_secret: existing?.hook_secret },
+    existing?.upstreams,
+  );
   useNodeCrypto();
   let host: HostConfig;
   let policy: string;
@@ -97,10 +130,13 @@ export async function enrollWith(options: EnrollOptions): Promise<number> {
     host = { ...(await register(values.server!, values.token, harnesses, ports, values.workspace)), hook_command, gateway: routed };
     // The hook secret guards this state directory's recorder: a new token keeps it (and the configs written with it).
     if (existing?.hook_secret) host.hook_secret = existing.hook_secret;
+    if (upstreams.chosen) host.upstreams = upstreams.chosen;
+    if (reenroll) await reenroll.finish(host);
     writeHost(host);
     policy = await cachePolicy(host);
   } else {
     host = withHookSecret({ ...existing!, harnesses, ports, hook_command, gateway: routed });
+    if (upstreams.chosen) host.upstreams = upstreams.chosen;
     if (values.workspace && values.workspace !== host.workspace) {
       throw new UsageError(`${options.program}: to move this computer to workspace ${values.workspace}, use tacho reassign --workspace`);
     }
@@ -120,15 +156,18 @@ export async function enrollWith(options: EnrollOptions): Promise<number> {
       recorder = { error: err.message };
     }
   }
-  report(values.json ?? false, host, policy, results, problems, recorder, { routes, unrouted });
-  return recorder && "error" in recorder ? 1 : 0;
-}
-
-function port(value: string | undefined, fallback: number, flag: string): number {
-  if (value === undefined) return fallback;
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1 || n > 65535) throw new UsageError(`${flag} takes a port number (1-65535)`);
-  return n;
+  const listening = recorder && !("error" in recorder) ? await portTrouble(host) : [];
+  report(
+    values.json ?? false,
+    host,
+    policy,
+    results,
+    problems,
+    recorder,
+    { routes, unrouted },
+    { upstreams: upstreams.said, reenroll: reenroll?.said ?? null, listening },
+  );
+  return (recorder && "error" in recorder) || listening.length > 0 ? 1 : 0;
 }
 
 async function register(
@@ -167,7 +206,7 @@ async function register(
     const why = error.success ? error.data.message : "no reason given";
     const hint =
       res.status === 401
-        ? "\nAn enrollment token works once and expires (60 minutes by default). Create a new one with an operator token: POST /v1/enrollment-tokens (npm start prints a ready enroll line with one)."
+        ? "\nAn enrollment token works once and expires: 60 minutes after it was made unless its maker chose another ttl_minutes (the one npm start prints lasts 24 hours). Create a new one with an operator token: POST /v1/enrollment-tokens (npm start prints a ready enroll line with one)."
         : "";
     throw new ExitError(1, `enrollment refused (HTTP ${res.status}): ${why}${hint}`);
   }
@@ -210,6 +249,7 @@ function report(
   problems: Record<string, HookProblem[]>,
   recorder: { pid: number; started: boolean } | { error: string } | null,
   gateway: { routes: GatewayResult[]; unrouted: { harness: string; why: string }[] },
+  more: { upstreams: UpstreamSaid[]; reenroll: Reenroll["said"] | null; listening: string[] },
 ): void {
   if (json) {
     const out = {
@@ -223,13 +263,20 @@ function report(
       hook_command: host.hook_command,
       harnesses: results.map((r) => ({ ...r, ...(problems[r.harness]?.length ? { problems: problems[r.harness] } : {}) })),
       recorder,
-      gateway: { port: host.ports.gateway, routed: gateway.routes, not_routed: gateway.unrouted },
+      gateway: { port: host.ports.gateway, routed: gateway.routes, not_routed: gateway.unrouted, upstreams: more.upstreams },
+      reenrolled: more.reenroll,
+      cannot_listen: more.listening,
       state_dir: statePath(),
     };
     process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
     return;
   }
-  const lines = [`enrolled ${host.host_id} in workspace ${host.workspace} (${host.server})`];
+  const lines: string[] = [];
+  if (more.reenroll)
+    lines.push(
+      `this computer was enrolled already (host ${more.reenroll.old_host} in workspace ${more.reenroll.old_workspace}): re-enrolled it with the new token; the old host on the server: ${more.reenroll.server}`,
+    );
+  lines.push(`enrolled ${host.host_id} in workspace ${host.workspace} (${host.server})`);
   lines.push(`policy: ${policy === "missing" ? "not cached" : policy === "unchanged" ? "kept" : `cached (${policy})`}`);
   if (results.length === 0) lines.push(`harnesses: none; custom agents call ${host.hook_command} hook --agent NAME`);
   for (const r of results) {
@@ -241,8 +288,10 @@ function report(
       `${r.harness}: model calls through the gateway (127.0.0.1:${host.ports.gateway}), ${r.changed ? "set in" : "already in"} ${r.config}`,
     );
   for (const u of gateway.unrouted) lines.push(`${u.harness}: model calls not through the gateway: ${u.why}`);
+  for (const u of more.upstreams) lines.push(upstreamLine(u));
   if (recorder === null) lines.push("recorder: not started (--no-start); start it with tacho daemon start");
   else if ("error" in recorder) lines.push(`recorder: ${recorder.error}`);
   else lines.push(`recorder: ${recorder.started ? "started" : "running"} (pid ${recorder.pid}, 127.0.0.1:${host.ports.hooks})`);
+  for (const l of more.listening) lines.push(`but ${l}`);
   process.stdout.write(`${lines.join("\n")}\n`);
 }

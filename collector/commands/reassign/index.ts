@@ -1,6 +1,7 @@
 import { applyHarnesses, checkHarnessConfigs, proveHookCommands } from "../../harnesses/apply.ts";
 import { hookProgram } from "../../harnesses/command.ts";
 import { checkRoutes, gatewayHarnesses, routeHarness } from "../../harnesses/gateway.ts";
+import { checkShellHeaders, chooseUpstreams, upstreamLine } from "../../harnesses/upstreams.ts";
 import { harnessList } from "../../harnesses/index.ts";
 import { parse } from "../../lib/args.ts";
 import { ExitError, UsageError } from "../../lib/errors.ts";
@@ -13,7 +14,9 @@ export const USAGE = `usage: tacho reassign [--harness LIST] [--workspace ID] [-
                    is touched). LIST may be "none".
   --workspace ID   files this computer under another workspace (on this computer only, for now);
                    --harness then only adds harnesses, as tacho enroll does
-  --gateway        point every wrapped harness that can use it at the model gateway
+  --gateway        point every wrapped harness that can use it at the model gateway (a base URL of
+                   your own in its settings or in this shell becomes this computer's upstream, as
+                   with tacho enroll --gateway)
   --no-gateway     give every harness its own model settings back (tacho's are removed, nothing else)
   A harness left out of --harness stops going through the gateway too.`;
 
@@ -48,12 +51,17 @@ export async function reassign(args: string[]): Promise<number> {
   const routed = gatewayFlag === false ? [] : gatewayHarnesses(keep, host.gateway ?? [], gatewayFlag === true);
   const unroute = (host.gateway ?? []).filter((h) => !routed.includes(h));
   checkRoutes(host, routed, unroute);
+  // Only a harness routed now for the first time has a base URL of the user's own left to find.
+  const newly = routed.filter((h) => !(host.gateway ?? []).includes(h));
+  checkShellHeaders("tacho reassign", newly);
+  const upstreams = chooseUpstreams("tacho reassign", [], newly, host, host.upstreams);
 
   const next = withHookSecret({
     ...host,
     harnesses: keep,
     hook_command,
     gateway: routed,
+    ...(upstreams.chosen ? { upstreams: upstreams.chosen } : {}),
     ...(values.workspace !== undefined ? { workspace: values.workspace } : {}),
   });
   writeHost(next);
@@ -69,7 +77,7 @@ export async function reassign(args: string[]): Promise<number> {
   }
   if (values.json) {
     process.stdout.write(
-      `${JSON.stringify({ host_id: next.host_id, workspace: next.workspace, moved: moving, server_told: false, harnesses: next.harnesses, removed, applied, gateway: { routed: routes, unrouted } }, null, 2)}\n`,
+      `${JSON.stringify({ host_id: next.host_id, workspace: next.workspace, moved: moving, server_told: false, harnesses: next.harnesses, removed, applied, gateway: { routed: routes, unrouted, upstreams: upstreams.said } }, null, 2)}\n`,
     );
   } else {
     const lines = [`host ${next.host_id} in workspace ${next.workspace}; wraps ${next.harnesses.join(", ") || "no harness"}`];
@@ -82,6 +90,7 @@ export async function reassign(args: string[]): Promise<number> {
       lines.push(`${r.harness}: model calls no longer through the gateway (${r.changed ? "removed from" : "were not in"} ${r.config})`);
     for (const r of routes)
       lines.push(`${r.harness}: model calls through the gateway (${r.changed ? "set in" : "already in"} ${r.config})`);
+    for (const u of upstreams.said) lines.push(upstreamLine(u));
     process.stdout.write(`${lines.join("\n")}\n`);
   }
   return 0;

@@ -18,7 +18,14 @@ import { type HostConfig, readHost, statePath, writeHost } from "../../lib/state
 import { requireRecorderStopped } from "../../lib/stopped.ts";
 import { Journal } from "../../recorder/journal.ts";
 
-export const USAGE = "usage: tacho rotate-key [--json]";
+export const USAGE = `usage: tacho rotate-key [--json]
+
+Gives this computer a new host key: the server takes it on a request signed with the current key,
+and host.json holds it from then on. Open chains that the old key began locking keep it until they
+end (one key locks a chain from its first lock to its last). Stop the recorder first (tacho daemon
+stop); start it again after.
+
+  --json   print the new key id and the chains still locked with the old key as JSON`;
 
 /** Open chains the journal holds that a lock already began: their locks stay with the key that began them. */
 function lockedOpenChains(): string[] {

@@ -31,6 +31,8 @@ export interface DaemonState {
   alive: boolean;
   port: number;
   answering: boolean;
+  /** Why the running recorder cannot listen on its hook or gateway port (null: it listens, or is not running). */
+  ports: { hooks: string | null; gateway: string | null } | null;
   recorder: RecorderSummary | null;
 }
 
@@ -73,7 +75,14 @@ export async function daemonState(host: HostConfig): Promise<DaemonState> {
   const pid = readPid();
   const isAlive = pid !== null && alive(pid);
   // Answering means on this enrollment's own socket; something else on the hook port is not the recorder.
-  const answering = (await recorderHealth()) !== null;
+  const health = await recorderHealth();
+  const answering = health !== null;
+  const ports = health
+    ? {
+        hooks: health.http === "listening" ? null : (health.http_error ?? "not listening"),
+        gateway: health.gateway === undefined || health.gateway === "listening" ? null : (health.gateway_error ?? "not listening"),
+      }
+    : null;
   const state =
     isAlive && answering
       ? "running"
@@ -82,7 +91,7 @@ export async function daemonState(host: HostConfig): Promise<DaemonState> {
         : !answering && (await answers(host.ports.hooks))
           ? "unknown process on port"
           : "stopped";
-  return { state, pid, alive: isAlive, port: host.ports.hooks, answering, recorder: summary() };
+  return { state, pid, alive: isAlive, port: host.ports.hooks, answering, ports, recorder: summary() };
 }
 
 function gatewayOf(v: unknown): RecorderSummary["gateway"] {

@@ -2,7 +2,10 @@ import { existsSync, readFileSync } from "node:fs";
 import { harnessHealth, type HarnessHealth } from "../../harnesses/health.ts";
 import { parse } from "../../lib/args.ts";
 import { UsageError } from "../../lib/errors.ts";
-import { readHost, statePath } from "../../lib/state.ts";
+import { type HostConfig, readHost, statePath } from "../../lib/state.ts";
+import { useNodeCrypto } from "../../lib/node-crypto.ts";
+import { readPolicyFile } from "../../recorder/policy-cache.ts";
+import { renderStops, type Stops, stopsHere } from "./stops.ts";
 import { recorderLaunch } from "../../lib/recorder-process.ts";
 import { serviceFile } from "../daemon/service.ts";
 import { routedNow } from "../../harnesses/gateway.ts";
@@ -14,14 +17,19 @@ export const USAGE = `usage: tacho status [--json] [--offline]
 The enrollment; for each wrapped harness, whether its hooks are there, whether each hook command
 runs (it is run once, from a shell with an empty PATH, recording nothing), and whether the harness
 lets them run (disabled, not trusted), with the fix; the recorder and its login service; what is
-pending and spooled; the cached policy; and, unless --offline, how the server sees this computer.`;
+pending and spooled; the cached policy and the operator's stops in it that apply here (a paused run
+or agent, this computer suspended, an exhausted budget); the gateway and this computer's own
+upstreams; and, unless --offline, how the server sees this computer.
+
+  --offline   do not ask the server
+  --json      print all of it as JSON`;
 
 export async function status(args: string[]): Promise<number> {
   const { values, positionals } = parse("tacho status", args, {
     json: { type: "boolean", default: false },
     offline: { type: "boolean", default: false },
   });
-  if (positionals.length > 0) throw new UsageError("usage: tacho status [--json] [--offline]");
+  if (positionals.length > 0) throw new UsageError(`tacho status: unexpected ${positionals.join(" ")}\n${USAGE}`);
   const host = readHost();
   if (!host) {
     if (values.json) process.stdout.write(`${JSON.stringify({ enrolled: false, state_dir: statePath() }, null, 2)}\n`);
@@ -34,9 +42,12 @@ export async function status(args: string[]): Promise<number> {
   const service = unit ? { kind: unit.kind, name: unit.name, path: unit.path, installed: existsSync(unit.path) } : null;
   const spool = { events: countLines(statePath("spool", "events.jsonl")), dropped: readCount(statePath("spool", "dropped")) };
   const policy = policyFile();
+  useNodeCrypto();
+  const stops = stopsHere(host, readPolicyFile(host)?.policy ?? null, Date.now());
   const gateway = {
     port: host.ports.gateway,
     routed: (host.gateway ?? []).map((h) => ({ harness: h, configured: routedNow(host, h) })),
+    upstreams: host.upstreams ?? {},
     recorder: daemon.recorder?.gateway ?? null,
   };
   const server = values.offline ? null : await serverView(host);
@@ -53,6 +64,7 @@ export async function status(args: string[]): Promise<number> {
     service,
     spool,
     policy,
+    stops,
     gateway,
     server_view: server,
   };
@@ -100,7 +112,13 @@ function render(
     service: { name: string; path: string; installed: boolean } | null;
     spool: { events: number; dropped: number };
     policy: { etag: string | null; fetched_ms: number | null } | null;
-    gateway: { port: number; routed: { harness: string; configured: boolean }[]; recorder: RecorderSummary["gateway"] };
+    stops: Stops;
+    gateway: {
+      port: number;
+      routed: { harness: string; configured: boolean }[];
+      upstreams: NonNullable<HostConfig["upstreams"]>;
+      recorder: RecorderSummary["gateway"];
+    };
     server_view: Awaited<ReturnType<typeof serverView>> | null;
   },
   d: DaemonState,
@@ -119,6 +137,11 @@ function render(
     for (const p of h.problems ?? []) lines.push(`  ${p.state}: ${p.detail}`, `  fix: ${p.fix}`);
   }
   lines.push(`recorder: ${d.state}${d.pid ? ` (pid ${d.pid})` : ""}, port ${d.port} ${d.answering ? "answering" : "not answering"}`);
+  if (d.ports?.hooks)
+    lines.push(
+      `  CANNOT LISTEN on its hook port 127.0.0.1:${d.port}: ${d.ports.hooks}; Claude Code's tool results are not received (pick another: tacho enroll --hooks-port N)`,
+    );
+  if (d.ports?.gateway) lines.push(`  CANNOT LISTEN on its gateway port: ${d.ports.gateway} (pick another: tacho enroll --gateway-port N)`);
   if (o.service)
     lines.push(`login service: ${o.service.installed ? `installed (${o.service.path})` : "not installed (tacho daemon install)"}`);
   if (d.recorder) {
@@ -134,12 +157,15 @@ function render(
   lines.push(
     `gateway: 127.0.0.1:${g.port} ${g.recorder?.listening ?? "unknown (recorder not running)"}; model calls of ${routes || "no harness (tacho enroll --gateway)"}`,
   );
+  for (const [vendor, u] of Object.entries(g.upstreams))
+    lines.push(`  ${vendor} calls go on to ${u.url} (this computer's own upstream, from ${u.from})`);
   if (g.recorder)
     lines.push(
       `  carried ${g.recorder.carried} calls (${g.recorder.client_closed} closed by the client), refused ${g.recorder.refused}, answered itself ${g.recorder.answered}; last call ${when(g.recorder.last_call_ms)}${g.recorder.last_error ? `; last error ${when(g.recorder.last_error.t)}: ${g.recorder.last_error.message}` : ""}`,
     );
   lines.push(`spooled: ${o.spool.events} events${o.spool.dropped ? `, ${o.spool.dropped} dropped` : ""}`);
   lines.push(`policy: ${o.policy ? `cached ${o.policy.etag ?? "?"} at ${when(o.policy.fetched_ms)}` : "not cached"}`);
+  lines.push(...renderStops(o.stops));
   if (o.server_view) {
     if ("error" in o.server_view) lines.push(`server: ${o.server_view.error}`);
     else for (const a of o.server_view.agents) lines.push(`server sees ${a.name}: ${a.health}${a.reason ? ` (${a.reason})` : ""}`);

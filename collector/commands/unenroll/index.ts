@@ -1,51 +1,29 @@
-import { existsSync, readFileSync, rmSync } from "node:fs";
-import { ErrorAnswer, ROUTES } from "../../../protocol/index.ts";
-import { applyHarnesses, type HarnessResult } from "../../harnesses/apply.ts";
+import { rmdirSync, rmSync } from "node:fs";
+import { homedir } from "node:os";
+import { dirname, join } from "node:path";
+import { applyHarnesses, checkHarnessConfigs, type HarnessResult } from "../../harnesses/apply.ts";
+import { checkRoutes, routeHarness } from "../../harnesses/gateway.ts";
+import { forgetAll } from "../../harnesses/originals.ts";
 import { parse } from "../../lib/args.ts";
 import { ExitError, UsageError } from "../../lib/errors.ts";
 import { useNodeCrypto } from "../../lib/node-crypto.ts";
-import { hostFetch } from "../../lib/server.ts";
-import { readHost, statePath } from "../../lib/state.ts";
+import { unenrollOnServer } from "../../lib/server.ts";
+import { HOST_STATE, RECORDER_FILES, readHost, stateDir, statePath } from "../../lib/state.ts";
+import { removeService } from "../daemon/service.ts";
 import { requireRecorderStopped } from "../../lib/stopped.ts";
-import { Journal } from "../../recorder/journal.ts";
+import { pendingCount, undelivered } from "../../lib/undelivered.ts";
 
-export const USAGE = "usage: tacho unenroll [--force] [--json]";
+export const USAGE = `usage: tacho unenroll [--force] [--json]
 
-/** What is recorded here and not yet delivered: frames, locks and bodies in the journal, events in the spool. */
-function undelivered(): { frames: number; locks: number; bodies: number; spooled: number } {
-  const journal = new Journal(statePath("journal"));
-  const out = { frames: 0, locks: 0, bodies: 0, spooled: 0 };
-  try {
-    for (const rec of journal.chains.values()) {
-      out.frames += rec.frames.length;
-      out.locks += rec.locks.length;
-      out.bodies += rec.bodies.length;
-    }
-  } finally {
-    journal.close();
-  }
-  for (const name of ["events.jsonl", "replaying.jsonl"]) {
-    const path = statePath("spool", name);
-    if (existsSync(path))
-      out.spooled += readFileSync(path, "utf8")
-        .split("\n")
-        .filter((l) => l.trim()).length;
-  }
-  return out;
-}
+Removes this computer from its workspace: the server stops taking its key, every harness's
+configuration gets back exactly what it held before tacho enroll (hooks, model settings such as
+ANTHROPIC_BASE_URL, files and directories enroll created), the login service (tacho daemon install)
+is removed, and the state directory goes: the enrollment (host.json with its secret key), the cached
+policy, the journal, the spool and the recorder's log. Stop the recorder first
+(tacho daemon stop). It refuses while anything recorded is not delivered yet.
 
-/** Tells the server; "gone" when it already does not know this host's key (unenrolled by an operator). */
-async function tellServer(host: NonNullable<ReturnType<typeof readHost>>): Promise<"unenrolled" | "gone" | { error: string }> {
-  try {
-    const res = await hostFetch(host, ROUTES.hostStatus, { method: "DELETE", timeoutMs: 15_000 });
-    if (res.ok) return "unenrolled";
-    const answer = ErrorAnswer.safeParse(await res.json().catch(() => null));
-    if (res.status === 401 && answer.success && answer.data.error === "bad_signature") return "gone";
-    return { error: `HTTP ${res.status}: ${answer.success ? answer.data.message : "no reason given"}` };
-  } catch (err) {
-    return { error: `cannot reach ${host.server}: ${(err as Error).message}` };
-  }
-}
+  --force  unenroll anyway: drop what is not delivered, and go on when the server cannot be told
+  --json   print what was removed as JSON`;
 
 /**
  * Unenrolls this computer: the server stops taking its key, the hook entries leave every wrapped
@@ -63,31 +41,68 @@ export async function unenroll(args: string[]): Promise<number> {
   if (!host) throw new ExitError(1, "tacho unenroll: this computer is not enrolled");
   requireRecorderStopped("tacho unenroll", "or start it and let it deliver what it holds first");
   const left = undelivered();
-  const pending = left.frames + left.locks + left.bodies + left.spooled;
+  const pending = pendingCount(left);
   if (pending > 0 && !values.force)
     throw new ExitError(
       1,
       `tacho unenroll: ${left.frames} frames, ${left.locks} locks, ${left.bodies} bodies and ${left.spooled} spooled events are not delivered yet; ` +
         "start the recorder (tacho daemon start) to deliver them, or pass --force to drop them",
     );
+  // Every configuration is read and its old text planned before the server is told: a broken file stops here.
+  checkHarnessConfigs(host.harnesses, host);
+  checkRoutes(host, [], host.gateway ?? []);
   useNodeCrypto();
-  const server = await tellServer(host);
+  const server = await unenrollOnServer(host);
   if (typeof server === "object" && !values.force)
     throw new ExitError(
       1,
       `tacho unenroll: the server was not told (${server.error}); nothing was changed. Pass --force to unenroll here anyway`,
     );
+  const unrouted = (host.gateway ?? []).map((h) => routeHarness(host, h, false)!);
   const removed: HarnessResult[] = applyHarnesses(host, host.harnesses, "remove");
-  for (const name of ["host.json", "policy.json", "journal", "spool", "recorder-status.json"])
-    rmSync(statePath(name), { recursive: true, force: true });
+  forgetAll();
+  const service = removeService();
+  for (const name of ["host.json", ...HOST_STATE, ...RECORDER_FILES]) rmSync(statePath(name), { recursive: true, force: true });
+  const stateGone = removeStateDir();
   const told = typeof server === "object" ? `not told: ${server.error}` : server;
   if (values.json) {
-    process.stdout.write(`${JSON.stringify({ host_id: host.host_id, server: told, dropped: pending, removed }, null, 2)}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ host_id: host.host_id, server: told, dropped: pending, removed, unrouted, service: service && { path: service.file.path, ...(service.failed ? { warning: service.failed } : {}) }, state_dir: { path: statePath(), removed: stateGone } }, null, 2)}\n`,
+    );
   } else {
     const lines = [`unenrolled ${host.host_id} (server: ${told})`];
+    for (const r of unrouted)
+      lines.push(
+        `${r.harness}: model calls no longer through the gateway (${r.changed ? "settings given back in" : "were not in"} ${r.config})`,
+      );
     for (const r of removed) lines.push(`${r.harness}: hooks ${r.changed ? "removed from" : "were not in"} ${r.config}`);
+    if (service)
+      lines.push(
+        `login service ${service.file.name} removed (${service.file.path})${service.failed ? `; unloading it said: ${service.failed}` : ""}`,
+      );
+    lines.push(
+      stateGone ? `state directory ${statePath()} removed` : `state directory ${statePath()} kept: it holds files tacho did not write`,
+    );
     if (pending > 0) lines.push(`dropped ${pending} undelivered items (--force)`);
     process.stdout.write(`${lines.join("\n")}\n`);
   }
   return 0;
+}
+
+/** Removes the state directory when nothing is left in it, and the default one's `oxagen` parent too; whether it is gone. */
+function removeStateDir(): boolean {
+  const dir = stateDir();
+  try {
+    rmdirSync(dir);
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "ENOENT";
+  }
+  const parent = dirname(dir);
+  if (parent === join(homedir(), ".config", "oxagen"))
+    try {
+      rmdirSync(parent);
+    } catch {
+      // Something else of Oxagen's lives there.
+    }
+  return true;
 }

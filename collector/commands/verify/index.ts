@@ -22,7 +22,20 @@ import { useNodeCrypto } from "../../lib/node-crypto.ts";
 import { parallelChecker } from "./parallel.ts";
 import { progressBar } from "./progress.ts";
 
-export const USAGE = "usage: oxagen verify BUNDLE (--server-key KEY ... | --server-keys FILE) [--bodies DIR] [--expect-head HEX] [--json]";
+export const USAGE = `usage: oxagen verify BUNDLE (--server-key KEY ... | --server-keys FILE) [--bodies DIR] [--expect-head HEX] [--json]
+
+Checks an export bundle offline, with no network: the server's signature against a pinned key,
+every frame hash and link, seq continuity, every lock, and the gaps the bundle lists against what
+the chain shows. It goes on after the first failure and prints one finding per problem.
+
+  --server-key KEY     a pinned server public key (64 hex characters, or a file holding them); repeat for several
+  --server-keys FILE   the pinned server keys as JSON (the answer of GET /v1/keys)
+  --bodies DIR         also check each body in DIR (files named by their sha256) against the record
+  --expect-head HEX    the chain head you were given out of band: a bundle ending elsewhere fails
+  --json               print the findings as JSON
+
+Exit 0 valid and complete, 1 tampered, 2 cannot verify (unreadable, unknown version, missing
+key), 3 valid but incomplete (not final-locked, frames after the last lock, gaps).`;
 const RESULT_WORD = { 0: "VALID", 1: "TAMPERED", 2: "CANNOT VERIFY", 3: "VALID BUT INCOMPLETE" } as const;
 
 /** Below this size one thread is faster than starting a second. */

@@ -76,13 +76,14 @@ beforeAll(async () => {
   }
   for (const m of machines) {
     await daemonUp(m.computer);
-    // The recorder holds the workspace's policy (with its budget) before the first call.
+    // The recorder holds the workspace's policy (with its budget), and its gateway listens, before the first call.
     await eventually(async () => {
       const s = JSON.parse(readFileSync(join(m.computer.env.OXAGEN_HOME!, "recorder-status.json"), "utf8")) as {
         policy_etag: string | null;
+        gateway: { listening: string };
       };
-      return s.policy_etag !== null;
-    }, "the recorder's policy");
+      return s.policy_etag !== null && s.gateway.listening === "listening";
+    }, "the recorder's policy and gateway");
   }
 }, 300_000);
 
@@ -111,7 +112,7 @@ describe("budget reservations at the gateway, three computers, one budget", () =
       const session = `s-${machine}-${i % 2}`;
       const client = new Anthropic({
         apiKey: "sk-ant-test",
-        baseURL: `http://127.0.0.1:${m.computer.port + 1}`,
+        baseURL: `http://127.0.0.1:${m.computer.gatewayPort}`,
         maxRetries: 0,
         defaultHeaders: { "x-oxagen-hook-secret": m.secret, "x-oxagen-agent": AGENT, "x-oxagen-session-id": session },
       });
@@ -149,7 +150,8 @@ describe("budget reservations at the gateway, three computers, one budget", () =
     expect(reservations.reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(LIMIT);
     // Refused in Anthropic's shape for a spend limit: 400 invalid_request_error, the reason in the message.
     for (const o of refused) {
-      expect(o.status).toBe(400);
+      // A refusal without a status is a connection failure: say what it was.
+      expect(o.status, String(o.error)).toBe(400);
       const body = (o.error as { error?: { type: string; error: { type: string; message: string } } }).error;
       expect(body?.error.type).toBe("invalid_request_error");
       // Refused by its gateway's lease (no room for this call), or, once a lease filled the budget, by the

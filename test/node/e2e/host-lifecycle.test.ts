@@ -3,7 +3,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { keyIdFor, publicKeyOf, runIdFor, verifyBundle } from "../../../protocol/index.ts";
-import { daemonUp, drained, enroll, eventually, newComputer, runDaemon, stopAll, type Computer } from "../../support/e2e.ts";
+import { daemonUp, drained, enroll, eventually, newComputer, runDaemon, stopAll, stopDaemon, type Computer } from "../../support/e2e.ts";
 import { SERVER_SECRET } from "../../support/sample-run.ts";
 import { startWorker, type LocalWorker } from "../../support/worker.ts";
 
@@ -17,12 +17,6 @@ const hostJson = () => JSON.parse(readFileSync(join(computer.env.OXAGEN_HOME!, "
 const step = (session: string, event: string, extra: Record<string, unknown> = {}) =>
   computer.hook(["--agent", AGENT], { session_id: session, hook_event_name: event, ...extra });
 const runView = async (id: string) => (await (await worker.api(`/v1/runs/${id}`)).json()) as { status: string; lock_count: number };
-
-async function stopDaemon() {
-  daemon?.proc.kill("SIGTERM");
-  await daemon?.exited;
-  daemon = undefined;
-}
 
 beforeAll(async () => {
   worker = await startWorker();
@@ -42,7 +36,7 @@ describe("a host's key and enrollment over its life", () => {
     step("s-old", "UserPromptSubmit", { prompt: "before the rotation" });
     await eventually(async () => (await runView(old)).lock_count > 0, "the first run's first lock");
     expect(computer.tacho(["rotate-key"]).status).toBe(1);
-    await stopDaemon();
+    daemon = await stopDaemon(daemon);
     const rotated = computer.tacho(["rotate-key", "--json"]);
     expect(rotated.status, rotated.stderr).toBe(0);
     const answer = JSON.parse(rotated.stdout) as { key_id: string; retired_key_id: string; open_chains_on_old_key: number };
@@ -71,7 +65,7 @@ describe("a host's key and enrollment over its life", () => {
 
   it("unenrolls: refused while the recorder runs, then the server stops taking the key and the enrollment is gone", async () => {
     expect(computer.tacho(["unenroll"]).status).toBe(1);
-    await stopDaemon();
+    daemon = await stopDaemon(daemon);
     const out = computer.tacho(["unenroll", "--json"]);
     expect(out.status, out.stderr).toBe(0);
     expect(JSON.parse(out.stdout)).toMatchObject({ host_id: hostId, server: "unenrolled", dropped: 0 });

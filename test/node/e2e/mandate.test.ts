@@ -30,6 +30,12 @@ const denied = (a: Record<string, unknown>) =>
     ? String((a.hookSpecificOutput as { permissionDecisionReason: string }).permissionDecisionReason)
     : null;
 const post = (path: string, body: unknown = {}) => worker.api(path, { method: "POST", body: JSON.stringify(body) });
+async function applied(res: Promise<Response>) {
+  const r = await res;
+  expect(r.status).toBe(200);
+  return ((await r.json()) as { propagation: unknown }).propagation;
+}
+const everywhere = { hosts: 1, applied: 1, not_applied: [], more: 0 };
 
 beforeAll(async () => {
   worker = await startWorker();
@@ -51,11 +57,11 @@ describe("the mandate, live", () => {
     await eventually(async () => (await worker.api(`/v1/runs/${run}`)).ok, "the run on the server");
     const fetchesBefore = status().policy_fetches;
     const pushesBefore = status().push.pushes;
-    expect((await post(`/v1/runs/${run}/pause`)).status).toBe(200);
-    const reason = await eventually(async () => denied(tool(session)), "the pause to reach the hook");
-    expect(reason).toBe("this run is paused by an operator");
-    expect((await post(`/v1/runs/${run}/resume`)).status).toBe(200);
-    await eventually(async () => denied(tool(session)) === null, "the resume to reach the hook");
+    // Each call returns once the recorder applied it: the very next tool call sees it.
+    expect(await applied(post(`/v1/runs/${run}/pause`))).toEqual(everywhere);
+    expect(denied(tool(session))).toBe("this run is paused by an operator");
+    expect(await applied(post(`/v1/runs/${run}/resume`))).toEqual(everywhere);
+    expect(denied(tool(session))).toBeNull();
     // Two changes, two pushes, two fetches: nothing else fetched the policy (the polls are an hour apart).
     // The counts come from recorder-status.json, written every 200 ms: wait for it to catch up.
     await eventually(async () => status().policy_fetches - fetchesBefore >= 2, "the status file to count both fetches");
@@ -66,14 +72,14 @@ describe("the mandate, live", () => {
   it("pauses an agent across the workspace: its session start is stopped, its tools and prompts refused, until resumed", async () => {
     const s = "s-agent";
     step(s, "SessionStart");
-    expect((await post(`/v1/agents/${AGENT}/pause`)).status).toBe(200);
-    await eventually(async () => denied(tool(s)), "the agent pause to reach the hook");
+    expect(await applied(post(`/v1/agents/${AGENT}/pause`))).toEqual(everywhere);
+    expect(denied(tool(s))).toBe(`the agent ${AGENT} is paused by an operator`);
     expect(step("s-agent-2", "SessionStart")).toMatchObject({ continue: false, stopReason: `the agent ${AGENT} is paused by an operator` });
     expect(step(s, "UserPromptSubmit", { prompt: "refund it" })).toMatchObject({ decision: "block" });
     const list = (await (await worker.api("/v1/agents")).json()) as { agents: { name: string; paused: boolean }[] };
     expect(list.agents.find((a) => a.name === AGENT)).toMatchObject({ paused: true });
-    expect((await post(`/v1/agents/${AGENT}/resume`)).status).toBe(200);
-    await eventually(async () => denied(tool(s)) === null, "the agent resume to reach the hook");
+    expect(await applied(post(`/v1/agents/${AGENT}/resume`))).toEqual(everywhere);
+    expect(denied(tool(s))).toBeNull();
   });
 
   it("prices a Claude Code run's transcript calls on the server, and refuses the run's next step once its budget is spent, until raised", async () => {

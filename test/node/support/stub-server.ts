@@ -12,7 +12,7 @@ import {
 } from "../../../protocol/index.ts";
 import { SERVER_KEY_ID, SERVER_PUBLIC, SERVER_SECRET } from "../../support/sample-run.ts";
 
-export const STUB_TOKEN = "oxe_stub.0123456789abcdef";
+export const STUB_TOKEN = `oxe_0123456789abcdef_${"5".repeat(48)}`;
 export const STUB_WORKSPACE = "ws_stub";
 
 /** A stand-in for the Worker's /v1/enroll and /v1/policy, built from the protocol functions. */

@@ -16,7 +16,12 @@ type AgentView = {
 type HostView = { id: string; hostname: string; status: string; last_seen_ms: number | null };
 
 /** The Wrapped agents panel: every harness and custom agent per computer, with its health and why. */
-export function AgentsPage(props: { ctx: PageContext; hosts: { host: HostView; agents: AgentView[] }[]; pausedEverywhere: string[] }) {
+export function AgentsPage(props: {
+  ctx: PageContext;
+  hosts: { host: HostView; agents: AgentView[] }[];
+  pausedEverywhere: string[];
+  notice: { text: string; bad: boolean } | null;
+}) {
   const all = props.hosts.flatMap((h) => h.agents);
   const counts = new Map<string, number>();
   for (const a of all) counts.set(a.health, (counts.get(a.health) ?? 0) + 1);
@@ -26,8 +31,13 @@ export function AgentsPage(props: { ctx: PageContext; hosts: { host: HostView; a
       <p class="muted">
         Every harness and custom agent on every enrolled computer, with its health as the server sees it. Pausing an agent, on one computer
         or across the workspace, refuses the next tool call and prompt of every session of it and is pushed to the recorders at once; a run
-        can be paused from its page, a computer suspended here.
+        can be paused from its page, a computer suspended here. A harness never wrapped on a computer has nothing to pause there.
       </p>
+      {props.notice ? (
+        <p class={props.notice.bad ? "notice bad" : "notice"} role="status">
+          {props.notice.text}
+        </p>
+      ) : null}
       {props.pausedEverywhere.length > 0 ? (
         <section aria-labelledby="paused-everywhere">
           <h2 id="paused-everywhere">Paused across the workspace</h2>
@@ -112,6 +122,8 @@ export function AgentsPage(props: { ctx: PageContext; hosts: { host: HostView; a
                         <AgentAction ctx={props.ctx} name={a.name} host={host.id} hostname={host.hostname} pause={false} />{" "}
                         <AgentAction ctx={props.ctx} name={a.name} host={null} hostname={null} pause />
                       </>
+                    ) : a.health === "not_wrapped" ? (
+                      "no"
                     ) : (
                       <>
                         no <AgentAction ctx={props.ctx} name={a.name} host={host.id} hostname={host.hostname} pause />{" "}

@@ -1,8 +1,8 @@
 /** @jsxImportSource hono/jsx */
 import { GRADES, TIERS } from "../../../protocol/index.ts";
-import type { RunRow } from "../../lib/run-rows.ts";
+import { type RunRow, runDuration, runOutcome } from "../../lib/run-rows.ts";
 import { RUN_STATUSES } from "../../lib/runs.ts";
-import { Layout, type PageContext, State, usd, When, Head } from "../layout.tsx";
+import { duration, Layout, type PageContext, State, usd, When, Head } from "../layout.tsx";
 
 /** The filters as the form holds them (strings, empty when unset). */
 export interface RunFilters {
@@ -31,7 +31,11 @@ function Choice(props: { name: string; label: string; value: string; options: re
   );
 }
 
-/** The runs list: filters (a GET form), one row per run with its spend as the run row has it, and paging. */
+/**
+ * The runs list: filters (a GET form), and one row per run with what an operator reads first: its
+ * outcome and why, its agent and computer, when it started and how long it ran, its model calls
+ * (and failures), its cost and its gaps; then paging.
+ */
 export function RunsPage(props: {
   ctx: PageContext;
   filters: RunFilters;
@@ -84,36 +88,45 @@ export function RunsPage(props: {
         </p>
       ) : null}
       <table>
-        <Head cols={["Run", "Harness / agent", "Computer", "Status", "Tier", "Grade", "Spend", "Frames", "Gaps", "Last frame"]} />
+        <Head cols={["Run", "Outcome", "Harness / agent", "Computer", "Started", "Duration", "Model calls", "Cost", "Gaps"]} />
         <tbody>
-          {props.runs.map((r) => (
-            <tr>
-              <th scope="row">
-                <a href={`/console/runs/${r.id}`} class="mono">
-                  {r.id}
-                </a>
-              </th>
-              <td>{r.agent && r.agent !== r.harness ? `${r.harness} / ${r.agent}` : r.harness}</td>
-              <td class="mono">{r.hostId}</td>
-              <td>
-                <State value={r.status} />
-                {r.pausedMs !== null && r.status !== "sealed" ? (
-                  <>
-                    {" "}
-                    <State value="paused" />
-                  </>
-                ) : null}
-              </td>
-              <td>{r.tier}</td>
-              <td>{r.grade}</td>
-              <td>{usd(r.spendMicrousd)}</td>
-              <td>{r.frameCount}</td>
-              <td>{r.gapCount}</td>
-              <td>
-                <When ms={r.lastFrameMs} />
-              </td>
-            </tr>
-          ))}
+          {props.runs.map((r) => {
+            const outcome = runOutcome(r);
+            return (
+              <tr>
+                <th scope="row">
+                  <a href={`/console/runs/${r.id}`} class="mono" title={r.id}>
+                    {r.id.slice(0, 12)}…
+                  </a>
+                </th>
+                <td class="outcome">
+                  <State value={outcome.value} />
+                  {r.pausedMs !== null && r.status !== "sealed" && outcome.value !== "paused" ? (
+                    <>
+                      {" "}
+                      <State value="paused" />
+                    </>
+                  ) : null}
+                  <div class="muted small">{outcome.reason}</div>
+                </td>
+                <td>{r.agent && r.agent !== r.harness ? `${r.harness} / ${r.agent}` : r.harness}</td>
+                <td title={r.hostId}>{r.hostname ?? r.hostId}</td>
+                <td>
+                  <When ms={r.firstFrameMs} />
+                </td>
+                <td>{duration(runDuration(r))}</td>
+                <td>
+                  {r.modelCalls}
+                  {r.modelFailed > 0 ? <span class="bad-text"> ({r.modelFailed} failed)</span> : null}
+                </td>
+                <td>
+                  {usd(r.spendMicrousd)}
+                  {r.unpricedCalls > 0 ? <span class="muted"> + {r.unpricedCalls} unpriced</span> : null}
+                </td>
+                <td>{r.gapCount}</td>
+              </tr>
+            );
+          })}
         </tbody>
       </table>
       {props.runs.length === 0 ? <p class="muted">No run matches.</p> : null}
