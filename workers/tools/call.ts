@@ -147,10 +147,9 @@ export async function callTool(
   };
   if (result !== scrubbed.result) end.status = "error";
   // Settled even when the client has gone: the reservation must not outlive the call.
-  const settled = meter.settleToolCall(end, policy.budgets, Date.now()).then(async ({ changed }) => {
-    if (changed) await pushPolicies(env, scope.workspaceId);
-  });
-  scope.waitUntil(settled);
+  // The push (which waits for recorders' acknowledgements) runs after the answer, never before it.
+  const settled = meter.settleToolCall(end, policy.budgets, Date.now());
+  scope.waitUntil(settled.then(({ changed }) => (changed ? pushPolicies(env, scope.workspaceId) : undefined)));
   await settled;
   if (end.status === "refused") return refusal(id, defSha256, end.rule!, end.reason!);
   const meta: ToolCallMeta = { call_id: id, definition_sha256: defSha256 };
