@@ -205,7 +205,8 @@ export const MAX_LEASE_MICROUSD = 1_000_000_000;
 
 /** `POST /v1/host/budget/leases`: hold `microusd` of the run's (and its host's and workspace's) budget for `ttl_ms`. */
 export const BudgetLeaseRequest = z.strictObject({
-  run: z.string().regex(/^run_[0-9a-f]{32}$/),
+  /** A run, or the asking computer's own chain (`host_<host id>`: the gateway's calls tied to no session). */
+  run: z.string().regex(/^(?:run_[0-9a-f]{32}|host_[a-z0-9][a-z0-9_-]{0,63})$/),
   microusd: z.number().int().positive().max(MAX_LEASE_MICROUSD),
   ttl_ms: z.number().int().min(1000).max(3_600_000).default(600_000),
 });
@@ -225,6 +226,8 @@ export const BudgetLeaseGrant = z.object({
   lease_id: z.string().regex(/^lease_[0-9a-f]{32}$/),
   microusd: z.number().int().nonnegative(),
   expires_ms: z.number().int(),
+  /** The least room left, after this lease, among the budget scopes its run counts toward; null when no clause limits it. */
+  room_microusd: z.number().int().nonnegative().nullable().optional(),
 });
 /** One of {@link BudgetLeaseGrant}. */
 export type BudgetLeaseGrant = z.infer<typeof BudgetLeaseGrant>;

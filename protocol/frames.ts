@@ -154,6 +154,8 @@ export const PAYLOADS = {
     ttfb_ms: count.optional(),
     /** Gateway only: the client went away before the response ended; `usage` is what the vendor reported until then. */
     client_closed: z.literal(true).optional(),
+    /** Gateway only: the vendor went silent past the gateway's timeout before its first byte or between two, and the gateway ended the call. */
+    timed_out: z.enum(["first_byte", "idle"]).optional(),
     stream: z.boolean().optional(),
     usage: z.strictObject({
       input_tokens: count,

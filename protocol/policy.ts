@@ -85,7 +85,10 @@ export const ExhaustedBudget = z.strictObject({
   window: z.enum(["run", "day", "month"]),
   run: RunId.optional(),
   until_ms: z.number().int().nonnegative().nullable(),
+  /** Priced spend plus what leases hold for calls not priced yet. */
   spent_microusd: z.number().int().nonnegative(),
+  /** The part of `spent_microusd` leases hold (reserved for calls in flight, not spent); absent when none. */
+  reserved_microusd: z.number().int().positive().optional(),
   limit_microusd: z.number().int().nonnegative(),
 });
 /** One of {@link ExhaustedBudget}. */
@@ -257,7 +260,12 @@ export function exhaustedFor(policy: Policy, runId: string | null, now: number):
 export function budgetReason(b: ExhaustedBudget): string {
   const window = b.window === "run" ? "this run" : b.window === "day" ? "today (UTC)" : "this month (UTC)";
   const scope = b.scope === "run" ? "the run" : b.scope === "host" ? "this computer" : "the workspace";
-  return `budget exhausted: ${b.budget} allows ${formatUsd(b.limit_microusd)} for ${scope} in ${window}, and ${formatUsd(b.spent_microusd)} is spent`;
+  const reserved = b.reserved_microusd ?? 0;
+  const used =
+    reserved > 0
+      ? `${formatUsd(b.spent_microusd - reserved)} is spent and ${formatUsd(reserved)} is reserved by calls in flight`
+      : `${formatUsd(b.spent_microusd)} is spent`;
+  return `budget exhausted: ${b.budget} allows ${formatUsd(b.limit_microusd)} for ${scope} in ${window}, and ${used}`;
 }
 
 /**

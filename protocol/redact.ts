@@ -35,6 +35,11 @@ interface Detector {
   re: RegExp;
   /** Extra check on the credential text; false drops the match. */
   accept?: (secret: string) => boolean;
+  /**
+   * What every match contains (a literal, or a plain expression with the detector's own flags, so
+   * case folding is the same): a text without it is not scanned by `re`. Cheap next to `re`.
+   */
+  hint: string | RegExp;
 }
 
 // A token does not start or end in the middle of another word.
@@ -46,35 +51,47 @@ const SPECIFIC: Detector[] = [
   {
     kind: "private_key",
     re: /-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY( BLOCK)?-----[\s\S]*?(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY( BLOCK)?-----|$)/dg,
+    hint: "PRIVATE KEY",
   },
-  { kind: "anthropic_api_key", re: new RegExp(`${B}sk-ant-[A-Za-z0-9_-]{20,}`, "dg") },
-  { kind: "openai_api_key", re: new RegExp(`${B}sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{20,}`, "dg") },
-  { kind: "openai_api_key", re: new RegExp(`${B}sk-[A-Za-z0-9]{20,}${E}`, "dg"), accept: mixedCharacters },
-  { kind: "aws_access_key_id", re: /(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])/dg },
+  { kind: "anthropic_api_key", re: new RegExp(`${B}sk-ant-[A-Za-z0-9_-]{20,}`, "dg"), hint: "sk-ant-" },
+  { kind: "openai_api_key", re: new RegExp(`${B}sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{20,}`, "dg"), hint: "sk-" },
+  { kind: "openai_api_key", re: new RegExp(`${B}sk-[A-Za-z0-9]{20,}${E}`, "dg"), accept: mixedCharacters, hint: "sk-" },
+  { kind: "aws_access_key_id", re: /(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])/dg, hint: /AKIA|ASIA/ },
   {
     kind: "aws_secret_access_key",
     re: /aws_?secret_?(?:access_?)?key\\?["']?\s*[:=]\s*\\?["']?(?<secret>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])/dgi,
+    hint: /aws_?secret/i,
   },
-  { kind: "github_token", re: new RegExp(`${B}(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,255}${E}`, "dg") },
-  { kind: "github_token", re: new RegExp(`${B}github_pat_[A-Za-z0-9_]{22,255}${E}`, "dg") },
-  { kind: "slack_token", re: new RegExp(`${B}xox[abpr]-[A-Za-z0-9-]{10,}`, "dg") },
-  { kind: "stripe_secret_key", re: new RegExp(`${B}sk_live_[A-Za-z0-9]{16,}${E}`, "dg") },
-  { kind: "stripe_restricted_key", re: new RegExp(`${B}rk_live_[A-Za-z0-9]{16,}${E}`, "dg") },
-  { kind: "google_api_key", re: new RegExp(`${B}AIza[A-Za-z0-9_-]{35}${E}`, "dg") },
-  { kind: "jwt", re: new RegExp(`${B}eyJ[A-Za-z0-9_-]{5,}\\.eyJ[A-Za-z0-9_-]{5,}\\.[A-Za-z0-9_-]{8,}${E}`, "dg") },
+  { kind: "github_token", re: new RegExp(`${B}(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,255}${E}`, "dg"), hint: /gh[pousr]_/ },
+  { kind: "github_token", re: new RegExp(`${B}github_pat_[A-Za-z0-9_]{22,255}${E}`, "dg"), hint: "github_pat_" },
+  { kind: "slack_token", re: new RegExp(`${B}xox[abpr]-[A-Za-z0-9-]{10,}`, "dg"), hint: "xox" },
+  { kind: "stripe_secret_key", re: new RegExp(`${B}sk_live_[A-Za-z0-9]{16,}${E}`, "dg"), hint: "sk_live_" },
+  { kind: "stripe_restricted_key", re: new RegExp(`${B}rk_live_[A-Za-z0-9]{16,}${E}`, "dg"), hint: "rk_live_" },
+  { kind: "google_api_key", re: new RegExp(`${B}AIza[A-Za-z0-9_-]{35}${E}`, "dg"), hint: "AIza" },
+  { kind: "jwt", re: new RegExp(`${B}eyJ[A-Za-z0-9_-]{5,}\\.eyJ[A-Za-z0-9_-]{5,}\\.[A-Za-z0-9_-]{8,}${E}`, "dg"), hint: "eyJ" },
 ];
 
 // The name ends with the keyword (`DB_PASSWORD`, `client_secret`, `GITHUB_TOKEN`) but not `max_tokens`.
 const NAME = (words: string) => `(?<![A-Za-z0-9_.-])(?:[A-Za-z0-9_.-]*[_.-])?(?:${words})`;
+const QUOTED_ASSIGN = `\\\\?["']?\\s*[:=]`;
 const QUOTED_VALUE = `\\\\?(?<q>["'])(?<secret>[^"'\\\\\\r\\n]{1,1024})\\\\?\\k<q>`;
 // Unquoted only in env/CLI/query form (`KEY=value`, `--password=value`, `?token=value`): no spaces
 // around `=`, which keeps `token = getToken()` and `password: string` in code out.
 const BARE_VALUE = `(?<secret>\\$\\{[A-Za-z_][A-Za-z0-9_]*\\}|[^\\s"'\`;&,()<>\\[\\]{}]{1,1024})(?![(\\w.-])`;
 
 function assignment(kind: string, words: string): Detector[] {
+  const quoted = `(?:${words})${QUOTED_ASSIGN}`;
+  const bare = `(?:${words})=`;
+  // Each hint is the keyword and what must follow it, with the detector's flags (`iu`: the same
+  // Unicode case folding): `max_tokens` in every model request is not scanned for a token.
   return [
-    { kind, re: new RegExp(`${NAME(words)}\\\\?["']?\\s*[:=]\\s*${QUOTED_VALUE}`, "dgiu"), accept: notPlaceholder },
-    { kind, re: new RegExp(`${NAME(words)}=${BARE_VALUE}`, "dgiu"), accept: notPlaceholder },
+    {
+      kind,
+      re: new RegExp(`${NAME(words)}${QUOTED_ASSIGN}\\s*${QUOTED_VALUE}`, "dgiu"),
+      accept: notPlaceholder,
+      hint: new RegExp(quoted, "iu"),
+    },
+    { kind, re: new RegExp(`${NAME(words)}=${BARE_VALUE}`, "dgiu"), accept: notPlaceholder, hint: new RegExp(bare, "iu") },
   ];
 }
 
@@ -84,8 +101,9 @@ const GENERIC: Detector[] = [
     kind: "url_password",
     re: /(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{1,31}:\/\/[^\s/:@"'<>]{0,256}:(?<secret>[^\s/@"'<>]{1,256})@/dgu,
     accept: notPlaceholder,
+    hint: "://",
   },
-  { kind: "bearer_token", re: /(?<![A-Za-z])bearer\s+(?<secret>[A-Za-z0-9._~+/-]{16,}=*)/dgi, accept: notPlaceholder },
+  { kind: "bearer_token", re: /(?<![A-Za-z])bearer\s+(?<secret>[A-Za-z0-9._~+/-]{16,}=*)/dgi, accept: notPlaceholder, hint: /bearer/i },
   ...assignment("password", "password|passwd|passphrase"),
   ...assignment("secret", "secret"),
   ...assignment("token", "token"),
@@ -111,6 +129,7 @@ function mixedCharacters(secret: string): boolean {
 function run(detectors: Detector[], text: string, kept: CredentialMatch[], work: { steps: number }): CredentialMatch[] {
   const found: CredentialMatch[] = [];
   for (const d of detectors) {
+    if (typeof d.hint === "string" ? !text.includes(d.hint) : !d.hint.test(text)) continue;
     d.re.lastIndex = 0;
     for (const m of text.matchAll(d.re)) {
       const span = m.indices?.groups?.secret ?? m.indices?.[0];

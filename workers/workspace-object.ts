@@ -7,7 +7,7 @@ import {
   type ExhaustedScope,
   exhaustedKey,
   exhaustedScopes,
-  overLimit,
+  leaseRoom,
   type RunSpend,
   takeSpend,
   type UseFilter,
@@ -34,11 +34,16 @@ export const PUSH_HOST_HEADER = "x-oxagen-push-host";
 
 /** A lease of budget (see {@link WorkspaceObject.lease}). */
 export type LeaseAnswer =
-  | { granted: true; lease_id: string; microusd: number; expires_ms: number; changed: boolean }
-  | { granted: false; exhausted: ExhaustedScope };
+  | { granted: true; lease_id: string; microusd: number; expires_ms: number; room_microusd: number | null; changed: boolean }
+  | { granted: false; exhausted: ExhaustedScope; room_microusd: number };
 
 /** A resized lease (see {@link WorkspaceObject.resize}): a lease answer, or gone (unknown, expired, another host's). */
 export type ResizeAnswer = LeaseAnswer | { granted: false; gone: true };
+
+/** The room a refused lease's scope has without the amount asked (the scope's use counted it). */
+function roomWithout(over: ExhaustedScope, asked: number): number {
+  return Math.max(0, over.limit_microusd - (over.spent_microusd - asked));
+}
 
 /**
  * One per workspace (`env.WORKSPACES.idFromName(workspaceId)`): the one writer of its budget
@@ -147,13 +152,13 @@ export class WorkspaceObject extends DurableObject<Env> {
         req.microusd,
         expires,
       );
-      const over = overLimit(sql, clauses, now, req.hostId, req.runId);
+      const { over, room } = leaseRoom(sql, clauses, now, req.hostId, req.runId);
       if (over) {
         sql.exec("DELETE FROM leases WHERE id = ?", id);
-        return { granted: false, exhausted: over };
+        return { granted: false, exhausted: over, room_microusd: roomWithout(over, req.microusd) };
       }
       const { changed } = this.#settleChange(clauses, now);
-      return { granted: true, lease_id: id, microusd: req.microusd, expires_ms: expires, changed };
+      return { granted: true, lease_id: id, microusd: req.microusd, expires_ms: expires, room_microusd: room, changed };
     });
   }
 
@@ -179,8 +184,8 @@ export class WorkspaceObject extends DurableObject<Env> {
       const expires = now + req.ttlMs;
       // A lease renewed past UTC midnight holds its calls in the new day's (and month's) window.
       sql.exec("UPDATE leases SET microusd = ?, expires_ms = ?, day = ? WHERE id = ?", microusd, expires, utcDay(now), req.leaseId);
+      const { over, room } = leaseRoom(sql, clauses, now, req.hostId, held.run_id);
       if (microusd > held.microusd) {
-        const over = overLimit(sql, clauses, now, req.hostId, held.run_id);
         if (over) {
           sql.exec(
             "UPDATE leases SET microusd = ?, expires_ms = ?, day = ? WHERE id = ?",
@@ -189,11 +194,11 @@ export class WorkspaceObject extends DurableObject<Env> {
             held.day,
             req.leaseId,
           );
-          return { granted: false, exhausted: over };
+          return { granted: false, exhausted: over, room_microusd: roomWithout(over, microusd - held.microusd) };
         }
       }
       const { changed } = this.#settleChange(clauses, now);
-      return { granted: true, lease_id: req.leaseId, microusd, expires_ms: expires, changed };
+      return { granted: true, lease_id: req.leaseId, microusd, expires_ms: expires, room_microusd: room, changed };
     });
   }
 

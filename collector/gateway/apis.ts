@@ -106,7 +106,7 @@ export const GATEWAY_HEADERS = ["x-oxagen-agent", "x-oxagen-session-id", HOOK_SE
 export function vendorError(
   vendor: Vendor,
   status: number,
-  kind: "refused" | "budget" | "not_found" | "upstream" | "unauthorized",
+  kind: "refused" | "budget" | "not_found" | "upstream" | "unauthorized" | "timeout",
   message: string,
   code: string,
 ) {
@@ -117,12 +117,24 @@ export function vendorError(
     return vendor === "anthropic"
       ? { status: 400, body: { type: "error", error: { type: "invalid_request_error", message } } }
       : { status: 429, body: { error: { message, type: "insufficient_quota", param: null, code: "insufficient_quota" } } };
+  // A policy's refusal (a paused run, a suspended computer, a model off the allow-list) as a request
+  // the vendor will not serve, never as a credential problem: Claude Code shows a 403 permission_error
+  // as "Failed to authenticate", and Codex retries a 403 five times before it shows it (seen with
+  // the real CLIs, test/harnesses/gateway.test.ts); both show a 400's message as it is, at once.
+  if (kind === "refused")
+    return vendor === "anthropic"
+      ? { status: 400, body: { type: "error", error: { type: "invalid_request_error", message } } }
+      : { status: 400, body: { error: { message, type: "invalid_request_error", param: null, code } } };
   if (vendor === "anthropic") {
-    const type = { refused: "permission_error", not_found: "not_found_error", upstream: "api_error", unauthorized: "authentication_error" }[
-      kind
-    ];
+    const type = {
+      refused: "invalid_request_error",
+      not_found: "not_found_error",
+      upstream: "api_error",
+      unauthorized: "authentication_error",
+      timeout: "timeout_error",
+    }[kind];
     return { status, body: { type: "error", error: { type, message } } };
   }
-  const type = kind === "upstream" ? "server_error" : "invalid_request_error";
+  const type = kind === "upstream" || kind === "timeout" ? "server_error" : "invalid_request_error";
   return { status, body: { error: { message, type, param: null, code } } };
 }

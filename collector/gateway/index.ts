@@ -1,3 +1,4 @@
+import { hostChainId } from "../../protocol/index.ts";
 import { type HostConfig, hostUpstreams } from "../lib/state.ts";
 import { decideModelCall } from "../recorder/decide.ts";
 import { type Listening, listenLoopback } from "../recorder/listener.ts";
@@ -5,6 +6,7 @@ import type { Recorder } from "../recorder/recorder.ts";
 import type { Vendor } from "./apis.ts";
 import { maxCostOf, realCostOf } from "./cost.ts";
 import { carriedStep } from "./offload.ts";
+import { callKey, nextCarriedId } from "./record.ts";
 import type { BudgetLeases, Held } from "./lease.ts";
 import { type BudgetHold, emptyStats, gatewayHandler, type GatewaySink, type GatewayStats } from "./proxy.ts";
 
@@ -41,14 +43,16 @@ export function recorderSink(recorder: Recorder, secret: () => string | null, le
     secret,
     runId: (session) => recorder.gatewayRun(session),
     reserve: (call, api, mr) => {
-      // Only a call of a run, under a policy with budgets, of a model the price table knows: an
-      // unpriced call is not counted by spend either, and an untied one has no run to lease for.
-      if (!leases || !call.runId?.startsWith("run_") || !recorder.policy?.policy.budgets.length) return null;
+      // Under a policy with budgets, a call of a model the price table knows (an unpriced call is
+      // not counted by spend either). A call tied to no session is reserved like any other, on the
+      // computer's own chain, where it is recorded and priced.
+      if (!leases || !recorder.policy?.policy.budgets.length) return null;
+      const run = call.runId ?? hostChainId(recorder.host.host_id);
       // A call the policy refuses anyway (a stop, a model not allowed) reserves nothing.
       if (!decideModelCall(call, ctx(true)).forward) return null;
       const max = maxCostOf(api, mr, new Date());
       if (max === null) return null;
-      const held = leases.reserve(call.runId, max);
+      const held = leases.reserve(run, max);
       const hold = (h: Held): BudgetHold =>
         "refused" in h
           ? { refused: h.refused, reserved: false, done: () => {} }
@@ -72,7 +76,9 @@ export function recorderSink(recorder: Recorder, secret: () => string | null, le
         recorder.log(`gateway: the ${steps[0]?.kind ?? "gateway"} frame of a call could not be recorded: ${(err as Error).message}`);
       }
     },
-    recordCall: (session, call, t, id, onError) => {
+    recordCall: (session, call, t, identity, onError) => {
+      const has = (id: string) => recorder.journal.has(id);
+      const id = identity ? (chain: string) => nextCarriedId(has, callKey(chain, identity)) : null;
       recorder.recordGateway(session, carriedStep(call, recorder.policy?.policy.retention ?? null, onError), t, id);
     },
     upstream: (vendor) => upstreamOf(recorder, vendor),

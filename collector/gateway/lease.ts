@@ -5,8 +5,12 @@ import type { HostConfig } from "../lib/state.ts";
 /** What the server answered to a lease or a resize (docs/api.md, "Budget leases"). */
 export type LeaseReply =
   | BudgetLeaseGrant
-  /** 409: the lease would pass a budget; `spent_microusd` counts the amount asked for. */
-  | { granted: false; exhausted: { budget: string; spent_microusd: number; limit_microusd: number } }
+  /** 409: the lease would pass a budget; `spent_microusd` (and `reserved_microusd`) count the amount asked for; `room_microusd` is what was left. */
+  | {
+      granted: false;
+      exhausted: { budget: string; spent_microusd: number; reserved_microusd?: number; limit_microusd: number };
+      room_microusd?: number;
+    }
   /** 404 to a resize: the lease expired or is unknown. */
   | { granted: false; gone: true }
   /** The server could not be asked (down, offline, a 5xx, an answer we cannot read). */
@@ -55,6 +59,16 @@ interface Slice {
   reserved: number;
   /** The maximum costs of the calls waiting for the server. */
   waiting: number;
+  /** The calls waiting, in the order they came: served in that order, none overtaken by a later one. */
+  queue: { microusd: number; resolve(h: Held): void }[];
+  /** The queue is being served (one server request at a time). */
+  serving: boolean;
+  /**
+   * The least room the run's scopes had left at the server's last answer; null when unknown or no
+   * clause limits it. Scarce room: the slice holds only what its calls need, and gives back the rest.
+   */
+  room: number | null;
+
   /** When the lease expires, by this side's clock: the request's send time plus the ttl (the server's `expires_ms` is by its clock, and is later). */
   expires: number;
   asking: Promise<Heard> | null;
@@ -67,6 +81,8 @@ interface Slice {
 }
 
 const dollars = (microusd: number) => `$${(microusd / 1_000_000).toFixed(4)}`;
+/** Room is scarce below this many slices' worth: slices then hold only what their calls need. */
+const SCARCE_SLICES = 4;
 
 /**
  * The gateway's hold on each run's budget (docs/collector.md, "Budget reservations"): per run, a
@@ -103,24 +119,55 @@ export class BudgetLeases {
   reserve(run: string, microusd: number): Held | Promise<Held> {
     const s = this.#slice(run);
     s.biggest = Math.max(s.biggest, microusd);
-    s.lastUse = this.#o.now();
-    const now = this.#fit(s, microusd);
-    if (now) return now;
-    if (!s.asking && this.#waitOut(s)) return this.#noRoom(s, run, microusd);
-    s.waiting += microusd;
-    return (async () => {
-      try {
-        // Each grant serves a waiting call or adds the cap to the slice, so this ends; a refusal or no answer ends it too.
-        for (;;) {
-          const heard = await this.#ask(s);
-          const fit = this.#fit(s, microusd);
-          if (fit) return fit;
-          if (heard !== "granted") return this.#noRoom(s, run, microusd);
+    // A call never overtakes one waiting before it.
+    if (s.queue.length === 0) {
+      const now = this.#fit(s, microusd);
+      if (now) return now;
+      if (!s.asking && this.#waitOut(s)) return this.#noRoom(s, run, microusd);
+    }
+    return new Promise<Held>((resolve) => {
+      s.queue.push({ microusd, resolve });
+      s.waiting += microusd;
+      void this.#serve(s);
+    });
+  }
+
+  /**
+   * Serves the waiting calls in order: each that the slice holds, then asks the server for the rest
+   * (one request at a time per run, for all of them). A call the server has no room for is refused
+   * (or let through unreserved when it cannot be asked), and the next is tried in its turn.
+   */
+  async #serve(s: Slice): Promise<void> {
+    if (s.serving) return;
+    s.serving = true;
+    try {
+      for (;;) {
+        while (s.queue.length) {
+          const fit = this.#fit(s, s.queue[0]!.microusd);
+          if (!fit) break;
+          this.#dequeue(s).resolve(fit);
         }
-      } finally {
-        s.waiting -= microusd;
+        if (s.queue.length === 0) {
+          // Scarce room: a slice granted beyond what the calls took goes back at once.
+          if (this.#scarce(s)) this.#returnFree(s);
+          return;
+        }
+        // Refused or unreachable moments ago: the rest are answered without asking again.
+        const heard = this.#waitOut(s) ? "refused" : await this.#ask(s);
+        // "nothing": the request under way was another (a give-back): ask again.
+        if (heard === "granted" || heard === "nothing") continue;
+        const head = this.#dequeue(s);
+        head.resolve(this.#noRoom(s, s.run, head.microusd));
       }
-    })();
+    } finally {
+      s.serving = false;
+    }
+  }
+
+  #dequeue(s: Slice): { microusd: number; resolve(h: Held): void } {
+    const w = s.queue.shift()!;
+    s.waiting -= w.microusd;
+    return w;
   }
 
   /** The call ended: its reservation is replaced by its real cost, which the server takes off the lease once it prices the call. */
@@ -130,6 +177,44 @@ export class BudgetLeases {
     s.reserved = Math.max(0, s.reserved - r.microusd);
     s.held = Math.max(0, s.held - realMicrousd);
     s.lastUse = this.#o.now();
+    if (this.#scarce(s)) this.#returnFree(s);
+  }
+
+  /** Whether the budget's room is scarce for this run: less than a few slices' worth is left at the server. */
+  #scarce(s: Slice): boolean {
+    return s.room !== null && s.room < SCARCE_SLICES * this.#o.sliceCalls * s.biggest;
+  }
+
+  /**
+   * Scarce room: what the slice holds beyond its calls in flight and waiting goes back, for other
+   * runs and computers. One request at a time per run, like a grow.
+   */
+  #returnFree(s: Slice): void {
+    const id = s.leaseId;
+    if (s.asking || id === null || s.held - s.reserved - s.waiting <= 0) return;
+    s.asking = (async (): Promise<Heard> => {
+      const free = s.held - s.reserved - s.waiting;
+      if (free <= 0) return "granted";
+      const reply = await this.#server.resize(id, -Math.min(free, MAX_LEASE_MICROUSD), this.#o.ttlMs);
+      if (!reply.granted) return "nothing";
+      s.held = Math.max(0, Math.min(s.held - free, reply.microusd));
+      s.room = reply.room_microusd ?? null;
+      return "granted";
+    })().finally(() => {
+      s.asking = null;
+    });
+  }
+
+  /**
+   * A budget is exhausted (the server pushed it: a lease reached its limit): every slice holds only
+   * what its calls in flight need from now on, and gives the rest back, so the last of the budget
+   * goes to calls, not to idle runs' slices.
+   */
+  scarce(): void {
+    for (const s of this.#slices.values()) {
+      s.room = 0;
+      this.#returnFree(s);
+    }
   }
 
   /** Gives back the leases of runs that ended or went quiet; renews those whose calls still run. */
@@ -152,6 +237,8 @@ export class BudgetLeases {
   #fit(s: Slice, microusd: number): Reservation | null {
     if (s.held - s.reserved < microusd) return null;
     s.reserved += microusd;
+    // Only a call that holds a reservation is a use: a refused one (an agent retrying) keeps no lease alive.
+    s.lastUse = this.#o.now();
     this.#topUp(s);
     return { run: s.run, microusd };
   }
@@ -177,6 +264,9 @@ export class BudgetLeases {
         held: 0,
         reserved: 0,
         waiting: 0,
+        queue: [],
+        serving: false,
+        room: null,
         expires: 0,
         asking: null,
         refused: null,
@@ -191,7 +281,7 @@ export class BudgetLeases {
 
   /** Grows the slice in the background when less than half of it is left, and renews a lease past half its life. */
   #topUp(s: Slice): void {
-    if (s.asking || s.leaseId === null) return;
+    if (s.asking || s.leaseId === null || this.#scarce(s)) return;
     if (s.held - s.reserved < (this.#o.sliceCalls * s.biggest) / 2 && !this.#waitOut(s)) void this.#ask(s);
     else if (s.expires - this.#o.now() < this.#o.ttlMs / 2) void this.#renew(s);
   }
@@ -201,13 +291,18 @@ export class BudgetLeases {
     if (s.asking) return s.asking;
     s.asking = (async (): Promise<Heard> => {
       const short = Math.max(0, s.reserved + s.waiting - s.held);
+      // Scarce room: only what the calls need, so the last of a budget goes to calls, not to slices.
+      const extra = this.#scarce(s) ? 0 : this.#o.sliceCalls * s.biggest;
       // One request carries at most the protocol's cap; a call dearer than that is leased in steps (the caller asks again).
-      const want = Math.min(short + this.#o.sliceCalls * s.biggest, MAX_LEASE_MICROUSD);
+      const want = Math.min(short + extra, MAX_LEASE_MICROUSD);
+      if (want <= 0) return "granted";
       let reply = await this.#grow(s, want);
       if (reply && !reply.granted && "exhausted" in reply) {
-        // The scope's room, from the refusal: ask for just that (it may still serve some waiting calls).
-        const room = reply.exhausted.limit_microusd - (reply.exhausted.spent_microusd - want);
-        if (room > 0 && room < want) reply = await this.#grow(s, room);
+        // The scope's room, from the refusal: ask for what the waiting calls at the head can use of it.
+        const room = reply.room_microusd ?? reply.exhausted.limit_microusd - (reply.exhausted.spent_microusd - want);
+        s.room = Math.max(0, room);
+        const usable = this.#headRoom(s, room);
+        if (usable > 0 && usable < want) reply = await this.#grow(s, usable);
       }
       return reply ? this.#heard(s, reply) : "nothing";
     })().finally(() => {
@@ -229,6 +324,7 @@ export class BudgetLeases {
       if (reply.granted) {
         s.held = Math.min(s.held + add, reply.microusd);
         s.expires = sent + this.#o.ttlMs;
+        s.room = reply.room_microusd ?? null;
         return reply;
       }
       if (!("gone" in reply)) return reply;
@@ -244,6 +340,7 @@ export class BudgetLeases {
       s.leaseId = reply.lease_id;
       s.held = Math.min(s.held + add, reply.microusd);
       s.expires = sent + this.#o.ttlMs;
+      s.room = reply.room_microusd ?? null;
     }
     return reply;
   }
@@ -257,7 +354,14 @@ export class BudgetLeases {
     }
     if ("exhausted" in reply) {
       const e = reply.exhausted;
-      s.refused = { reason: `the budget ${e.budget} (${dollars(e.limit_microusd)}) has no room left for this call`, at: now };
+      let why = "";
+      if (e.reserved_microusd !== undefined && reply.room_microusd !== undefined) {
+        // Spent and reserved apart (the amount asked is in both of the server's counts, in neither here).
+        const spent = e.spent_microusd - e.reserved_microusd;
+        const reserved = Math.max(0, e.limit_microusd - spent - reply.room_microusd);
+        why = ` (${dollars(spent)} is spent, ${dollars(reserved)} is reserved by calls in flight, ${dollars(reply.room_microusd)} is left)`;
+      }
+      s.refused = { reason: `the budget ${e.budget} (${dollars(e.limit_microusd)}) has no room left for this call${why}`, at: now };
       s.unreachable = null;
       return "refused";
     }
@@ -276,6 +380,23 @@ export class BudgetLeases {
       return "unreachable";
     }
     return "nothing";
+  }
+
+  /** What of `room` the waiting calls can use, in order: the head's need and each after it that still fits (FIFO). */
+  #headRoom(s: Slice, room: number): number {
+    let free = s.held - s.reserved;
+    let need = 0;
+    for (const w of s.queue) {
+      if (free >= w.microusd) {
+        free -= w.microusd;
+        continue;
+      }
+      const more = w.microusd - free;
+      if (need + more > room) break;
+      need += more;
+      free = 0;
+    }
+    return need;
   }
 
   /** Keeps the lease alive (its calls still run): the same amount, a new expiry. */
@@ -321,7 +442,10 @@ export function httpLeaseServer(host: HostConfig, timeoutMs = 5000): LeaseServer
       const body = json === undefined ? undefined : new TextEncoder().encode(JSON.stringify(json));
       const res = await hostFetch(host, path, { method, body, headers: body ? { "content-type": "application/json" } : {}, timeoutMs });
       const answer = (await res.json().catch(() => null)) as Record<string, unknown> | null;
-      if (res.status === 409 && answer?.error === "budget_exhausted") return { granted: false, exhausted: answer.exhausted as never };
+      if (res.status === 409 && answer?.error === "budget_exhausted") {
+        const room = answer.room_microusd;
+        return { granted: false, exhausted: answer.exhausted as never, ...(typeof room === "number" ? { room_microusd: room } : {}) };
+      }
       if (res.status === 404 && method === "PATCH") return { granted: false, gone: true };
       if (res.status === 400) return { granted: false, rejected: `400 ${String(answer?.error ?? "")}: ${String(answer?.message ?? "")}` };
       const grant = BudgetLeaseGrant.safeParse(answer);

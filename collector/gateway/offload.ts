@@ -70,15 +70,30 @@ function onWorker(call: Carried, retention: Policy["retention"] | null): Promise
   });
 }
 
+/** The step made on this thread once the I/O waiting now (the next calls) has run: never in the response's own end handler. */
+function soon(make: () => Step): Promise<Step> {
+  return new Promise((resolve, reject) =>
+    setImmediate(() => {
+      try {
+        resolve(make());
+      } catch (err) {
+        reject(err);
+      }
+    }),
+  );
+}
+
 /**
- * A carried call's `llm_call` for the recorder (Recorder.recordGateway): prepared on a worker when
- * its bodies are large, else here; the same function (llmCallStep, makeBody's redaction) either way.
+ * A carried call's `llm_call` for the recorder (Recorder.recordGateway): its place in the chain and
+ * its id are taken at once; its bodies are redacted and hashed on a worker when large, else here,
+ * after the I/O already waiting (the next calls are handled first); the same function (llmCallStep,
+ * makeBody's redaction) either way.
  */
 export function carriedStep(call: Carried, retention: Policy["retention"] | null, onError: (err: Error) => void): LaterStep {
   const size = call.request.length + (call.response?.length ?? 0);
   return {
     now: () => llmCallStep(call, retention),
-    later: () => (size >= OFFLOAD_BYTES && failures < MAX_FAILURES ? onWorker(call, retention) : null),
+    later: () => (size >= OFFLOAD_BYTES && failures < MAX_FAILURES ? onWorker(call, retention) : soon(() => llmCallStep(call, retention))),
     onError,
   };
 }

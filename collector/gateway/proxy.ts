@@ -1,13 +1,10 @@
-import { Agent as HttpAgent, request as httpRequest, type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from "node:http";
-import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { performance } from "node:perf_hooks";
 import type { ModelCall, ModelVerdict } from "../recorder/decide.ts";
 import { HOOK_SECRET_HEADER, loopbackRequest, secretMatches } from "../recorder/listener.ts";
 import type { Step } from "../recorder/mapper.ts";
-import { parseObject } from "../recorder/sources/lines.ts";
 import {
   type Api,
-  GATEWAY_HEADERS,
   type ModelRequest,
   readModelRequest,
   routeOf,
@@ -16,9 +13,9 @@ import {
   vendorError,
   vendorOfPath,
 } from "./apis.ts";
-import { answeredStep, type Carried, gatewayCallId, refusalStep } from "./record.ts";
-import { SseSplitter } from "./sse.ts";
-import { type Seen, usageOnlyChunk } from "./usage.ts";
+import { forwardModel, type GatewayTimeouts, gatewayTimeouts, pipeUnmetered, sendJson, targetOf } from "./forward.ts";
+import { answeredStep, type Carried, type CallIdentity, refusalStep } from "./record.ts";
+import type { Seen } from "./usage.ts";
 
 /** A session a call names in its headers (apis.ts `sessionOfHeaders`). */
 export type GatewaySession = NonNullable<ReturnType<typeof sessionOfHeaders>>;
@@ -37,11 +34,11 @@ export interface GatewaySink {
   /** Appends frames to the session's chain (the computer's own when null), once per id; through the recorder's one append path. Never throws: a failure is logged. */
   record(session: GatewaySession | null, steps: Step[], t: number, id: string | null): void;
   /**
-   * Appends a forwarded call's `llm_call`, once per id: its bodies are redacted and hashed off the
-   * event loop when large, its id taken now (docs/collector.md, "The gateway"); `onError` when it
-   * could not be recorded.
+   * Appends a forwarded call's `llm_call`: its bodies are redacted and hashed off the event loop
+   * when large, its place and id (from its identity, for the usage logs to match) taken now
+   * (docs/collector.md, "The gateway"); `onError` when it could not be recorded.
    */
-  recordCall(session: GatewaySession | null, call: Carried, t: number, id: string | null, onError: (err: Error) => void): void;
+  recordCall(session: GatewaySession | null, call: Carried, t: number, identity: CallIdentity | null, onError: (err: Error) => void): void;
   upstream(vendor: Vendor): URL;
   /** The enrollment's secret every call must carry (header x-oxagen-hook-secret); null for an enrollment without one. */
   secret(): string | null;
@@ -65,79 +62,30 @@ export interface GatewayStats {
   answered: number;
   unmetered: number;
   client_closed: number;
+  /** Calls sent again on a fresh connection: the kept-alive one had been closed by the vendor before it took them. */
+  retried: number;
   last_call_ms: number | null;
   last_error: { t: number; message: string } | null;
 }
 
 export function emptyStats(): GatewayStats {
-  return { carried: 0, refused: 0, answered: 0, unmetered: 0, client_closed: 0, last_call_ms: null, last_error: null };
+  return { carried: 0, refused: 0, answered: 0, unmetered: 0, client_closed: 0, retried: 0, last_call_ms: null, last_error: null };
 }
 
 /** The most request bytes the gateway reads (a vendor's own limit is about 32 MB). */
 export const MAX_GATEWAY_REQUEST = 32 * 1024 * 1024;
-/** The most response bytes held for the frame's digest and body; a larger response is forwarded, its digest not recorded. */
-export const MAX_GATEWAY_RESPONSE = 32 * 1024 * 1024;
-
-const HOP = new Set([
-  "connection",
-  "keep-alive",
-  "proxy-connection",
-  "proxy-authenticate",
-  "proxy-authorization",
-  "te",
-  "trailer",
-  "transfer-encoding",
-  "upgrade",
-]);
-
-const agents = { http: new HttpAgent({ keepAlive: true, noDelay: true }), https: new HttpsAgent({ keepAlive: true, noDelay: true }) };
-
-function forwardHeaders(h: IncomingMessage["headers"], host: string, length: number | null): OutgoingHttpHeaders {
-  const out: OutgoingHttpHeaders = {};
-  for (const [k, v] of Object.entries(h)) {
-    if (v === undefined || HOP.has(k) || k === "host" || k === "content-length" || k === "accept-encoding") continue;
-    if (GATEWAY_HEADERS.includes(k)) continue;
-    out[k] = v;
-  }
-  out.host = host;
-  // Usage is read from the response as it passes: it must arrive uncompressed.
-  out["accept-encoding"] = "identity";
-  if (length !== null) out["content-length"] = length;
-  return out;
-}
-
-function responseHeaders(h: IncomingMessage["headers"], dropLength: boolean): OutgoingHttpHeaders {
-  const out: OutgoingHttpHeaders = {};
-  for (const [k, v] of Object.entries(h)) {
-    if (v === undefined || HOP.has(k) || (dropLength && k === "content-length")) continue;
-    out[k] = v;
-  }
-  return out;
-}
-
-function sendJson(res: ServerResponse, status: number, body: unknown, extra: OutgoingHttpHeaders = {}): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text), ...extra });
-  res.end(text);
-}
-
-function targetOf(base: URL, url: URL): URL {
-  const target = new URL(base.href);
-  target.pathname = `${base.pathname.replace(/\/+$/, "")}${url.pathname}`;
-  target.search = url.search;
-  return target;
-}
-
-function one(v: string | string[] | undefined): string | undefined {
-  return Array.isArray(v) ? v[0] : v;
-}
 
 /**
  * The gateway's request handler (docs/collector.md, "The gateway"): loopback Host and Origin only;
  * a model call is checked by the policy, forwarded with the caller's own credentials, streamed back
  * as it arrives, and recorded as one `llm_call` once the response ends.
  */
-export function gatewayHandler(port: number, sink: GatewaySink, stats: GatewayStats): (req: IncomingMessage, res: ServerResponse) => void {
+export function gatewayHandler(
+  port: number,
+  sink: GatewaySink,
+  stats: GatewayStats,
+  timeouts: GatewayTimeouts = gatewayTimeouts(),
+): (req: IncomingMessage, res: ServerResponse) => void {
   const fail = (message: string) => {
     stats.last_error = { t: Date.now(), message: message.slice(0, 512) };
     sink.log(`gateway: ${message}`);
@@ -213,7 +161,7 @@ export function gatewayHandler(port: number, sink: GatewaySink, stats: GatewaySt
           const reason = verdict.record?.reason ?? "refused by the workspace's policy";
           const e = vendorError(
             api.vendor,
-            403,
+            400,
             rule === "budget" ? "budget" : "refused",
             `Oxagen refused this model call: ${reason}`,
             rule,
@@ -221,7 +169,7 @@ export function gatewayHandler(port: number, sink: GatewaySink, stats: GatewaySt
           sendJson(res, e.status, e.body, { "x-oxagen-refused": rule });
           return;
         }
-        forwardModel({ req, res, api, mr, session, url, t, started, sink, stats, fail, hold });
+        forwardModel({ req, res, api, mr, session, url, t, started, sink, stats, fail, hold, timeouts });
       };
       const hold = sink.reserve?.(call, api, mr) ?? null;
       if (!(hold instanceof Promise)) return go(hold);
@@ -255,172 +203,4 @@ export function gatewayHandler(port: number, sink: GatewaySink, stats: GatewaySt
         });
     });
   };
-}
-
-function pipeUnmetered(req: IncomingMessage, res: ServerResponse, target: URL, fail: (m: string) => void): void {
-  const length = req.headers["content-length"] !== undefined ? Number(req.headers["content-length"]) : null;
-  const up = (target.protocol === "https:" ? httpsRequest : httpRequest)(target, {
-    method: req.method,
-    headers: forwardHeaders(req.headers, target.host, length),
-    agent: target.protocol === "https:" ? agents.https : agents.http,
-  });
-  up.on("response", (ur) => {
-    res.writeHead(ur.statusCode ?? 502, responseHeaders(ur.headers, false));
-    ur.pipe(res);
-  });
-  up.on("error", (err) => {
-    fail(`${target.origin}: ${err.message}`);
-    if (!res.headersSent) sendJson(res, 502, { error: "bad_gateway", message: `the Oxagen gateway could not reach ${target.origin}` });
-    else res.destroy();
-  });
-  res.on("close", () => {
-    if (!res.writableFinished) up.destroy();
-  });
-  req.pipe(up);
-}
-
-interface Call {
-  req: IncomingMessage;
-  res: ServerResponse;
-  api: Api;
-  mr: ModelRequest;
-  session: GatewaySession | null;
-  url: URL;
-  t: number;
-  started: number;
-  sink: GatewaySink;
-  stats: GatewayStats;
-  fail: (m: string) => void;
-  hold: BudgetHold | null;
-}
-
-function forwardModel(c: Call): void {
-  const { res, api, mr, sink, stats } = c;
-  const target = targetOf(sink.upstream(api.vendor), c.url);
-  const https = target.protocol === "https:";
-  const up = (https ? httpsRequest : httpRequest)(target, {
-    method: "POST",
-    headers: forwardHeaders(c.req.headers, target.host, mr.bytes.length),
-    agent: https ? agents.https : agents.http,
-  });
-  const meter = api.meter();
-  const held: Buffer[] = [];
-  let heldBytes = 0;
-  let status = 0;
-  let ttfb: number | null = null;
-  let requestId: string | undefined;
-  let finished = false;
-  let upstreamResponse: IncomingMessage | null = null;
-  const elapsed = () => Math.max(0, Math.round(performance.now() - c.started));
-
-  // Once per call: the llm_call (a call the vendor saw is recorded even when its client left).
-  const finish = (clientClosed: boolean) => {
-    if (finished) return;
-    finished = true;
-    if (!api.metered) return;
-    const response = heldBytes <= MAX_GATEWAY_RESPONSE ? Buffer.concat(held) : null;
-    if (response && !mr.stream && status > 0) {
-      const o = parseObject(response.toString("utf8"));
-      if (o) meter.json(o);
-    }
-    const seen = meter.seen();
-    c.hold?.done(seen.model ?? mr.model, seen.usage);
-    const carried: Carried = {
-      vendor: api.vendor,
-      model: mr.model,
-      stream: mr.stream,
-      status,
-      latencyMs: elapsed(),
-      ttfbMs: ttfb,
-      request: mr.bytes,
-      response,
-      seen,
-      ...(requestId ? { requestId } : {}),
-      clientClosed,
-    };
-    stats.carried++;
-    stats.last_call_ms = Date.now();
-    if (clientClosed) stats.client_closed++;
-    const failed = (err: Error) => c.fail(`a ${api.vendor} call could not be recorded: ${err.message}`);
-    try {
-      sink.recordCall(c.session, carried, c.t, seen.id ? gatewayCallId(api.vendor, seen.id) : null, failed);
-    } catch (err) {
-      failed(err as Error);
-    }
-  };
-
-  up.on("response", (ur) => {
-    upstreamResponse = ur;
-    ttfb = elapsed();
-    status = ur.statusCode ?? 0;
-    requestId = one(ur.headers["request-id"]) ?? one(ur.headers["x-request-id"]);
-    const sse = /^text\/event-stream/i.test(one(ur.headers["content-type"]) ?? "");
-    const strip = sse && mr.injected;
-    res.writeHead(status, responseHeaders(ur.headers, strip));
-    const splitter = sse ? new SseSplitter() : null;
-    const write = (bytes: Buffer) => {
-      if (bytes.length && !res.write(bytes)) {
-        ur.pause();
-        res.once("drain", () => ur.resume());
-      }
-    };
-    ur.on("data", (chunk: Buffer) => {
-      heldBytes += chunk.length;
-      if (heldBytes <= MAX_GATEWAY_RESPONSE) held.push(chunk);
-      if (!splitter) return write(chunk);
-      const events = splitter.push(chunk);
-      for (const e of events) meter.event(e);
-      if (!strip) return write(chunk);
-      // The usage chunk the gateway asked for is the client's only when it asked for it too.
-      for (const e of events) {
-        const o = e.data.startsWith("{") ? parseObject(e.data) : null;
-        if (!(o && usageOnlyChunk(o))) write(e.raw);
-      }
-    });
-    ur.on("end", () => {
-      if (strip && splitter) write(splitter.rest());
-      res.end();
-      // After the client's end went out and before any other event runs: a hook that follows
-      // this response (and the transcript reader it starts) finds the call already recorded.
-      finish(false);
-    });
-    ur.on("error", () => {});
-    ur.on("close", () => {
-      if (ur.complete || finished) return;
-      // The vendor's stream broke mid-way: the client sees it break too.
-      c.fail(`${target.origin} closed a response mid-way`);
-      res.destroy();
-      finish(false);
-    });
-  });
-  up.on("error", (err) => {
-    if (finished) return;
-    if (res.headersSent) {
-      c.fail(`${target.origin}: ${err.message}`);
-      res.destroy();
-      finish(false);
-      return;
-    }
-    finished = true;
-    c.hold?.done(mr.model, null);
-    c.fail(`${target.origin}: ${err.message}`);
-    stats.answered++;
-    sink.record(c.session, [answeredStep("upstream_unreachable", 502, api.vendor, mr.model)], c.t, null);
-    const e = vendorError(
-      api.vendor,
-      502,
-      "upstream",
-      `the Oxagen gateway could not reach ${target.origin}: ${err.message}`,
-      "upstream_unreachable",
-    );
-    sendJson(res, e.status, e.body);
-  });
-  res.on("close", () => {
-    if (res.writableFinished || finished) return;
-    // The client left: stop the vendor, record the usage it reported until then.
-    (upstreamResponse as IncomingMessage | null)?.socket?.destroy();
-    up.destroy();
-    finish(true);
-  });
-  up.end(mr.bytes);
 }

@@ -201,6 +201,8 @@ export async function startDaemon(host: HostConfig, log: (msg: string) => void):
           if (next !== "unchanged") {
             recorder.policy = next;
             policyEtag = next.etag;
+            // A budget reached its limit: idle slices give their room back (docs/collector.md, "Budget reservations").
+            if (next.policy.exhausted_budgets?.length) leases.scarce();
           }
           policyError = null;
         } catch (err) {

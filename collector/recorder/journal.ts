@@ -1,7 +1,6 @@
 import {
   closeSync,
   constants,
-  existsSync,
   fstatSync,
   fsyncSync,
   ftruncateSync,
@@ -13,10 +12,11 @@ import {
   rmSync,
   writeSync,
 } from "node:fs";
-import { fsync as fsyncCb, open as openCb, close as closeCb, write as writeCb, rename as renameCb } from "node:fs";
+import { fsync as fsyncCb } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { ChainWriter, type Frame, type SignedLock, type WriterState } from "../../protocol/index.ts";
+import { type BodyBytes, BodyStore, fsyncDir, writeAsync } from "./body-store.ts";
 
 /** What a chain part says about its run (RunMeta in protocol/api.ts); null for the host chain. */
 export interface RunInfo {
@@ -81,11 +81,7 @@ export interface Preparing {
   complete(): void;
 }
 
-/** A body's bytes a deferred entry still has to make durable, before its line. */
-export interface BodyBytes {
-  sha: string;
-  bytes: Uint8Array;
-}
+export type { BodyBytes } from "./body-store.ts";
 
 interface Deferred {
   /** The file offset just past its line. */
@@ -97,6 +93,8 @@ interface Deferred {
 
 type Line =
   | { k: "open"; run: RunInfo | null; w: WriterState }
+  /** A deferred entry's body, made durable in its group commit (base64): its file is written after, without an fsync of its own. */
+  | { k: "body"; sha: string; b64: string }
   | ({ k: "ev"; w: WriterState } & Entry)
   | { k: "ack"; stored: number; locks: number[]; bodies: string[] }
   | {
@@ -130,11 +128,13 @@ export class Journal {
   constructor(dir: string) {
     this.dir = dir;
     mkdirSync(join(dir, "bodies"), { recursive: true, mode: 0o700 });
+    this.#store = new BodyStore(join(dir, "bodies"), (err) => this.onError(err));
     for (const name of readdirSync(dir)) {
       if (name.endsWith(".jsonl")) this.#load(name.slice(0, -".jsonl".length));
       else if (name.endsWith(".tmp")) rmSync(join(dir, name), { force: true });
     }
     for (const name of readdirSync(join(dir, "bodies"))) if (name.endsWith(".tmp")) rmSync(join(dir, "bodies", name), { force: true });
+    this.#store.restore([...this.chains.values()].flatMap((r) => r.bodies.map((b) => b.sha)));
   }
 
   /** Told when deferred entries became durable (their frames may ship now). */
@@ -145,7 +145,7 @@ export class Journal {
    */
   onError: (err: Error) => void = () => {};
   #flushScheduled = false;
-  #tmp = 0;
+  readonly #store: BodyStore;
   #closed = false;
 
   /** The answer given to an event id already recorded, if any. */
@@ -195,25 +195,11 @@ export class Journal {
 
   /** Writes a body to ship (idempotent; content-addressed) and fsyncs it. */
   putBody(sha: string, bytes: Uint8Array): void {
-    const path = join(this.dir, "bodies", sha);
-    if (existsSync(path)) return;
-    const tmp = `${path}.${++this.#tmp}.tmp`;
-    const fd = openSync(tmp, "w", 0o600);
-    try {
-      writeSync(fd, bytes);
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
-    renameSync(tmp, path);
+    this.#store.put(sha, bytes);
   }
 
   body(sha: string): Buffer | null {
-    try {
-      return readFileSync(join(this.dir, "bodies", sha));
-    } catch {
-      return null;
-    }
+    return this.#store.get(sha);
   }
 
   /**
@@ -230,10 +216,16 @@ export class Journal {
     const line = { k: "ev" as const, ...entry, w: rec.writer.state };
     // Closed (a call that ended during the stop): no group commit will come, so it is written now.
     if (deferred && !this.#closed && rec.deferred.length < MAX_DEFERRED) {
-      const bytes = Buffer.from(`${JSON.stringify(line)}\n`);
+      // Its bodies go in the same write and fsync as its line: no file and no fsync each.
+      const bodies = deferred;
+      const text = bodies
+        .map((b) => `${JSON.stringify({ k: "body", sha: b.sha, b64: Buffer.from(b.bytes).toString("base64") })}\n`)
+        .join("");
+      const bytes = Buffer.from(`${text}${JSON.stringify(line)}\n`);
       rec.size += bytes.length;
+      // Body lines are not entries: they do not bring a compaction nearer.
       rec.lines++;
-      rec.deferred.push({ end: rec.size, line: bytes, entry, bodies: deferred });
+      rec.deferred.push({ end: rec.size, line: bytes, entry, bodies });
       for (const f of entry.frames) rec.lastT = Math.max(rec.lastT, f.t);
       this.#claim(rec, entry);
       this.#scheduleFlush();
@@ -247,6 +239,14 @@ export class Journal {
       throw err;
     }
     this.#apply(rec, entry);
+  }
+
+  /**
+   * Keeps ids with no frame (a usage log's call matched to the one the gateway recorded): durable
+   * by the next group commit, in the chain's file, so `has` sees them after a restart too.
+   */
+  mark(rec: ChainRecord, ids: string[]): void {
+    for (const id of ids) this.commit(rec, { id, frames: [], locks: [], bodies: [] }, rec.writer.state, []);
   }
 
   /**
@@ -296,6 +296,8 @@ export class Journal {
         this.ready(rec);
         n = rec.deferred.length;
         if (n) this.#write(rec, null);
+        // Their files too, now (whoever reads the files back next must find them).
+        this.#store.writeAll();
       } catch (err) {
         const what = n === 0 ? "a gateway call being prepared" : n === 1 ? "1 gateway entry" : `${n} gateway entries`;
         failed.push(new Error(`journal ${rec.chain}: ${what} could not be written: ${(err as Error).message}`, { cause: err }));
@@ -306,7 +308,7 @@ export class Journal {
 
   /** Resolves once no entry is being prepared or waiting to be durable, and no group commit is under way. */
   async settled(): Promise<void> {
-    while ([...this.chains.values()].some((r) => r.preparing.length || r.deferred.length || r.flushing))
+    while ([...this.chains.values()].some((r) => r.preparing.length || r.deferred.length || r.flushing) || this.#store.busy)
       await new Promise((r) => setTimeout(r, 1));
   }
 
@@ -314,9 +316,12 @@ export class Journal {
   ack(rec: ChainRecord, stored: number, locks: number[], bodies: string[]): void {
     if (stored <= rec.stored && locks.length === 0 && bodies.length === 0) return;
     const line = { k: "ack" as const, stored: Math.max(stored, rec.stored), locks, bodies };
-    this.#write(rec, line);
+    // Not fsync'd on its own (the next fsync of the file covers it): an ack a crash loses only ships
+    // those frames and bodies again, which the server takes as duplicates.
+    this.#write(rec, line, false);
     this.#applyAck(rec, line);
-    if (rec.lines > COMPACT_AFTER_LINES || (rec.frames.length === 0 && rec.locks.length === 0 && rec.lines > 50)) this.compact(rec);
+    const idle = rec.frames.length === 0 && rec.locks.length === 0 && rec.bodies.length === 0;
+    if (rec.lines > COMPACT_AFTER_LINES || (idle && rec.lines > 50)) this.compact(rec);
   }
 
   /** Rewrites a chain's file as one snapshot line: its state, its ids, what is still pending. */
@@ -326,6 +331,8 @@ export class Journal {
     // The snapshot holds the ids: an id it holds has its frame in it.
     this.ready(rec);
     if (rec.deferred.length) this.#write(rec, null);
+    // The bodies still to ship whose durable copy is a body line keep one, after the snapshot.
+    const kept = [...new Set(rec.bodies.map((b) => b.sha))].flatMap((sha) => this.#store.lineOf(sha) ?? []);
     const path = this.#path(rec.chain);
     const tmp = `${path}.tmp`;
     const fd = openSync(tmp, "w", 0o600);
@@ -340,7 +347,7 @@ export class Journal {
       ids: [...rec.ids],
       lastT: rec.lastT,
     };
-    const bytes = Buffer.from(`${JSON.stringify(snap)}\n`);
+    const bytes = Buffer.from(`${JSON.stringify(snap)}\n${kept.join("")}`);
     try {
       writeAll(fd, bytes, 0);
       fsyncSync(fd);
@@ -385,29 +392,29 @@ export class Journal {
   // them), so the file keeps the chain's order and a lock never covers a frame that is not durable.
   // Lines are written at their own offsets (the fd is not O_APPEND): a group commit under way writes
   // the same bytes at the same place.
-  #write(rec: ChainRecord, line: Line | null): void {
+  #write(rec: ChainRecord, line: Line | null, sync = true): void {
     if (rec.fd >= 0) {
-      this.#writeAt(rec, line);
+      this.#writeAt(rec, line, sync);
       return;
     }
     // Closed: this one write opens the file (its old fd number may be another file's by now).
     rec.fd = openAppendable(this.#path(rec.chain));
     try {
-      this.#writeAt(rec, line);
+      this.#writeAt(rec, line, sync);
     } finally {
       closeSync(rec.fd);
       rec.fd = -1;
     }
   }
 
-  #writeAt(rec: ChainRecord, line: Line | null): void {
+  #writeAt(rec: ChainRecord, line: Line | null, sync = true): void {
     const pending = rec.deferred;
-    for (const d of pending) for (const b of d.bodies) this.putBody(b.sha, b.bytes);
     const bytes = Buffer.concat([...pending.map((d) => d.line), ...(line ? [Buffer.from(`${JSON.stringify(line)}\n`)] : [])]);
     const at = rec.durable;
     try {
       writeAll(rec.fd, bytes, at);
-      fsyncSync(rec.fd);
+      // Waiting entries written with it are durable only once fsync'd, whatever the line.
+      if (sync || pending.length > 0) fsyncSync(rec.fd);
     } catch (err) {
       rec.epoch++;
       try {
@@ -438,12 +445,10 @@ export class Journal {
   // write, one fsync, all on the threadpool. Entries deferred meanwhile go in the next one.
   async #flush(rec: ChainRecord): Promise<void> {
     rec.flushing = true;
-    const batch = rec.deferred.slice();
-    const end = batch.at(-1)!.end;
+    const end = rec.deferred.at(-1)!.end;
     const epoch = rec.epoch;
     let failed: Error | null = null;
     try {
-      await Promise.all(batch.flatMap((d) => d.bodies).map((b) => this.#putBodyAsync(b)));
       // A synchronous write may have made some (or all) of them durable meanwhile.
       const todo = rec.deferred.filter((d) => d.end <= end);
       if (todo.length && rec.epoch === epoch) {
@@ -472,26 +477,13 @@ export class Journal {
     } else if (rec.deferred.length) this.#scheduleFlush();
   }
 
-  async #putBodyAsync(b: BodyBytes): Promise<void> {
-    const path = join(this.dir, "bodies", b.sha);
-    if (existsSync(path)) return;
-    const tmp = `${path}.${++this.#tmp}.tmp`;
-    const fd = await openAsync(tmp, "w", 0o600);
-    try {
-      let off = 0;
-      while (off < b.bytes.length) off += (await writeAsync(fd, b.bytes, off, b.bytes.length - off, off)).bytesWritten;
-      await fsyncAsync(fd);
-    } finally {
-      await closeAsync(fd);
-    }
-    await renameAsync(tmp, path);
-  }
-
   // Deferred entries whose lines are now durable join the record: their frames may ship.
   #settle(rec: ChainRecord): void {
     let n = 0;
     while (rec.deferred.length && rec.deferred[0]!.end <= rec.durable) {
-      this.#apply(rec, rec.deferred.shift()!.entry);
+      const d = rec.deferred.shift()!;
+      this.#apply(rec, d.entry);
+      for (const b of d.bodies) this.#store.keep(b);
       n++;
     }
     if (n) this.onDurable();
@@ -513,7 +505,10 @@ export class Journal {
 
   #applyAck(rec: ChainRecord, a: Ack): void {
     dropAcked(rec, a);
-    for (const sha of a.bodies) if (!this.#bodyWanted(sha)) rmSync(join(this.dir, "bodies", sha), { force: true });
+    for (const sha of a.bodies) {
+      if (this.#bodyWanted(sha)) continue;
+      this.#store.drop(sha);
+    }
   }
 
   // A waiting entry's bodies join rec.bodies only once its line is durable; until then its group
@@ -602,6 +597,10 @@ export class Journal {
       return r;
     }
     if (!rec) throw new Error(`journal ${chain}: first line is not open/snap`);
+    if (line.k === "body") {
+      this.#store.remember(line.sha, line.b64);
+      return rec;
+    }
     rec.lines++;
     if (line.k === "ev") {
       rec.writer = new ChainWriter(line.w);
@@ -638,17 +637,7 @@ export function lockSeqOf(lock: SignedLock): number {
   return (JSON.parse(lock.payload) as { lock_seq: number }).lock_seq;
 }
 
-const openAsync = promisify(openCb);
-const writeAsync = promisify(writeCb) as (
-  fd: number,
-  b: Uint8Array,
-  off: number,
-  len: number,
-  pos: number,
-) => Promise<{ bytesWritten: number }>;
 const fsyncAsync = promisify(fsyncCb);
-const closeAsync = promisify(closeCb);
-const renameAsync = promisify(renameCb);
 
 // Not O_APPEND: every line is written at its own offset (Linux appends a pwrite to an O_APPEND fd).
 function openAppendable(path: string): number {
@@ -660,18 +649,5 @@ function writeAll(fd: number, bytes: Uint8Array, at: number): void {
     const n = writeSync(fd, bytes, off, bytes.length - off, at + off);
     if (n <= 0) throw new Error("short write to the journal");
     off += n;
-  }
-}
-
-function fsyncDir(dir: string): void {
-  try {
-    const fd = openSync(dir, "r");
-    try {
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
-  } catch {
-    // Some platforms cannot fsync a directory; the rename is still atomic there.
   }
 }

@@ -199,6 +199,10 @@ export function listenHttp(port: number, handlers: HttpHandlers): Promise<Listen
 export function listenLoopback(port: number, handle: (req: IncomingMessage, res: ServerResponse) => void): Promise<Listening> {
   const sockets = new Set<Socket>();
   const http = createHttpServer({ maxHeaderSize: 16 * 1024 }, handle);
+  // A harness keeps its connection to the gateway (and hook port) open between calls; Node's 5 s
+  // would close one just as a call is sent on it (the client sees a reset it does not retry, for a
+  // POST). Past a minute, and longer than clients' own idle limits (undici's 4 s), the client closes first.
+  http.keepAliveTimeout = 65_000;
   const server = createServer((socket) => {
     if (!LOOPBACK.has(socket.remoteAddress ?? "")) {
       socket.destroy();

@@ -195,25 +195,54 @@ export class Recorder {
 
   /**
    * Frames of the gateway: on the current run of the session a call named in its headers (opened
-   * if new, as a hook would), or on the computer's own chain for a call that names none. Once per `id`.
+   * if new, as a hook would), or on the computer's own chain for a call that names none. Once per `id`
+   * (a function of the chain: the id of a call's identity there, see gateway/record.ts `callKey`).
    * Deferred (the caller already has its answer): the frames and the id are taken now, in chain
    * order, and made durable by the journal's group commit just after (docs/collector.md, "The journal").
    * A {@link LaterStep} takes its place and id now and is appended when its frame is ready, or
    * completed here first when anything else is about to be written to the chain (Journal.prepare).
    */
-  recordGateway(session: GatewaySessionRef | null, steps: Step[] | LaterStep, t: number, id: string | null): boolean {
+  recordGateway(
+    session: GatewaySessionRef | null,
+    steps: Step[] | LaterStep,
+    t: number,
+    idOf: string | null | ((chain: string) => string),
+  ): boolean {
     const req = session ? gatewayRequest(session, t) : null;
     const current = req ? currentRun(this.journal, this.host, req) : null;
     const rec =
       req && current
         ? this.#open(current.chain, current.run, current, inRun(req, current))
         : this.journal.open(hostChainId(this.host.host_id), null);
+    const id = typeof idOf === "function" ? idOf(rec.chain) : idOf;
     if (Array.isArray(steps)) return this.record(rec, steps, t, id, true);
     if (rec.writer.state.final || (id !== null && this.journal.has(id))) return false;
     const later = steps.later();
-    if (!later && rec.preparing.length === 0) return this.record(rec, [steps.now()], t, id, true);
+    if (!later && rec.preparing.length === 0) {
+      try {
+        return this.record(rec, [steps.now()], t, id, true);
+      } catch (err) {
+        this.#lost(rec, steps, err as Error, t);
+        return false;
+      }
+    }
     this.#prepare(rec, steps, later, t, id);
     return true;
+  }
+
+  /** A carried call whose frame could not be appended: the chain says so (a gap), never nothing. */
+  #lost(rec: ChainRecord, call: LaterStep, err: Error, t: number): void {
+    call.onError(err);
+    const detail = `a model call the gateway carried could not be recorded: ${err.message}`.slice(0, 1024);
+    try {
+      this.#commit(rec, [{ kind: "telemetry_gap", payload: { path: "gateway", cause: "other", detail }, bodies: [] }], t, {
+        id: null,
+        final: false,
+        defer: true,
+      });
+    } catch (again) {
+      this.log(`gateway: neither a carried call nor its gap could be recorded on ${rec.chain}: ${(again as Error).message}`);
+    }
   }
 
   #prepare(rec: ChainRecord, call: LaterStep, later: Promise<Step> | null, t: number, id: string | null): void {
@@ -229,7 +258,7 @@ export class Recorder {
           this.#commit(rec, [step ?? call.now()], t, { id, final: false, defer: true, prepared: true });
         } catch (err) {
           if (id !== null) this.journal.release(rec, id);
-          call.onError(err as Error);
+          this.#lost(rec, call, err as Error, t);
         }
       },
     };

@@ -122,12 +122,51 @@ describe("the gateway, with the real harnesses", () => {
     await eventually(async () => cached() !== was, "the recorder to cache the new policy", 60_000);
     const before = vendor.seen.length;
     const claude = await runHarness("claude", ["-p", "[gw] say hi", "--output-format", "json"], { cwd: c.workspace(), env: claudeEnv() });
+    // Shown as a refusal, at once: not as a credential problem, not retried.
     expect(`${claude.stdout}${claude.stderr}`).toContain("is not on the workspace's allow-list");
+    expect(`${claude.stdout}${claude.stderr}`).not.toMatch(/authenticat/i);
     const codex = await runHarness("codex", ["exec", "--skip-git-repo-check", "--dangerously-bypass-hook-trust", "[gw] say hi"], {
       cwd: c.workspace(),
       env: codexEnv(),
     });
     expect(`${codex.stdout}${codex.stderr}`).toContain("is not on the workspace's allow-list");
+    expect(`${codex.stdout}${codex.stderr}`).not.toMatch(/Reconnecting|authenticat/i);
     expect(vendor.seen.slice(before).filter((s) => s.path.endsWith("/messages") || s.path.endsWith("/responses"))).toEqual([]);
+
+    // A budget with less room than one call can cost (not yet exhausted: the hooks let the prompt through):
+    // the gateway refuses the call, and each harness shows it as a spend refusal, with the reason.
+    const wasAgain = cached();
+    // One millionth of a dollar above what the workspace spent today (the calls of the tests before).
+    const spend = (await (await c.worker.api("/v1/spend")).json()) as { rows: { microusd: number }[] };
+    const spent = spend.rows.reduce((a, r) => a + r.microusd, 0);
+    const zero = await c.worker.api(`/v1/workspaces/${c.worker.workspace}/policy`, {
+      method: "PUT",
+      body: JSON.stringify({
+        ...editable,
+        models: null,
+        budgets: [{ id: "none-left", scope: "workspace", window: "day", limit_microusd: spent + 1 }],
+      }),
+    });
+    expect(zero.status).toBe(200);
+    await eventually(async () => cached() !== wasAgain, "the recorder to cache the budget", 60_000);
+    const claudeBudget = await runHarness("claude", ["-p", "[gw] say hi", "--output-format", "json"], {
+      cwd: c.workspace(),
+      env: claudeEnv(),
+    });
+    console.log(`Claude Code shows a spend refusal as: ${JSON.parse(claudeBudget.stdout).result}`);
+    // The gateway's refusal: the prompt itself passed the hooks (the budget is not exhausted yet).
+    expect(`${claudeBudget.stdout}${claudeBudget.stderr}`).toContain("Oxagen refused this model call: the budget none-left");
+    expect(`${claudeBudget.stdout}${claudeBudget.stderr}`).not.toMatch(/authenticat/i);
+    const codexBudget = await runHarness("codex", ["exec", "--skip-git-repo-check", "--dangerously-bypass-hook-trust", "[gw] say hi"], {
+      cwd: c.workspace(),
+      env: codexEnv(),
+    });
+    console.log(
+      `Codex shows a spend refusal as: ${`${codexBudget.stdout}${codexBudget.stderr}`
+        .split("\n")
+        .filter((l) => l.startsWith("ERROR"))
+        .join(" | ")}`,
+    );
+    expect(`${codexBudget.stdout}${codexBudget.stderr}`).toContain("Quota exceeded");
   });
 });

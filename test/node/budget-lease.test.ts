@@ -28,8 +28,13 @@ class Server implements LeaseServer {
   #check(add: number): LeaseReply | null {
     if (this.down) return { granted: false, unreachable: "connect ECONNREFUSED" };
     const after = this.held() + add;
+    const reserved = after - this.spent;
     return add > 0 && after > this.limit
-      ? { granted: false, exhausted: { budget: "daily", spent_microusd: after, limit_microusd: this.limit } }
+      ? {
+          granted: false,
+          exhausted: { budget: "daily", spent_microusd: after, reserved_microusd: reserved, limit_microusd: this.limit },
+          room_microusd: Math.max(0, this.limit - (after - add)),
+        }
       : null;
   }
   async open(run: string, microusd: number, ttlMs: number): Promise<LeaseReply> {
@@ -39,7 +44,7 @@ class Server implements LeaseServer {
     if (no) return no;
     const id = `lease_${String(this.leases.size + 1).padStart(32, "0")}`;
     this.leases.set(id, { run, microusd, expires: this.now + ttlMs });
-    return { granted: true, lease_id: id, microusd, expires_ms: this.now + ttlMs };
+    return { granted: true, lease_id: id, microusd, expires_ms: this.now + ttlMs, room_microusd: this.limit - this.held() };
   }
   async resize(id: string, add: number, ttlMs: number): Promise<LeaseReply> {
     this.asked.push(`resize ${add}`);
@@ -51,7 +56,7 @@ class Server implements LeaseServer {
     if (no) return no;
     l.microusd = Math.max(0, l.microusd + add);
     l.expires = this.now + ttlMs;
-    return { granted: true, lease_id: id, microusd: l.microusd, expires_ms: l.expires };
+    return { granted: true, lease_id: id, microusd: l.microusd, expires_ms: l.expires, room_microusd: this.limit - this.held() };
   }
   /** A call's frame reached the server and was priced. */
   price(run: string, microusd: number): void {
@@ -143,7 +148,7 @@ describe("the gateway's budget leases", () => {
     expect(server.held()).toBe(7000);
     expect(refused).toHaveLength(2);
     expect(refused[0]?.refused).toMatch(
-      /the budget daily \(\$0\.0070\) has no room left for this call: this call may cost up to \$0\.0010/,
+      /the budget daily \(\$0\.0070\) has no room left for this call \(\$0\.0000 is spent, \$0\.0070 is reserved by calls in flight, \$0\.0000 is left\): this call may cost up to \$0\.0010/,
     );
     // Within the retry window a call that does not fit is refused without asking again.
     const asked = server.asked.length;
@@ -186,7 +191,8 @@ describe("the gateway's budget leases", () => {
   });
 
   it("asks for no more than a lease request may carry ($1000), gives back past it in steps, and leases a call dearer than that in steps", async () => {
-    const server = new Server(10_000_000_000);
+    // A budget far larger than these calls: room is not scarce, slices are leased as usual.
+    const server = new Server(1_000_000_000_000);
     const { leases } = holder(server);
     const big = reserved(await leases.reserve(RUN, 300_000_000));
     expect(big.microusd).toBe(300_000_000);
@@ -273,6 +279,94 @@ describe("the gateway's budget leases", () => {
     expect(leases.slice(other)).not.toBeNull();
     await leases.stop();
     expect(server.held()).toBe(400);
+  });
+});
+
+describe("a budget spent to its limit (issue 20)", () => {
+  it("three computers, four runs each, calls in turns: spend reaches the limit within one call's maximum cost per computer, never past it", async () => {
+    const MAX = 10_000;
+    const REAL = 4_000;
+    const LIMIT = Math.round(MAX * 15.5);
+    const server = new Server(LIMIT);
+    const computers = [0, 1, 2].map(() => holder(server, { retryMs: 1000 }).leases);
+    const runs = computers.flatMap((leases, c) => [0, 1, 2, 3].map((r) => ({ leases, run: `run_${(c * 4 + r).toString(16).repeat(32)}` })));
+    let refused = 0;
+    for (let round = 0; round < 120; round++) {
+      // One run at a time sends three calls at once (the others idle, holding what their leases hold);
+      // the calls end, and their frames are priced.
+      const { leases, run } = runs[round % runs.length]!;
+      const held = await Promise.all([0, 1, 2].map(() => leases.reserve(run, MAX)));
+      expect(server.held()).toBeLessThanOrEqual(LIMIT);
+      for (const h of held) {
+        if ("refused" in h) {
+          refused++;
+          continue;
+        }
+        leases.done(h, REAL);
+        server.price(run, REAL);
+      }
+      // A budget that a lease filled is pushed to every computer as exhausted (daemon.ts: leases.scarce()).
+      if (server.held() >= LIMIT) for (const l of computers) l.scarce();
+      for (let i = 0; i < 3; i++) await new Promise((r) => setImmediate(r));
+      server.now += 1000;
+    }
+    expect(refused).toBeGreaterThan(0);
+    expect(server.spent).toBeLessThanOrEqual(LIMIT);
+    expect(server.spent).toBeGreaterThanOrEqual(LIMIT - computers.length * MAX);
+  });
+
+  it("three computers, two runs each, 48 calls in flight at once: as many admitted as one central reservation would (the last call's maximum short at most)", async () => {
+    const MAX = 10_000;
+    const LIMIT = Math.round(MAX * 15.5);
+    const server = new Server(LIMIT);
+    const computers = [0, 1, 2].map(() => holder(server).leases);
+    const held = await Promise.all(
+      computers.flatMap((leases, c) =>
+        [0, 1].flatMap((r) => Array.from({ length: 8 }, () => leases.reserve(`run_${String(c * 2 + r).repeat(32)}`, MAX))),
+      ),
+    );
+    const admitted = held.filter((h) => !("refused" in h)).length;
+    expect(admitted).toBe(Math.floor(LIMIT / MAX));
+    expect(server.held()).toBeLessThanOrEqual(LIMIT);
+  });
+
+  it("serves calls waiting for a lease in the order they came: a later call that would fit does not overtake one waiting", async () => {
+    const server = new Server(1_000_000);
+    const { leases } = holder(server);
+    reserved(await leases.reserve(RUN, 1000));
+    // 4000 free; a call of 6000 waits for the server, held back; a call of 1000 comes after it.
+    let release: () => void = () => {};
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    const resize = server.resize.bind(server);
+    server.resize = async (...a) => {
+      await gate;
+      return resize(...a);
+    };
+    const order: string[] = [];
+    const big = (leases.reserve(RUN, 6000) as Promise<Held>).then((h) => order.push(`big ${"refused" in h ? "refused" : "reserved"}`));
+    const small = Promise.resolve(leases.reserve(RUN, 1000)).then((h) => order.push(`small ${"refused" in h ? "refused" : "reserved"}`));
+    await new Promise((r) => setImmediate(r));
+    expect(order).toEqual([]);
+    release();
+    await Promise.all([big, small]);
+    expect(order).toEqual(["big reserved", "small reserved"]);
+  });
+
+  it("a refused call does not keep its run's lease alive: a run that only retries refused calls gives its lease back when quiet", async () => {
+    const server = new Server(1_000_000);
+    const { leases } = holder(server, { idleMs: 10_000, retryMs: 100 });
+    const r = reserved(await leases.reserve(RUN, 1000));
+    leases.done(r, 0);
+    expect(server.held()).toBe(5000);
+    // A call dearer than the whole budget, retried every second for 20 s: each refused.
+    for (let i = 0; i < 20; i++) {
+      server.now += 1000;
+      expect(await leases.reserve(RUN, 2_000_000)).toMatchObject({ refused: expect.stringContaining("no room left") });
+    }
+    await leases.sweep();
+    expect(server.held()).toBe(0);
   });
 });
 

@@ -4,7 +4,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { runIdFor, verifyChain } from "../../protocol/index.ts";
 import { carriedStep, OFFLOAD_BYTES } from "../../collector/gateway/offload.ts";
-import { type Carried, gatewayCallId, llmCallStep } from "../../collector/gateway/record.ts";
+import { type Carried, llmCallStep } from "../../collector/gateway/record.ts";
 import { Journal } from "../../collector/recorder/journal.ts";
 import type { Step } from "../../collector/recorder/mapper.ts";
 import type { LaterStep } from "../../collector/recorder/recorder.ts";
@@ -57,6 +57,8 @@ function held(c: Carried) {
   return { step, counts, answer: (s = llmCallStep(c, null)) => answer(s), fail: (e: Error) => fail(e) };
 }
 
+/** A journal id for a carried call (the tests give their own; the gateway derives it from the call's identity). */
+const gatewayCallId = (vendor: string, messageId: string) => `gw-${vendor}-${messageId}`;
 const tick = () => new Promise((r) => setImmediate(r));
 const rigs: Rig[] = [];
 afterEach(() => {
@@ -70,6 +72,28 @@ function started(): Rig {
 }
 const kinds = (r: Rig) => r.frames(CHAIN).map((f) => f.kind);
 const messageIds = (r: Rig) => payloadsOf(r.frames(CHAIN), "llm_call").map((p) => p.message_id);
+
+describe("a carried call the recorder cannot place", () => {
+  it("leaves a telemetry_gap naming it on the chain, never nothing, and tells the gateway", () => {
+    const r = started();
+    const errors: string[] = [];
+    const broken = {
+      now: (): never => {
+        throw new Error("the frame is over the limit");
+      },
+      later: () => null,
+      onError: (err: Error) => errors.push(err.message),
+    };
+    expect(r.recorder.recordGateway(REF, broken, r.clock.now, "gw-broken")).toBe(false);
+    expect(errors).toEqual(["the frame is over the limit"]);
+    expect(kinds(r)).toEqual(["agent_start", "telemetry_gap"]);
+    expect(payloadsOf(r.frames(CHAIN), "telemetry_gap")[0]).toMatchObject({
+      path: "gateway",
+      cause: "other",
+      detail: "a model call the gateway carried could not be recorded: the frame is over the limit",
+    });
+  });
+});
 
 describe("a gateway call prepared off the event loop", () => {
   it("takes its id at once: the dedupe sees it while it is prepared, and the same call is not recorded twice", async () => {

@@ -5,15 +5,17 @@ import { tmpdir } from "node:os";
 import { request } from "node:http";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { defaultPolicy, hostChainId, type Policy, runIdFor, sha256Hex, verifyChain } from "../../protocol/index.ts";
+import { defaultPolicy, type Policy, runIdFor, sha256Hex, verifyChain } from "../../protocol/index.ts";
 import { emptyStats, recorderSink } from "../../collector/gateway/index.ts";
 import { BudgetLeases, type LeaseReply } from "../../collector/gateway/lease.ts";
 import { gatewayHandler } from "../../collector/gateway/proxy.ts";
-import { gatewayCallId, llmCallStep } from "../../collector/gateway/record.ts";
+import { callKey, llmCallStep, nextCarriedId } from "../../collector/gateway/record.ts";
+import { claudeUsage } from "../../collector/recorder/sources/claude.ts";
 import { listenLoopback } from "../../collector/recorder/listener.ts";
 import { redact } from "../../protocol/redact.ts";
+import { AGENT, anthropic, CLAUDE, closeGateways, gateway, HOST_CHAIN, MODEL, openai, raw, SESSION } from "../support/gateway-rig.ts";
 import { freePort } from "../support/recorder.ts";
-import { HOST_ID, payloadsOf, rig, type Rig } from "../support/sources.ts";
+import { HOST_ID, payloadsOf, rig } from "../support/sources.ts";
 import {
   anthropicMessage,
   anthropicStream,
@@ -21,89 +23,10 @@ import {
   type Json,
   responsesStream,
   SSE_HEADERS,
-  type Scripted,
   startUpstream,
-  type Upstream,
-  type UpstreamRequest,
 } from "../support/upstream.ts";
 
-interface GatewayRig {
-  r: Rig;
-  up: Upstream;
-  url: string;
-  port: number;
-  stats: ReturnType<typeof emptyStats>;
-  llm(chain?: string): Record<string, unknown>[];
-  kinds(chain: string): string[];
-  close(): Promise<void>;
-}
-
-const open: GatewayRig[] = [];
-afterEach(async () => {
-  for (const g of open.splice(0)) await g.close();
-});
-
-async function gateway(
-  script: (req: UpstreamRequest) => Scripted,
-  policy?: Partial<Policy>,
-  upstreamUrl?: string,
-  secret: string | null = null,
-  leases?: BudgetLeases,
-): Promise<GatewayRig> {
-  const r = rig();
-  if (policy) r.recorder.policy = { policy: { ...defaultPolicy("ws_test", 1), ...policy }, etag: "etag-test" };
-  const up = await startUpstream(script);
-  const stats = emptyStats();
-  const port = await freePort();
-  const sink = { ...recorderSink(r.recorder, () => secret, leases), upstream: () => new URL(upstreamUrl ?? up.url) };
-  const listening = await listenLoopback(port, gatewayHandler(port, sink, stats));
-  const g: GatewayRig = {
-    r,
-    up,
-    url: `http://127.0.0.1:${port}`,
-    port,
-    stats,
-    llm: (chain = CLAUDE) => (existsSync(join(r.dir, "journal", `${chain}.jsonl`)) ? payloadsOf(r.frames(chain), "llm_call") : []),
-    kinds: (chain) => r.frames(chain).map((f) => f.kind),
-    close: async () => {
-      await listening.close();
-      await up.close();
-      r.close();
-    },
-  };
-  open.push(g);
-  return g;
-}
-
-const SESSION = "sess-gw-1";
-const CLAUDE = runIdFor(HOST_ID, "claude-code", SESSION);
-const HOST_CHAIN = hostChainId(HOST_ID);
-const MODEL = "claude-sonnet-4-5";
-
-function anthropic(g: GatewayRig, headers: Record<string, string> = { "x-claude-code-session-id": SESSION }) {
-  return new Anthropic({ apiKey: "sk-ant-api03-test-key-not-real", baseURL: g.url, maxRetries: 0, defaultHeaders: headers });
-}
-
-function openai(g: GatewayRig, headers: Record<string, string> = { "x-oxagen-agent": "my-agent", "x-oxagen-session-id": SESSION }) {
-  return new OpenAI({ apiKey: "sk-test-openai-not-real", baseURL: `${g.url}/v1`, maxRetries: 0, defaultHeaders: headers });
-}
-
-const AGENT = runIdFor(HOST_ID, "my-agent", SESSION);
-
-/** A raw POST through the gateway: the status, headers and exact bytes the client receives. */
-function raw(url: string, path: string, body: unknown, headers: Record<string, string> = {}) {
-  return new Promise<{ status: number; headers: Record<string, unknown>; bytes: Buffer }>((resolve, reject) => {
-    const text = typeof body === "string" ? body : JSON.stringify(body);
-    const req = request(`${url}${path}`, { method: "POST", headers: { "content-type": "application/json", ...headers } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on("data", (c: Buffer) => chunks.push(c));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, bytes: Buffer.concat(chunks) }));
-      res.on("error", reject);
-    });
-    req.on("error", reject);
-    req.end(text);
-  });
-}
+afterEach(closeGateways);
 
 const START = { input_tokens: 120, cache_creation_input_tokens: 40, cache_read_input_tokens: 900, output_tokens: 1 };
 
@@ -435,8 +358,9 @@ describe("gateway: refusals, in the vendor's error shape, by the hooks' own rule
       const e = (await anthropic(g)
         .messages.create({ model: MODEL, max_tokens: 8, messages: hi })
         .catch((x: unknown) => x)) as InstanceType<typeof Anthropic.APIError>;
-      expect(e).toBeInstanceOf(Anthropic.PermissionDeniedError);
-      expect(e.error).toMatchObject({ type: "error", error: { type: "permission_error" } });
+      // A request the vendor will not serve (400), never a credential problem (403 reads as "Failed to authenticate").
+      expect(e).toBeInstanceOf(Anthropic.BadRequestError);
+      expect(e.error).toMatchObject({ type: "error", error: { type: "invalid_request_error" } });
       expect(e.message).toContain(reason);
       expect(g.up.seen).toEqual([]);
       expect(payloadsOf(g.r.frames(CLAUDE), "policy_decision")).toEqual([
@@ -465,7 +389,7 @@ describe("gateway: refusals, in the vendor's error shape, by the hooks' own rule
     const e = (await client.responses.create({ model: "gpt-5", input: "x" }).catch((x: unknown) => x)) as InstanceType<
       typeof OpenAI.APIError
     >;
-    expect(e.status).toBe(403);
+    expect(e.status).toBe(400);
     expect(e.error).toMatchObject({ type: "invalid_request_error", code: "models" });
     expect(e.message).toContain("gpt-5 is not on the workspace's allow-list");
     for await (const _ of await client.responses.create({ model: "gpt-5-mini", input: "x", stream: true })) {
@@ -606,12 +530,15 @@ describe("gateway: what it accepts and where it records", () => {
 });
 
 const FIX = join(import.meta.dirname, "../fixtures/transcripts");
+/** msg_A's usage in claude-session.jsonl before its output (245 tokens). */
+const MSG_A_START = { input_tokens: 3, cache_creation_input_tokens: 713, cache_read_input_tokens: 50973, output_tokens: 1 };
 
 describe("gateway: one record per model call beside the transcript and rollout readers", () => {
   it("Claude Code: the transcript's response the gateway carried is not recorded again; the others are", async () => {
+    // The vendor's response the transcript shows as msg_A: the same id, model and usage.
     const g = await gateway(() => ({
       headers: SSE_HEADERS,
-      chunks: anthropicStream({ id: "msg_A", model: MODEL, text: "x", start: START, deltas: [{ output_tokens: 5 }] }),
+      chunks: anthropicStream({ id: "msg_A", model: "claude-opus-4-6", text: "x", start: MSG_A_START, deltas: [{ output_tokens: 245 }] }),
     }));
     const dir = mkdtempSync(join(tmpdir(), "cc-gw-"));
     const transcript = join(dir, `${SESSION}.jsonl`);
@@ -641,14 +568,14 @@ describe("gateway: one record per model call beside the transcript and rollout r
     copyFileSync(join(FIX, "claude-session.jsonl"), transcript);
     const base = { session_id: SESSION, transcript_path: transcript, cwd: dir };
     r.event("claude-code", { ...base, hook_event_name: "SessionStart", source: "startup" });
-    const seen = { id: "msg_A", model: MODEL, usage: { input_tokens: 120, output_tokens: 5 } };
+    const usage = claudeUsage({ ...MSG_A_START, output_tokens: 245 });
+    const seen = { id: "msg_A", model: "claude-opus-4-6", usage };
     const carried = { vendor: "anthropic", model: MODEL, stream: true, status: 200, latencyMs: 3, ttfbMs: 1, clientClosed: false };
     const step = llmCallStep({ ...carried, request: Buffer.from("{}"), response: Buffer.from("event: x\n\n"), seen }, null);
-    r.recorder.recordGateway(
-      { harness: "claude-code", agent: null, sessionId: SESSION },
-      [step],
-      r.clock.now,
-      gatewayCallId("anthropic", "msg_A"),
+    const identity = { vendor: "anthropic", messageId: "msg_A", model: "claude-opus-4-6", usage };
+    const has = (id: string) => r.recorder.journal.has(id);
+    r.recorder.recordGateway({ harness: "claude-code", agent: null, sessionId: SESSION }, [step], r.clock.now, (chain) =>
+      nextCarriedId(has, callKey(chain, identity)),
     );
     // Its group commit has not run (this test never yields): the Stop hook's reader sees only the id.
     expect(r.recorder.journal.chains.get(CLAUDE)!.deferred).toHaveLength(1);
@@ -673,7 +600,17 @@ describe("gateway: one record per model call beside the transcript and rollout r
     const sid = "01a22e25-cee7-78a2-a314-a909cfe9f130";
     const g = await gateway(() => ({
       headers: SSE_HEADERS,
-      chunks: responsesStream({ id: "resp_vendor_8", model: "gpt-5", text: "x", usage: { input_tokens: 3800, output_tokens: 96 } }),
+      chunks: responsesStream({
+        id: "resp_vendor_8",
+        model: "gpt-5-codex",
+        text: "x",
+        usage: {
+          input_tokens: 3800,
+          input_tokens_details: { cached_tokens: 1080 },
+          output_tokens: 96,
+          output_tokens_details: { reasoning_tokens: 13 },
+        },
+      }),
     }));
     const dir = mkdtempSync(join(tmpdir(), "cx-gw-"));
     const name = readdirSync(join(FIX, "codex-0.169-denied")).find((f) => f.startsWith("rollout-"))!;
@@ -728,7 +665,11 @@ describe("gateway: budget reservations", () => {
   const USAGE = { input_tokens: 10, output_tokens: 5, total_tokens: 15 };
 
   it("refuses a call the lease has no room for as OpenAI refuses a spend limit (429 insufficient_quota), never reaching the vendor, with a policy_decision of rule budget", async () => {
-    const s = server({ granted: false, exhausted: { budget: "daily", spent_microusd: 1_000_001, limit_microusd: 1_000_000 } });
+    const s = server({
+      granted: false,
+      exhausted: { budget: "daily", spent_microusd: 1_000_001, reserved_microusd: 1, limit_microusd: 1_000_000 },
+      room_microusd: 0,
+    });
     const g = await gateway(stream, { budgets: BUDGETS }, undefined, null, s.leases);
     const err = await openai(g)
       .responses.create({ model: "gpt-5", input: "hi", stream: true, max_output_tokens: 100 })
@@ -739,18 +680,30 @@ describe("gateway: budget reservations", () => {
       type: "insufficient_quota",
       code: "insufficient_quota",
       message: expect.stringMatching(
-        /^Oxagen refused this model call: the budget daily \(\$1\.0000\) has no room left for this call: this call may cost up to \$0\.\d{4}$/,
+        /^Oxagen refused this model call: the budget daily \(\$1\.0000\) has no room left for this call \(\$\d+\.\d{4} is spent, \$0\.0000 is reserved by calls in flight, \$0\.0000 is left\): this call may cost up to \$0\.\d{4}$/,
       ),
     });
     expect(g.up.seen).toHaveLength(0);
-    // One lease asked for, then (from the refusal's figures) just the room left, refused too: nothing per call beyond that.
-    expect(s.asked).toEqual([
-      expect.stringMatching(new RegExp(`^open ${AGENT} \\d+$`)),
-      expect.stringMatching(new RegExp(`^open ${AGENT} \\d+$`)),
-    ]);
+    // One lease asked for; the refusal says no room is left, so nothing is asked again.
+    expect(s.asked).toEqual([expect.stringMatching(new RegExp(`^open ${AGENT} \\d+$`))]);
     expect(payloadsOf(g.r.frames(AGENT), "policy_decision")).toEqual([
       expect.objectContaining({ path: "gateway", subject: "model", decision: "deny", rule: "budget", model: "gpt-5" }),
     ]);
+  });
+
+  it("reserves a call tied to no session like any other, on the computer's own chain (where it is recorded and priced)", async () => {
+    const s = server({
+      granted: true,
+      lease_id: `lease_${"1".repeat(32)}`,
+      microusd: 1_000_000,
+      expires_ms: Date.now() + 600_000,
+      room_microusd: 10_000_000,
+    });
+    const g = await gateway(stream, { budgets: BUDGETS }, undefined, null, s.leases);
+    for await (const _ of await openai(g, {}).responses.create({ model: "gpt-5", input: "hi", stream: true, max_output_tokens: 100 })) {
+    }
+    expect(s.asked).toEqual([expect.stringMatching(new RegExp(`^open ${HOST_CHAIN} \\d+$`))]);
+    expect(g.llm(HOST_CHAIN)).toHaveLength(1);
   });
 
   it("fails open when the server cannot be asked: forwarded unreserved, unless the policy already lists the budget exhausted; a reserved call is not refused by that list", async () => {

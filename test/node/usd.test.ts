@@ -20,5 +20,9 @@ describe("formatUsd", () => {
   it("is the formatter the budget refusal's sentence uses", () => {
     const b = { budget: "daily", scope: "workspace", window: "day", until_ms: null, spent_microusd: 4750, limit_microusd: 4500 } as const;
     expect(budgetReason(b)).toBe("budget exhausted: daily allows $0.0045 for the workspace in today (UTC), and $0.0048 is spent");
+    // What leases hold for calls in flight is said apart from what was spent.
+    expect(budgetReason({ ...b, reserved_microusd: 1000 })).toBe(
+      "budget exhausted: daily allows $0.0045 for the workspace in today (UTC), and $0.0038 is spent and $0.0010 is reserved by calls in flight",
+    );
   });
 });

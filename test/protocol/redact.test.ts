@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { sha256Hex } from "../../protocol/index.ts";
-import { CREDENTIAL_KINDS, findCredentials, redact } from "../../protocol/redact.ts";
+import { CREDENTIAL_KINDS, CREDENTIAL_PATTERNS, findCredentials, redact } from "../../protocol/redact.ts";
 
 // Fake credentials in each vendor's shape, built from pieces so no scanner mistakes the test for a leak.
 const ALNUM = "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8S9t0U1v2W3x4Y5z6";
@@ -248,5 +248,29 @@ describe("findCredentials: work", () => {
       return work.steps;
     };
     expect(steps(40_000)).toBeLessThanOrEqual(2.02 * steps(20_000));
+  });
+});
+
+describe("the detectors' keyword checks", () => {
+  it("skip no text a detector matches: the same case folding as the detector (ſ folds to s, K to k under `iu`)", () => {
+    const texts = [
+      'ſecret="hunter2-value"',
+      "DB_PASSWORD=sup3rs3cret",
+      "ACCESS_TOKEN=abc123def456",
+      'my_api_key: "abcdef123456"',
+      "Authorization: Bearer abcdefghijklmnop1234",
+      "https://user:p4ssw0rd@db.example.com",
+      `aws_secret_access_key = "${"a".repeat(40)}"`,
+    ];
+    for (const text of texts) {
+      const found = findCredentials(text);
+      expect(found.length, text).toBe(1);
+      // Each detector's own expression, run with no keyword check, finds the same span.
+      const span = text.slice(found[0]!.start, found[0]!.end);
+      expect(
+        CREDENTIAL_PATTERNS.some((re) => [...text.matchAll(new RegExp(re.source, re.flags))].some((m) => m[0].includes(span))),
+        text,
+      ).toBe(true);
+    }
   });
 });

@@ -3,11 +3,14 @@
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import {
   AUTH_HEADERS,
+  BudgetLeaseRequest,
+  BudgetLeaseResize,
   defaultPolicy,
   IngestRequest,
   parseLock,
   policyEtag,
   requestProblem,
+  ROUTES,
   SIGNED_HEADERS,
   sha256Hex,
   signPolicy,
@@ -42,6 +45,8 @@ export class StubServer {
   /** Runs the server says it holds (GET /v1/host/runs/:id), besides those ingested. */
   readonly heldRuns = new Set<string>();
   requests = 0;
+  /** Budget leases granted (POST /v1/host/budget/leases, PATCH to resize): each lease's amount, granted without a limit. */
+  readonly leases = new Map<string, number>();
   policy: Policy = defaultPolicy("ws_test", 1);
   /** The server key policies are signed with (the sample server key unless a test rotates it). */
   signingKey: { secret: Uint8Array; keyId: string } | null = null;
@@ -135,6 +140,19 @@ export class StubServer {
       if (over.length > 0)
         return { status: 429, body: { error: "quota_exceeded", message: "over quota", issues: over }, headers: { "retry-after": "1" } };
       return { status: 200, body: { chains: parsed.data.chains.map((part) => this.#take(part)) } };
+    }
+    if (req.method === "POST" && req.url === ROUTES.budgetLease) {
+      const r = BudgetLeaseRequest.parse(JSON.parse(bytes.toString("utf8")));
+      const id = `lease_${sha256Hex(`${this.leases.size}:${r.run}`).slice(0, 32)}`;
+      this.leases.set(id, r.microusd);
+      return { status: 201, body: { granted: true, lease_id: id, microusd: r.microusd, expires_ms: Date.now() + r.ttl_ms } };
+    }
+    const lease = /^\/v1\/host\/budget\/leases\/(lease_[0-9a-f]{32})$/.exec(req.url!);
+    if (req.method === "PATCH" && lease && this.leases.has(lease[1]!)) {
+      const r = BudgetLeaseResize.parse(JSON.parse(bytes.toString("utf8")));
+      const microusd = Math.max(0, this.leases.get(lease[1]!)! + r.add_microusd);
+      this.leases.set(lease[1]!, microusd);
+      return { status: 200, body: { granted: true, lease_id: lease[1], microusd, expires_ms: Date.now() + r.ttl_ms } };
     }
     const held = /^\/v1\/host\/runs\/(run_[0-9a-f]{32})$/.exec(req.url!);
     if (req.method === "GET" && held && (this.chains.has(held[1]!) || this.heldRuns.has(held[1]!))) {

@@ -2,7 +2,7 @@
 // script gives (status, headers, body chunks), so a test controls every byte, including a stream
 // that breaks off or waits for the test.
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import type { Socket } from "node:net";
+import type { Server as NetServer, Socket } from "node:net";
 
 // biome-ignore lint/suspicious/noExplicitAny: request bodies are whatever the client sends
 export type Json = Record<string, any>;
@@ -79,14 +79,21 @@ export async function startUpstream(script: (req: UpstreamRequest) => Scripted):
       up.connectionsClosed++;
     });
   });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  up.url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
-  up.close = () =>
-    new Promise((r) => {
-      for (const s of sockets) s.destroy();
-      server.close(() => r());
-    });
+  Object.assign(up, await listenLocal(server, sockets));
   return up;
+}
+
+/** Listens on a free loopback port: its URL, and a close that drops every open connection first. */
+export async function listenLocal(server: NetServer, sockets: Set<Socket>): Promise<{ url: string; close(): Promise<void> }> {
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
+    close: () =>
+      new Promise((r) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => r());
+      }),
+  };
 }
 
 /** One server-sent event's bytes. */

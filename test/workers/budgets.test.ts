@@ -20,6 +20,9 @@ async function setBudgets(token: string, workspaceId: string, budgets: BudgetCla
 
 const policyOf = hostPolicyOf;
 
+/** A scope's use without its reserved part (the lease tests check that; these check the totals). */
+const spentOnly = (uses: { reserved_microusd?: number }[]) => uses.map(({ reserved_microusd: _r, ...u }) => u);
+
 /** A host's push connection, counting pushes (a test waits for a count, never for a time). */
 async function listen(h: TestHost) {
   const conn = await openPush(h);
@@ -143,6 +146,49 @@ describe("budget leases over the host-signed route", () => {
     }
   });
 
+  it("answers a lease for another workspace's run as one for an unknown run id: granted, on the asking host's own scopes; grants carry the room left, refusals spent and reserved apart", async () => {
+    const theirs = await seedWorkspace();
+    const stranger = await enrollHost(theirs.token);
+    const foreign = new TestRun(stranger);
+    foreign.start();
+    await ingest(stranger, [foreign.part()]);
+    const { token, workspaceId } = await seedWorkspace();
+    const host = await enrollHost(token);
+    await setBudgets(token, workspaceId, [{ id: "daily", scope: "workspace", window: "day", limit_microusd: 10_000 }]);
+    const lease = (run: string, microusd: number) => hostCall(host, "POST", ROUTES.budgetLease, JSON.stringify({ run, microusd }));
+    const a = await lease(foreign.chain, 3000);
+    const b = await lease(`run_${"7".repeat(32)}`, 3000);
+    expect([a.status, b.status]).toEqual([201, 201]);
+    expect(await a.json()).toMatchObject({ granted: true, microusd: 3000, room_microusd: 7000 });
+    expect(await b.json()).toMatchObject({ granted: true, microusd: 3000, room_microusd: 4000 });
+    // The other workspace's budget is untouched: the lease counts where the asking host does.
+    expect(
+      (
+        await workspaceObject(env, theirs.workspaceId).use([{ id: "d", scope: "workspace", window: "day", limit_microusd: 1 }], Date.now())
+      )[0]!.uses[0]!.spent_microusd,
+    ).toBe(0);
+    const refused = await lease(`run_${"8".repeat(32)}`, 5000);
+    expect(refused.status).toBe(409);
+    expect(await refused.json()).toMatchObject({
+      error: "budget_exhausted",
+      message:
+        "The lease would pass the budget daily ($0.01): $0.00 is spent, $0.0060 is reserved by calls in flight, $0.0040 is left, and $0.0050 was asked.",
+      exhausted: { budget: "daily", spent_microusd: 11_000, reserved_microusd: 11_000, limit_microusd: 10_000 },
+      room_microusd: 4000,
+    });
+  });
+
+  it("leases for the asking computer's own chain (the gateway's calls tied to no session), never for another's", async () => {
+    const { token, workspaceId } = await seedWorkspace();
+    const [host, other] = [await enrollHost(token), await enrollHost(token)];
+    await setBudgets(token, workspaceId, [{ id: "daily", scope: "workspace", window: "day", limit_microusd: 10_000 }]);
+    const lease = (run: string) => hostCall(host, "POST", ROUTES.budgetLease, JSON.stringify({ run, microusd: 1000 }));
+    expect((await lease(`host_${host.id}`)).status).toBe(201);
+    const theirs = await lease(`host_${other.id}`);
+    expect(theirs.status).toBe(400);
+    expect(await theirs.json()).toMatchObject({ error: "invalid_request" });
+  });
+
   it("resizes a lease: grows within the limit, refuses growth past it leaving the lease as it was, shrinks, and answers 404 for another host's", async () => {
     const { token, workspaceId } = await seedWorkspace();
     const [host, other] = [await enrollHost(token), await enrollHost(token)];
@@ -180,7 +226,7 @@ describe("budget leases over the host-signed route", () => {
     expect(await hub.resize({ hostId: "host_a", leaseId: id, addMicrousd: 0, ttlMs: 600_000 }, clauses, after)).toMatchObject({
       granted: true,
     });
-    expect((await hub.use(clauses, after))[0]?.uses).toEqual([{ host: null, spent_microusd: 5000 }]);
+    expect((await hub.use(clauses, after))[0]?.uses).toEqual([{ host: null, spent_microusd: 5000, reserved_microusd: 5000 }]);
     expect(await hub.resize({ hostId: "host_a", leaseId: id, addMicrousd: 5001, ttlMs: 600_000 }, clauses, after)).toMatchObject({
       granted: false,
       exhausted: { budget: "ws-day", spent_microusd: 10_001 },
@@ -255,7 +301,7 @@ describe("each budget clause's use", () => {
 
   it("answers per scope instance, in the clause's window, priced plus leased, by the rule that decides what is exhausted", async () => {
     const hub = await counters();
-    const use = await hub.use(clauses, now, { top: 2 });
+    const use = (await hub.use(clauses, now, { top: 2 })).map((c) => ({ ...c, uses: spentOnly(c.uses) }));
     expect(use).toEqual([
       {
         budget: "ws-day",
@@ -302,20 +348,24 @@ describe("each budget clause's use", () => {
     ]);
     // Once the lease expires it no longer counts.
     const later = await hub.use(clauses, now + 120_000, { top: 2 });
-    expect(later[0]!.uses).toEqual([{ host: null, spent_microusd: 9000 }]);
-    expect(later[2]!.uses[1]).toEqual({ host: "host_b", run: r(4), spent_microusd: 3000 });
+    expect(spentOnly(later[0]!.uses)).toEqual([{ host: null, spent_microusd: 9000 }]);
+    expect(spentOnly(later[2]!.uses)[1]).toEqual({ host: "host_b", run: r(4), spent_microusd: 3000 });
   });
 
   it("narrows to one run's scopes, and answers 0 for a host with no spend", async () => {
     const hub = await counters();
     const one = await hub.use(clauses, now, { onlyHost: "host_b", onlyRun: r(3) });
-    expect(one.map((c) => c.uses)).toEqual([
+    expect(one.map((c) => spentOnly(c.uses))).toEqual([
       [{ host: null, spent_microusd: 10_000 }],
       [{ host: "host_b", spent_microusd: 6000 }],
       [{ host: "host_b", run: r(3), spent_microusd: 3000 }],
     ]);
     const idle = await hub.use(clauses, now, { onlyHost: "host_idle" });
-    expect(idle.map((c) => c.uses)).toEqual([[{ host: null, spent_microusd: 10_000 }], [{ host: "host_idle", spent_microusd: 0 }], []]);
+    expect(idle.map((c) => spentOnly(c.uses))).toEqual([
+      [{ host: null, spent_microusd: 10_000 }],
+      [{ host: "host_idle", spent_microusd: 0 }],
+      [],
+    ]);
   });
 
   it("GET /v1/spend/budgets answers the same for an operator, validated", async () => {
@@ -334,8 +384,8 @@ describe("each budget clause's use", () => {
     expect(res.status).toBe(200);
     const body = (await res.json()) as { now_ms: number; clauses: { budget: string; uses: unknown[] }[] };
     expect(body.clauses.map((c) => [c.budget, c.uses])).toEqual([
-      ["daily", [{ host: null, spent_microusd: 4500 }]],
-      ["per-run", [{ host: host.id, run: run.chain, spent_microusd: 4500 }]],
+      ["daily", [{ host: null, spent_microusd: 4500, reserved_microusd: 0 }]],
+      ["per-run", [{ host: host.id, run: run.chain, spent_microusd: 4500, reserved_microusd: 0 }]],
     ]);
     expect(await (await op(token, `/v1/spend/budgets?run=${run.chain}`)).json()).toMatchObject({
       clauses: [{ budget: "daily" }, { budget: "per-run", uses: [{ run: run.chain }] }],

@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import { createExecutionContext, createScheduledController, waitOnExecutionContext } from "cloudflare:test";
 import { beforeAll, describe, expect, it, vi } from "vitest";
 import { eq } from "drizzle-orm";
-import { BODY_HEADERS, bodyRef } from "../../protocol/index.ts";
+import { BODY_HEADERS, bodyRef, ChainWriter } from "../../protocol/index.ts";
 import { db, schema } from "../../workers/db/client.ts";
 import { CSP } from "../../workers/console/index.tsx";
 import worker from "../../workers/index.ts";
@@ -547,5 +547,28 @@ describe("budgets on the spend and run pages", () => {
     const { html } = await b.page("/console/spend");
     expect(html).toContain("No budget clause.");
     expect(html).toMatch(/<title id="spend-chart-title">Spend by day, [^<]*: \$0\.00 in all<\/title>/);
+  });
+});
+
+describe("a computer's own chain in the console", () => {
+  it("shows the frames of host_<id> to the workspace's operators, linked from the computers page; another workspace's is 404", async () => {
+    const chain = `host_${host.id}`;
+    const writer = new ChainWriter(chain);
+    const { frame } = writer.append(
+      "error",
+      { path: "gateway", code: "upstream_timeout", forwarded: false, status: 504, vendor: "anthropic" },
+      1_767_225_600_000,
+    );
+    expect((await ingest(host, [{ chain, frames: [frame], locks: [] }])).status).toBe(200);
+    const b = await signedIn();
+    expect((await b.page("/console/computers")).html).toContain(`href="/console/runs/${chain}"`);
+    const { res, html } = await b.page(`/console/runs/${chain}`);
+    expect(res.status).toBe(200);
+    expect(html).toContain("its own chain");
+    expect(html).toContain("the vendor did not answer in time");
+    expect(html).toContain("answering 504");
+    const other = await seedWorkspace();
+    const stranger = await signedIn(other.token);
+    expect((await stranger.page(`/console/runs/${chain}`)).res.status).toBe(404);
   });
 });

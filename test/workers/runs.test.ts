@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { createExecutionContext, createScheduledController, waitOnExecutionContext } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
-import { openPolicy, publicKeyOf, type SignedPolicy, verifyBundle } from "../../protocol/index.ts";
+import { ChainWriter, openPolicy, publicKeyOf, type SignedPolicy, verifyBundle } from "../../protocol/index.ts";
 import worker from "../../workers/index.ts";
 import { SERVER_SECRET } from "../support/sample-run.ts";
 import { enrollHost, hostCall, ingest, op, seedWorkspace, TestRun, type TestHost } from "./support.ts";
@@ -187,5 +187,28 @@ describe("runs", () => {
     const bad = await op(t2, "/v1/runs?status=nope");
     expect(bad.status).toBe(400);
     expect(await bad.json()).toMatchObject({ error: "invalid_request" });
+  });
+});
+
+describe("a computer's own chain", () => {
+  it("is readable by the workspace's operators at /v1/runs/host_<id>/frames (calls tied to no session), and by nobody else's", async () => {
+    const { token } = await seedWorkspace();
+    const host = await enrollHost(token);
+    const chain = `host_${host.id}`;
+    const writer = new ChainWriter(chain);
+    const { frame } = writer.append(
+      "error",
+      { path: "gateway", code: "unknown_path", forwarded: false, status: 404, vendor: "anthropic" },
+      1_767_225_600_000,
+    );
+    expect((await ingest(host, [{ chain, frames: [frame], locks: [] }])).status).toBe(200);
+    const res = await op(token, `/v1/runs/host_${host.id}/frames`);
+    expect(res.status).toBe(200);
+    const page = (await res.json()) as { frames: { kind: string; seq: number }[] };
+    expect(page.frames.map((f) => [f.seq, f.kind])).toEqual([[0, "error"]]);
+    // Another workspace's operator: no such host, as for a run of another workspace.
+    const other = await seedWorkspace();
+    expect((await op(other.token, `/v1/runs/host_${host.id}/frames`)).status).toBe(404);
+    expect((await op(token, "/v1/runs/host_/frames")).status).toBe(400);
   });
 });

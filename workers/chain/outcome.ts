@@ -48,6 +48,7 @@ export const READ_KINDS = ["policy_decision", "tool_requested", "tool_call", "tu
 
 const ERROR_CODES: Record<string, string> = {
   upstream_unreachable: "the gateway could not reach the vendor",
+  upstream_timeout: "the vendor did not answer in time (the gateway's connect, first-byte or idle timeout)",
   request_too_large: "the request was over the gateway's size limit",
   unknown_path: "the gateway does not forward that path",
   client_closed: "the harness went away before the vendor answered",

@@ -21,10 +21,11 @@ import type { PageContext } from "./layout.tsx";
 import { AgentsPage } from "./pages/agents.tsx";
 import { ComputersPage, type Minted, RemoveComputerPage } from "./pages/computers.tsx";
 import { CoveragePage } from "./pages/coverage.tsx";
+import { HostChainPage } from "./pages/host-chain.tsx";
 import { ErrorPage, SignInPage } from "./pages/signin.tsx";
 import { SpendPage } from "./pages/spend.tsx";
 import { actionNotice, AGENT_DONE, lateQuery } from "./propagation.ts";
-import { bodyPage, runPage } from "./run-page.tsx";
+import { bodyPage, runPage, TIMELINE_PAGE } from "./run-page.tsx";
 import { runsPage } from "./runs-page.tsx";
 import { toolsPages } from "./tools.tsx";
 import {
@@ -130,6 +131,13 @@ export const consoleApp = new Hono<ConsoleEnv>()
     return c.html(page, status);
   })
   .get(`/console/runs/:id{${RUN_ID}}`, async (c) => c.html(await runPage(c.env, pageCtx(c), c.req.param("id"), c.req.query())))
+  .get("/console/runs/:id{host_[a-z0-9][a-z0-9_-]{0,63}}", async (c) => {
+    // A computer's own chain: the workspace's computer, or no such page (as for a run of another workspace).
+    const host = await ownHost(c.env, c.var.workspaceId, c.req.param("id").slice("host_".length));
+    const from = Math.max(0, Number.parseInt(c.req.query("from") ?? "0", 10) || 0);
+    const page = await c.env.CHAINS.get(c.env.CHAINS.idFromName(`host_${host.id}`)).frames(from, TIMELINE_PAGE);
+    return c.html(<HostChainPage ctx={pageCtx(c)} hostId={host.id} frames={page.frames} from={from} next={page.next} />);
+  })
   .get(`/console/runs/:id{${RUN_ID}}/coverage`, async (c) => {
     const row = await ownRun(c.env, c.var.workspaceId, c.req.param("id"));
     const { statement } = runCoverage(await runDetail(c.env, row));

@@ -11,7 +11,8 @@ import { RunPage } from "./pages/run.tsx";
 import { failedCall, type FrameRowView, fields } from "./pages/timeline.tsx";
 import { actionNotice } from "./propagation.ts";
 
-const TIMELINE_PAGE = 200;
+/** Frames per timeline page (a run's, and a computer's own chain). */
+export const TIMELINE_PAGE = 200;
 const BODY_SHOWN_BYTES = 256 * 1024;
 /** Failed model calls per page whose vendor answer is read for its message (one R2 read each). */
 const VENDOR_ANSWERS = 10;

@@ -132,7 +132,10 @@ export async function hostPolicy(env: Env, host: HostRow, now: number): Promise<
     return { ...policy, ...own, ...shut, paused_runs: [], suspended_hosts: [host.id] };
   }
   const budgets = policy.budgets.length > 0 ? await workspaceObject(env, host.workspaceId).exhausted(host.id, policy.budgets, now) : null;
-  const exhausted = (budgets?.scopes ?? []).slice(0, MAX_EXHAUSTED_BUDGETS).map(({ host: _h, ...b }) => b);
+  // What leases hold only when they hold something (a collector before the field reads the rest).
+  const exhausted = (budgets?.scopes ?? [])
+    .slice(0, MAX_EXHAUSTED_BUDGETS)
+    .map(({ host: _h, reserved_microusd: reserved, ...b }) => ((reserved ?? 0) > 0 ? { ...b, reserved_microusd: reserved } : b));
   return {
     ...policy,
     ...own,

@@ -1,9 +1,7 @@
-import { eq } from "drizzle-orm";
 import { type Context, Hono } from "hono";
 import { z } from "zod";
-import { BudgetLeaseRequest, BudgetLeaseResize, ROUTES } from "../../protocol/index.ts";
+import { BudgetLeaseRequest, BudgetLeaseResize, formatUsd, hostChainId, ROUTES } from "../../protocol/index.ts";
 import { type HostEnv, hostAuth } from "../auth/host.ts";
-import { db, schema } from "../db/client.ts";
 import { AppError, notFound } from "../errors.ts";
 import { loadPolicy, workspaceObject } from "../lib/policy-store.ts";
 import { pushPolicies, pushWaitMs } from "../lib/push.ts";
@@ -19,18 +17,26 @@ const LeaseParam = z.object({ id: z.string().regex(/^lease_[0-9a-f]{32}$/) });
 const LEASE_PUSH_WAIT_MS = 1000;
 const leasePush = (env: Env, workspaceId: string) => pushPolicies(env, workspaceId, Math.min(pushWaitMs(env), LEASE_PUSH_WAIT_MS));
 
-/** A lease past a scope's limit: 409 `budget_exhausted`, naming the scope (the one error answer with a field of its own). */
+/** A lease past a scope's limit: 409 `budget_exhausted`, naming the scope and the room left (spent and reserved apart). */
 class BudgetExhausted extends AppError {
-  constructor(exhausted: Omit<ExhaustedScope, "host">) {
-    super(409, "budget_exhausted", `The lease would pass the budget ${exhausted.budget}.`, { fields: { exhausted } });
+  constructor(exhausted: Omit<ExhaustedScope, "host">, room: number, asked: number) {
+    // Spent and reserved apart: the amount asked is in both counts, and in neither of the sentence's.
+    const spent = exhausted.spent_microusd - (exhausted.reserved_microusd ?? 0);
+    const reserved = Math.max(0, (exhausted.reserved_microusd ?? 0) - asked);
+    super(
+      409,
+      "budget_exhausted",
+      `The lease would pass the budget ${exhausted.budget} (${formatUsd(exhausted.limit_microusd)}): ${formatUsd(spent)} is spent, ${formatUsd(reserved)} is reserved by calls in flight, ${formatUsd(room)} is left, and ${formatUsd(asked)} was asked.`,
+      { fields: { exhausted, room_microusd: room } },
+    );
   }
 }
 
-async function leaseAnswer(c: Context<HostEnv>, workspaceId: string, answer: ResizeAnswer, status: 200 | 201) {
+async function leaseAnswer(c: Context<HostEnv>, workspaceId: string, answer: ResizeAnswer, status: 200 | 201, asked: number) {
   if (!answer.granted) {
     if ("gone" in answer) throw notFound("lease");
     const { host: _h, ...scope } = answer.exhausted;
-    throw new BudgetExhausted(scope);
+    throw new BudgetExhausted(scope, answer.room_microusd, asked);
   }
   const { changed, ...lease } = answer;
   // A lease that reaches a limit exhausts the scope for everyone: the hosts hear of it at once.
@@ -49,15 +55,18 @@ export const budget = new Hono<HostEnv>()
   .post(ROUTES.budgetLease, hostAuth(), valid("json", BudgetLeaseRequest, { what: "lease request", empty: "refused" }), async (c) => {
     const host = c.var.host;
     const req = c.req.valid("json");
-    const owner = await db(c.env).select({ hostId: schema.runs.hostId }).from(schema.runs).where(eq(schema.runs.id, req.run)).get();
-    if (owner && owner.hostId !== host.id) throw notFound("run");
+    if (req.run.startsWith("host_") && req.run !== hostChainId(host.id))
+      throw new AppError(400, "invalid_request", "A lease for a computer's own chain names the asking computer's (host_<its id>).");
+    // No run lookup: a lease counts toward the scopes of its own host (and workspace) only, so a run
+    // id the host does not own, of its workspace or another, is answered as an unknown one (a run's
+    // first call comes before its frames do): the same answer, and no D1 query on the call's path.
     const { policy } = await loadPolicy(c.env, host.workspaceId);
     const answer = await workspaceObject(c.env, host.workspaceId).lease(
       { hostId: host.id, runId: req.run, microusd: req.microusd, ttlMs: req.ttl_ms },
       policy.budgets,
       Date.now(),
     );
-    return leaseAnswer(c, host.workspaceId, answer, 201);
+    return leaseAnswer(c, host.workspaceId, answer, 201, req.microusd);
   })
   .patch(
     ROUTES.budgetSettle.pattern,
@@ -73,7 +82,7 @@ export const budget = new Hono<HostEnv>()
         policy.budgets,
         Date.now(),
       );
-      return leaseAnswer(c, host.workspaceId, answer, 200);
+      return leaseAnswer(c, host.workspaceId, answer, 200, req.add_microusd);
     },
   )
   .delete(ROUTES.budgetSettle.pattern, hostAuth(), valid("param", LeaseParam), async (c) => {

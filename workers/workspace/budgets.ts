@@ -30,6 +30,8 @@ export interface ScopeUse {
   run?: string;
   /** Priced calls plus the budget leased and not yet settled, in millionths of a US dollar. */
   spent_microusd: number;
+  /** The part of `spent_microusd` that leases hold for calls not priced yet (reserved, not spent). */
+  reserved_microusd: number;
 }
 
 /** A clause's use: its scope instances' spend against its limit in the window that holds `now`. */
@@ -57,7 +59,7 @@ export interface UseFilter {
 }
 
 /** Tool calls' charges (workspace/tool-meter.ts): the cost of each call reserved or forwarded. */
-const TOOL_SPEND = "SELECT run_id, host_id, day, cost_microusd AS microusd FROM tool_calls WHERE cost_microusd > 0";
+const TOOL_SPEND = "SELECT run_id, host_id, day, cost_microusd AS microusd, 0 AS leased FROM tool_calls WHERE cost_microusd > 0";
 
 /**
  * A scope of a run's (its own, its host's, the workspace's) past its limit with every lease and
@@ -70,9 +72,7 @@ export function overLimit(
   hostId: string,
   runId: string,
 ): ExhaustedScope | undefined {
-  return exhaustedScopes(sql, clauses, now, hostId).find(
-    (s) => (s.run === undefined || s.run === runId) && s.spent_microusd > s.limit_microusd,
-  );
+  return leaseRoom(sql, clauses, now, hostId, runId).over;
 }
 
 /**
@@ -105,10 +105,10 @@ export function budgetUse(sql: SqlStorage, clauses: BudgetClause[], now: number,
     }
     const filter = where.length > 0 ? `WHERE ${where.join(" AND ")}` : "";
     const rows = sql
-      .exec<{ run_id?: string; host_id?: string; spent: number }>(
-        `SELECT ${group ? `${group}, ` : ""}sum(microusd) AS spent FROM (
-           SELECT run_id, host_id, day, microusd FROM run_spend
-           UNION ALL SELECT run_id, host_id, day, microusd FROM leases WHERE expires_ms > ${now}
+      .exec<{ run_id?: string; host_id?: string; spent: number; reserved: number }>(
+        `SELECT ${group ? `${group}, ` : ""}sum(microusd) AS spent, sum(leased) AS reserved FROM (
+           SELECT run_id, host_id, day, microusd, 0 AS leased FROM run_spend
+           UNION ALL SELECT run_id, host_id, day, microusd, microusd AS leased FROM leases WHERE expires_ms > ${now}
            UNION ALL ${TOOL_SPEND}
          ) ${filter} ${group ? `GROUP BY ${group}` : ""} ${group && f.top !== undefined ? `ORDER BY spent DESC, ${group}` : ""}`,
         ...args,
@@ -117,9 +117,14 @@ export function budgetUse(sql: SqlStorage, clauses: BudgetClause[], now: number,
     const base = { budget: c.id, scope: c.scope, window: c.window, limit_microusd: c.limit_microusd, until_ms: until };
     if (!group || (c.scope === "host" && f.onlyHost !== undefined && rows.length === 0)) {
       const host = c.scope === "host" ? (f.onlyHost ?? null) : null;
-      return { ...base, uses: [{ host, spent_microusd: rows[0]?.spent ?? 0 }], more: 0 };
+      return { ...base, uses: [{ host, spent_microusd: rows[0]?.spent ?? 0, reserved_microusd: rows[0]?.reserved ?? 0 }], more: 0 };
     }
-    const uses = rows.map((r) => ({ host: r.host_id ?? null, ...(perRun && r.run_id ? { run: r.run_id } : {}), spent_microusd: r.spent }));
+    const uses = rows.map((r) => ({
+      host: r.host_id ?? null,
+      ...(perRun && r.run_id ? { run: r.run_id } : {}),
+      spent_microusd: r.spent,
+      reserved_microusd: r.reserved,
+    }));
     const top = f.top ?? uses.length;
     return { ...base, uses: uses.slice(0, top), more: Math.max(0, uses.length - top) };
   });
@@ -134,6 +139,30 @@ export function exhaustedScopes(sql: SqlStorage, clauses: BudgetClause[], now: n
   return budgetUse(sql, clauses, now, { onlyHost }).flatMap(({ uses, more: _more, ...c }) =>
     uses.filter((u) => u.spent_microusd >= c.limit_microusd).map((u) => ({ ...c, ...u })),
   );
+}
+
+/**
+ * What a lease for `runId` on `hostId` finds in the clauses that concern it (the run's, the host's,
+ * the workspace's): the first scope past its limit, and the least room left among them (null when
+ * no clause applies). Reaching a limit exactly is allowed; the next lease is refused.
+ */
+export function leaseRoom(
+  sql: SqlStorage,
+  clauses: BudgetClause[],
+  now: number,
+  hostId: string,
+  runId: string,
+): { over: ExhaustedScope | undefined; room: number | null } {
+  let over: ExhaustedScope | undefined;
+  let room: number | null = null;
+  for (const { uses, more: _more, ...c } of budgetUse(sql, clauses, now, { onlyHost: hostId, onlyRun: runId })) {
+    for (const u of uses) {
+      if (u.run !== undefined && u.run !== runId) continue;
+      room = Math.min(room ?? Number.POSITIVE_INFINITY, c.limit_microusd - u.spent_microusd);
+      if (!over && u.spent_microusd > c.limit_microusd) over = { ...c, ...u };
+    }
+  }
+  return { over, room: room === null ? null : Math.max(0, room) };
 }
 
 /**

@@ -15,11 +15,13 @@ interface Response {
   complete?: boolean;
 }
 
-/** What survives a restart: responses not yet final, the keys already emitted, each stream's open key. */
+/** What survives a restart: responses not yet final, the keys already emitted, each stream's open key, the usages recorded per message. */
 export interface ClaudeState {
   pending: Response[];
   emitted: string[];
   streams: Record<string, string>;
+  /** Per message key (id and request id), the model and usage of each response recorded under it. */
+  sigs?: Record<string, string[]>;
 }
 
 /** An llm_call ready to record, with the de-duplication key it was recorded under. */
@@ -30,6 +32,13 @@ export interface UsageCall {
 }
 
 const MAX_EMITTED = 50_000;
+/** Separates a message key from the number of a later response that reused it. */
+const AGAIN = "\u0001";
+
+const baseOf = (key: string) => key.split(AGAIN, 1)[0]!;
+/** The model and billed usage of a response: two responses of one message key are one call only when these are equal too. */
+const sigOf = (r: Response) =>
+  JSON.stringify([r.model, r.usage.input_tokens, r.usage.output_tokens, r.usage.cache_read_tokens ?? 0, r.usage.cache_write_tokens ?? 0]);
 
 /**
  * The usage of one transcript record, mapped to the llm_call fields (harnesses.md §1.7). Cache
@@ -109,7 +118,11 @@ function replaces(candidate: Response, kept: Response): boolean {
  * conversation, a sidechain, or one subagent's progress lines) starts another response, when the
  * caller flushes (Stop, SubagentStop, SessionEnd, the session ending), or, for a response whose
  * final line has arrived, when the file has been quiet. Until then its latest line is kept,
- * whatever lines come between. A record for a key already recorded is not counted again.
+ * whatever lines come between. A vendor may reuse a message id (a local server, a replay): for a
+message with no request id (the vendor sent none), a line whose response already ended (recorded,
+or its final line kept) with another usage starts a new response under the same id; one whose
+final model and usage equal a response already recorded under its id is the same call, not
+counted again. A request id names one exchange: its lines are one response.
  */
 export class ClaudeTranscript {
   readonly #pending = new Map<string, Response>();
@@ -117,6 +130,9 @@ export class ClaudeTranscript {
   readonly #streams: Map<string, string>;
   /** message id → the key it was first seen under with a requestId. */
   readonly #byMessage = new Map<string, string>();
+  /** message key → the key of its latest response (the key itself, or the key and a number when reused). */
+  readonly #latest = new Map<string, string>();
+  readonly #sigs: Map<string, string[]>;
   /** Lines that were not JSON; the caller reports them. */
   bad = 0;
 
@@ -124,7 +140,11 @@ export class ClaudeTranscript {
     for (const r of state?.pending ?? []) this.#pending.set(r.key, r);
     this.#emitted = new Set(state?.emitted ?? []);
     this.#streams = new Map(Object.entries(state?.streams ?? {}));
-    for (const k of [...this.#emitted, ...this.#pending.keys()]) this.#index(k);
+    this.#sigs = new Map(Object.entries(state?.sigs ?? {}));
+    for (const k of [...this.#emitted, ...this.#pending.keys()]) {
+      this.#index(baseOf(k));
+      this.#latest.set(baseOf(k), k);
+    }
   }
 
   get state(): ClaudeState {
@@ -132,6 +152,7 @@ export class ClaudeTranscript {
       pending: [...this.#pending.values()],
       emitted: [...this.#emitted].slice(-MAX_EMITTED),
       streams: Object.fromEntries(this.#streams),
+      sigs: Object.fromEntries([...this.#sigs].slice(-MAX_EMITTED)),
     };
   }
 
@@ -146,7 +167,14 @@ export class ClaudeTranscript {
     if (!found) return [];
     const { rec, stream } = found;
     const out: UsageCall[] = [];
-    rec.key = this.#keyOf(rec);
+    const base = this.#keyOf(rec);
+    const latest = this.#latest.get(base) ?? base;
+    const last = this.#pending.get(latest);
+    // A request id names one exchange: only a key without one can be another response's.
+    const reusable = !base.includes("\u0000");
+    if (last) rec.key = reusable && last.complete && sigOf(rec) !== sigOf(last) ? this.#again(base, latest) : latest;
+    else rec.key = reusable && this.#emitted.has(latest) ? this.#again(base, latest) : latest;
+    this.#latest.set(base, rec.key);
     // Only the next response of the same stream ends the open one; other lines (a tool's result,
     // written while the response that asked for it is still streaming) do not.
     const open = this.#streams.get(stream);
@@ -185,11 +213,25 @@ export class ClaudeTranscript {
     if (cut > 0 && !this.#byMessage.has(key.slice(0, cut))) this.#byMessage.set(key.slice(0, cut), key);
   }
 
+  /** The key of another response under a message key already used. */
+  #again(base: string, latest: string): string {
+    const n = latest === base ? 1 : Number(latest.slice(latest.indexOf(AGAIN) + 1));
+    return `${base}${AGAIN}${n + 1}`;
+  }
+
   #finish(key: string, out: UsageCall[]): void {
     const r = this.#pending.get(key);
     if (!r) return;
     this.#pending.delete(key);
     this.#emitted.add(key);
+    const base = baseOf(key);
+    const sig = sigOf(r);
+    const sigs = this.#sigs.get(base);
+    // The same call again (a line repeated, a file read again): its model and usage were recorded under its key.
+    // A key recorded by a parser older than the usages kept per key: as it did, not counted again.
+    if (key !== base && (sigs ? sigs.includes(sig) : this.#emitted.has(base))) return;
+    this.#sigs.delete(base);
+    this.#sigs.set(base, [...(sigs ?? []), sig].slice(-64));
     out.push({
       key,
       t: r.t,

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { basename, join } from "node:path";
 import { type Payload, runIdFor, sha256Hex } from "../../../protocol/index.ts";
-import { gatewayCallId } from "../../gateway/record.ts";
+import { callKey, MATCHED, unmatchedCarried } from "../../gateway/record.ts";
 import type { ChainRecord, RunInfo } from "../journal.ts";
 import { sessionOf, type HookRequest, type Step } from "../mapper.ts";
 import type { Recorder } from "../recorder.ts";
@@ -325,14 +325,38 @@ export class Sources {
   /**
    * A model call a usage log shows, unless the gateway carried it: its frame, recorded when the
    * response ended (before the harness could write the log), is the call's record (one count).
+   * Only the same call counts once: one the gateway carried on this chain, with the same message
+   * id, model and usage, and not matched to another report yet; anything else is recorded
+   * (docs/collector.md, "Counted once"). A match is kept in the journal, so a log read again after
+   * a restart matches nothing twice.
    */
   #usage(rec: ChainRecord, payload: Payload<"llm_call">, t: number, key: string): void {
-    if (payload.message_id && this.#rec.journal.has(gatewayCallId(payload.vendor, payload.message_id))) return;
+    const has = (id: string) => this.#rec.journal.has(id);
+    if (has(key)) return;
+    const carried = payload.message_id
+      ? unmatchedCarried(
+          has,
+          callKey(rec.chain, { vendor: payload.vendor, messageId: payload.message_id, model: payload.model, usage: payload.usage }),
+        )
+      : null;
+    if (carried) {
+      this.#rec.journal.mark(rec, [key, `${carried}${MATCHED}`]);
+      this.#changed();
+      return;
+    }
     this.#commit(rec, [{ kind: "llm_call", payload, bodies: [] }], t, key);
   }
 
   #commit(rec: ChainRecord, steps: Step[], t: number, key: string): void {
-    if (this.#rec.record(rec, steps, t, key)) this.#changed();
+    try {
+      if (this.#rec.record(rec, steps, t, key)) this.#changed();
+    } catch (err) {
+      // Never a silent drop: the chain says a step of its log could not be recorded.
+      const what = steps.map((s) => s.kind).join(", ");
+      const detail = `a ${what} read from the session's log could not be recorded: ${(err as Error).message}`.slice(0, 1024);
+      this.#rec.log(detail);
+      this.#rec.append(rec, "telemetry_gap", { path: "transcript", cause: "other", detail }, this.#now());
+    }
   }
 
   /** One log_unreadable gap per file, and a clear line in the recorder's log. */

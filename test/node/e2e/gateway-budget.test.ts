@@ -148,6 +148,9 @@ describe("budget reservations at the gateway, three computers, one budget", () =
     // All forwarded calls were in flight at once, each holding its maximum cost: together no more than the budget.
     const reservations = upstream.seen.map((r) => maxCostOf(messages, readModelRequest(messages, r.raw), new Date())!);
     expect(reservations.reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(LIMIT);
+    // And usable to the limit: what the forwarded calls reserved is within one call's maximum per computer of it
+    // (no budget left stuck in other runs' slices while calls are refused).
+    expect(reservations.reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(LIMIT - machines.length * maxCost);
     // Refused in Anthropic's shape for a spend limit: 400 invalid_request_error, the reason in the message.
     for (const o of refused) {
       // A refusal without a status is a connection failure: say what it was.
@@ -157,7 +160,7 @@ describe("budget reservations at the gateway, three computers, one budget", () =
       // Refused by its gateway's lease (no room for this call), or, once a lease filled the budget, by the
       // exhaustion the server pushed to every computer: both are the budget.
       expect(body?.error.message).toMatch(
-        /^Oxagen refused this model call: (the budget daily \(\$\d+\.\d{4}\) has no room left|budget exhausted: daily allows)/,
+        /^Oxagen refused this model call: (the budget daily \(\$\d+\.\d{4}\) has no room left for this call \(\$\d+\.\d{4} is spent, \$\d+\.\d{4} is reserved by calls in flight, \$\d+\.\d{4} is left\)|budget exhausted: daily allows .* is reserved by calls in flight)/,
       );
     }
 

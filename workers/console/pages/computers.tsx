@@ -34,7 +34,11 @@ function Row(props: { ctx: PageContext; h: HostView; twins: number }) {
         {h.hostname}
         {props.twins > 0 ? <span class="dup"> · same name as {plural(props.twins, "other computer")}</span> : null}
       </th>
-      <td class="mono">{h.id}</td>
+      <td class="mono">
+        <a href={`/console/runs/host_${h.id}`} title="The computer's own chain: calls tied to no session">
+          {h.id}
+        </a>
+      </td>
       <td class="mono">{h.key_id}</td>
       <td>
         <State value={h.status} />

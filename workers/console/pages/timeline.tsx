@@ -95,7 +95,7 @@ function durations(frames: FrameRowView[]): Map<number, string> {
   return out;
 }
 
-function Bodies(props: { run: string; seq: number; refs: Ref[] | undefined }) {
+function Bodies(props: { run: string | null; seq: number; refs: Ref[] | undefined }) {
   if (!props.refs || props.refs.length === 0) return null;
   return (
     <ul class="plain">
@@ -103,7 +103,11 @@ function Bodies(props: { run: string; seq: number; refs: Ref[] | undefined }) {
         <li>
           {str(b.role)} ({str(b.size)} bytes){" "}
           {b.kept === true ? (
-            <a href={`/console/runs/${props.run}/frames/${props.seq}/bodies/${i}`}>show</a>
+            props.run === null ? (
+              <span class="muted">kept</span>
+            ) : (
+              <a href={`/console/runs/${props.run}/frames/${props.seq}/bodies/${i}`}>show</a>
+            )
           ) : (
             <span class="muted">{NOT_KEPT[str(b.why)] ?? "not kept"}</span>
           )}
@@ -115,9 +119,9 @@ function Bodies(props: { run: string; seq: number; refs: Ref[] | undefined }) {
 
 /**
  * The run's timeline: one row per frame with what it says, its duration, a model call's tokens and
- * cost, and its bodies. `vendorSaid` holds, by seq, what the vendor's error answer said for failed calls.
+ * cost, and its bodies (linked for a run; `run` null for a computer's own chain, whose bodies have no page). `vendorSaid` holds, by seq, what the vendor's error answer said for failed calls.
  */
-export function Timeline(props: { run: string; frames: FrameRowView[]; vendorSaid: Map<number, string> }) {
+export function Timeline(props: { run: string | null; frames: FrameRowView[]; vendorSaid: Map<number, string> }) {
   const took = durations(props.frames);
   return (
     <table>
