@@ -9,6 +9,7 @@ import { MAX_BODY_BYTES } from "./frames.ts";
 import { AgentName, ChainId, HostId, Sha256Hex } from "./ids.ts";
 import { utf8 } from "./bytes.ts";
 import { pae, SignedLock } from "./lock.ts";
+import { MAX_MCP_REQUEST_BYTES } from "./tools.ts";
 
 /** A route with one path parameter: call it for the path to send, read `pattern` for the path the server matches (`:name`). */
 export interface ParamRoute<P extends string> {
@@ -42,6 +43,11 @@ export const ROUTES = {
   hostStatus: "/v1/host",
   hostKey: "/v1/host/key",
   hostRun: withParam("/v1/host/runs/:id"),
+  /**
+   * The workspace's hosted MCP endpoint (POST only, stateless Streamable HTTP, both protocol
+   * revisions): host-signed by the gateway, or a direct client's tool token (docs/api.md).
+   */
+  mcp: withParam("/v1/mcp/:workspace"),
 } as const;
 
 /** The most chains one ingest batch may carry. */
@@ -57,6 +63,7 @@ export const MAX_SMALL_BODY_BYTES = 64 * 1024;
 export const ROUTE_BODY_LIMITS: readonly { method: string; path: string; bytes: number }[] = [
   { method: "POST", path: ROUTES.ingest, bytes: MAX_INGEST_BYTES },
   { method: "PUT", path: ROUTES.body.pattern, bytes: MAX_BODY_BYTES },
+  { method: "POST", path: ROUTES.mcp.pattern, bytes: MAX_MCP_REQUEST_BYTES },
 ];
 
 /** The file name a run's export bundle is saved under: the console's download and `oxagen export`. */

@@ -34,3 +34,4 @@ export * from "./auth.ts";
 export * from "./policy.ts";
 export * from "./redact.ts";
 export * from "./usd.ts";
+export * from "./tools.ts";

@@ -19,6 +19,8 @@ import { runs } from "./routes/runs.ts";
 import { spend } from "./routes/spend.ts";
 import { tokens } from "./routes/tokens.ts";
 import { workspaces } from "./routes/workspaces.ts";
+import { mcpEndpoint } from "./tools/endpoint.ts";
+import { tools } from "./tools/routes.ts";
 
 export const app = new Hono<AppEnv>();
 
@@ -44,6 +46,8 @@ app.route("/", runs);
 app.route("/", spend);
 app.route("/", tokens);
 app.route("/", workspaces);
+app.route("/", mcpEndpoint);
+app.route("/", tools);
 app.route("/", consoleApp);
 
 app.notFound((c) => c.json({ error: "not_found", message: "No such route." }, 404));

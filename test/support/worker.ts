@@ -9,6 +9,9 @@ import { devArgs, ensureDatabase, localUrl, ROOT, waitHealthy } from "../../scri
 import { freePort } from "./recorder.ts";
 import { SERVER_SECRET } from "./sample-run.ts";
 
+/** The tool-credential key the local Worker runs with (a test's own; production sets a secret). */
+export const TOOLS_KEY = "5a".repeat(32);
+
 export interface LocalWorker {
   url: string;
   port: number;
@@ -38,6 +41,10 @@ export async function startWorker(): Promise<LocalWorker> {
         persist,
         "--var",
         `OXAGEN_SIGNING_KEY:${bytesToHex(SERVER_SECRET)}`,
+        "--var",
+        `OXAGEN_TOOLS_KEY:${TOOLS_KEY}`,
+        "--var",
+        "OXAGEN_TOOLS_ALLOW_LOOPBACK:1",
         // An operator's change waits this long for the recorders to apply it: long enough for a
         // loaded machine, so a test that expects every computer applied never depends on speed.
         "--var",

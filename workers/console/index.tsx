@@ -31,6 +31,7 @@ import { SpendPage } from "./pages/spend.tsx";
 import { actionNotice, AGENT_DONE, lateQuery } from "./propagation.ts";
 import { bodyPage, runPage, TIMELINE_PAGE } from "./run-page.tsx";
 import { runsPage } from "./runs-page.tsx";
+import { toolsPages } from "./tools.tsx";
 import {
   type ConsoleEnv,
   consoleSession,
@@ -200,6 +201,7 @@ export const consoleApp = new Hono<ConsoleEnv>()
     const { status, page } = await policyEdit(c.env, pageCtx(c), form);
     return c.html(page, status);
   })
+  .route("/", toolsPages)
   .all("/console/*", () => {
     throw new AppError(404, "not_found", "No such page.");
   });

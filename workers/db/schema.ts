@@ -343,3 +343,74 @@ export const spend = sqliteTable(
     index("spend_ws_host_day").on(t.workspaceId, t.hostId, t.day),
   ],
 );
+
+/**
+ * A workspace's tools (docs/api.md "Workspace tools"): what the hosted MCP endpoint serves. The
+ * definition served is the approved one (`defSha256`); an upstream MCP tool's live definition is
+ * re-checked against `upstreamSha256`, and a difference is held in `drift` until approved.
+ */
+export const tools = sqliteTable(
+  "tools",
+  {
+    id: text("id").primaryKey(),
+    workspaceId: text("workspace_id").notNull(),
+    name: text("name").notNull(),
+    title: text("title"),
+    description: text("description").notNull(),
+    /** JSON Schema (object) of the arguments, as approved. */
+    inputSchema: text("input_schema").notNull(),
+    /** JSON: the tool's MCP annotations, or null. */
+    annotations: text("annotations"),
+    /** JSON: the binding (`http` or `mcp`, workers/tools/schema.ts). */
+    binding: text("binding").notNull(),
+    /** JSON array of access clauses. */
+    access: text("access").notNull().default("[]"),
+    /** Charged to the workspace's budgets per call forwarded, in millionths of a US dollar. */
+    costMicrousd: integer("cost_microusd").notNull().default(0),
+    /** JSON array of call-count limits. */
+    limits: text("limits").notNull().default("[]"),
+    status: text("status", { enum: ["active", "disabled"] })
+      .notNull()
+      .default("active"),
+    /** The approved definition's digest (protocol toolDefinitionDigest of the served definition before narrowing). */
+    defSha256: text("def_sha256").notNull(),
+    /** An `mcp` tool's upstream definition digest at approval; null for `http`. */
+    upstreamSha256: text("upstream_sha256"),
+    /** JSON: the upstream definition last seen when it differed from the approved one (`{ seen_ms, sha256, definition }`, or `{ seen_ms, missing: true }`). */
+    drift: text("drift"),
+    /** When the upstream definition was last checked. */
+    checkedMs: integer("checked_ms"),
+    /** base64 of IV (12 bytes) and AES-256-GCM ciphertext of the credential; never answered. */
+    credential: text("credential"),
+    /** The id of the OXAGEN_TOOLS_KEY that encrypted `credential`. */
+    credentialKeyId: text("credential_key_id"),
+    credentialSetMs: integer("credential_set_ms"),
+    version: integer("version").notNull().default(1),
+    createdMs: integer("created_ms").notNull(),
+    updatedMs: integer("updated_ms").notNull(),
+    approvedMs: integer("approved_ms").notNull(),
+    /** The operator token that approved the served definition last. */
+    approvedBy: text("approved_by"),
+  },
+  (t) => [uniqueIndex("tools_ws_name").on(t.workspaceId, t.name), index("tools_checked").on(t.checkedMs)],
+);
+
+/**
+ * Tokens an operator issues to one agent for calling the workspace's MCP endpoint directly
+ * (`Authorization: Bearer oxt_…`): their calls are in the meter log only.
+ */
+export const toolTokens = sqliteTable(
+  "tool_tokens",
+  {
+    id: text("id").primaryKey(),
+    workspaceId: text("workspace_id").notNull(),
+    /** The agent name the token's calls are made as. */
+    agent: text("agent").notNull(),
+    secretHash: text("secret_hash").notNull(),
+    createdMs: integer("created_ms").notNull(),
+    expiresMs: integer("expires_ms").notNull(),
+    createdBy: text("created_by").notNull(),
+    revokedMs: integer("revoked_ms"),
+  },
+  (t) => [index("tool_tokens_workspace").on(t.workspaceId)],
+);

@@ -2,8 +2,8 @@ import { z } from "zod";
 import { bytesToHex, equalBytes, fromHex, isHex, sha256, TOKEN_SHAPE, utf8 } from "../../protocol/index.ts";
 import { db, schema } from "../db/client.ts";
 
-/** The kinds of token (protocol `TOKEN_SHAPE`): operator, enrollment, console session, device code. */
-export type TokenKind = "oxo" | "oxe" | "oxs" | "oxd";
+/** The kinds of token (protocol `TOKEN_SHAPE`): operator, enrollment, console session, device code, tool (an agent's, for the MCP endpoint). */
+export type TokenKind = "oxo" | "oxe" | "oxs" | "oxd" | "oxt";
 
 /** A bearer token `<prefix>_<id>_<secret>`: the id finds the row, the secret is compared by hash. */
 export interface NewToken {
