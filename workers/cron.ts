@@ -2,6 +2,7 @@ import { and, eq, gt, inArray, isNotNull, isNull, lt, lte, or, sql } from "drizz
 import { db, schema } from "./db/client.ts";
 import { PENDING_DEGRADED_MS } from "./lib/health.ts";
 import { QUIET_MS } from "./lib/quiet.ts";
+import { checkToolDefinitions } from "./tools/drift.ts";
 
 /** Runs the backstop sweep hands to their objects per invocation. */
 export const CLOSE_BATCH = 50;
@@ -77,5 +78,6 @@ export async function scheduled(controller: ScheduledController, env: Env, ctx: 
   const now = controller.scheduledTime;
   ctx.waitUntil(markDegraded(env, now));
   ctx.waitUntil(sweepConsoleSessions(env, now));
+  ctx.waitUntil(checkToolDefinitions(env, now));
   await closeQuietRuns(env, now);
 }

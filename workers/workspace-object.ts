@@ -9,6 +9,18 @@ import { readPolicy } from "./lib/policy-store.ts";
 import type { ClauseUse, ExhaustedScope, RunSpend, UseFilter } from "./workspace/budgets.ts";
 import { BudgetLedger, type Change, type LeaseAnswer, type ResizeAnswer } from "./workspace/ledger.ts";
 import { migrate } from "./workspace/schema.ts";
+import {
+  type CallEnd,
+  type MeterCall,
+  meterRefusal,
+  type ReserveAnswer,
+  type ToolCallFilter,
+  type ToolCallRow,
+  type ToolCallRules,
+  type ToolUse,
+  toolCallRows,
+  toolUse,
+} from "./workspace/tool-meter.ts";
 
 export type { LeaseAnswer, ResizeAnswer };
 
@@ -126,6 +138,38 @@ export class WorkspaceObject extends DurableObject<Env> {
     const id = this.ctx.id.name;
     if (!id) throw new Error("a workspace's object is named by its workspace id");
     return id;
+  }
+
+  /**
+   * Reserves a tool call before it is forwarded (`workspace/ledger.ts` reserveTool), against the
+   * workspace's budget clauses this object holds; an exhaustion it causes is announced after the answer.
+   */
+  async reserveToolCall(call: MeterCall, rules: ToolCallRules, now: number): Promise<ReserveAnswer> {
+    const ledger = await this.#ledger();
+    const answer = this.ctx.storage.transactionSync(() => ledger.reserveTool(call, rules, now));
+    if (answer.granted) this.#announceIf(answer);
+    return answer;
+  }
+
+  /** Settles a reserved tool call with how it ended; an exhaustion it frees or causes is announced after the answer. */
+  async settleToolCall(end: CallEnd, now: number): Promise<Change> {
+    const ledger = await this.#ledger();
+    return this.#announceIf(this.ctx.storage.transactionSync(() => ledger.settleTool(end, now)));
+  }
+
+  /** Writes the meter row of a tool call refused before it was reserved (an access clause, a stop, a drift). */
+  refuseToolCall(call: MeterCall, refusal: { rule: string; reason: string; reasonSha256: string }, now: number): void {
+    meterRefusal(this.ctx.storage.sql, call, refusal, now);
+  }
+
+  /** The meter log, newest first. */
+  toolCalls(filter: ToolCallFilter): ToolCallRow[] {
+    return toolCallRows(this.ctx.storage.sql, filter);
+  }
+
+  /** Calls, refusals, errors and charges per tool since `sinceMs`. */
+  toolUse(sinceMs: number): ToolUse[] {
+    return toolUse(this.ctx.storage.sql, sinceMs);
   }
 
   #stored(): Settings | null {

@@ -71,6 +71,11 @@ describe("every console and API list query is served by an index", () => {
       `/v1/spend?host=${host.id}&group_by=month`,
       `/v1/spend?run=${run.chain}&group_by=model`,
       "/v1/spend/budgets",
+      "/v1/tools",
+      "/v1/tool-calls",
+      "/v1/tool-tokens",
+      "/v1/tokens",
+      "/v1/enrollment-tokens",
     ];
     for (const path of api) expect((await op(token, path)).status, path).toBe(200);
     const b = await signedIn(token);

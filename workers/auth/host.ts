@@ -5,6 +5,7 @@ import {
   AUTH_HEADERS,
   type AuthHeaders,
   authHeadersProblem,
+  OPTIONAL_SIGNED_HEADERS,
   originOf,
   REQUEST_WINDOW_MS,
   requestSigningInput,
@@ -68,7 +69,7 @@ async function authenticateHost(c: Context<HostEnv>, policyPart: boolean): Promi
   const why = `the signature does not verify under an enrolled host's key for this server's origin, ${origin}`;
   if (h.host!.length > 64) throw refuse(why);
   const url = new URL(c.req.url);
-  const headers = Object.fromEntries(SIGNED_HEADERS.map((name) => [name, c.req.header(name) ?? null]));
+  const headers = Object.fromEntries([...SIGNED_HEADERS, ...OPTIONAL_SIGNED_HEADERS].map((name) => [name, c.req.header(name) ?? null]));
   const input = requestSigningInput({
     origin,
     method: c.req.method,

@@ -10,11 +10,15 @@ import { spendSince } from "../lib/spend.ts";
 import { exportAnswer, ownRun, pauseRun, resumeRun, runDetail, sealRun } from "../lib/runs.ts";
 import { unenrollHost } from "../lib/host-keys.ts";
 import { EnrollmentTtlMinutes, mintEnrollmentToken } from "../lib/tokens.ts";
+import { DEVICE_PAGE } from "../lib/device.ts";
 import { serverOrigin } from "../auth/host.ts";
 import { hostView, ownHost, setSuspended } from "../routes/hosts.ts";
 import { agentsOfHosts, HostPageQuery, hostsPage } from "../lib/fleet-pages.ts";
 import { policyEdit, policyPage } from "./policy.tsx";
-import type { PageContext } from "./layout.tsx";
+import { checkedForm, pageCtx } from "./context.ts";
+import { deviceConsole } from "./device.tsx";
+import { registerAgentConsole } from "./register-agent.tsx";
+import { registeredAgents } from "../lib/registered-agents.ts";
 import { AgentsPage } from "./pages/agents.tsx";
 import { ComputersPage, type Minted, RemoveComputerPage } from "./pages/computers.tsx";
 import { CoveragePage } from "./pages/coverage.tsx";
@@ -24,6 +28,7 @@ import { SpendPage } from "./pages/spend.tsx";
 import { actionNotice, AGENT_DONE, lateQuery } from "./propagation.ts";
 import { bodyPage, runPage, TIMELINE_PAGE } from "./run-page.tsx";
 import { runsPage } from "./runs-page.tsx";
+import { toolsPages } from "./tools.tsx";
 import {
   type ConsoleEnv,
   consoleSession,
@@ -35,6 +40,7 @@ import {
   SIGN_OUT,
   SIGNED_OUT,
   SignedOut,
+  safeNext,
   sessionCookie,
   signIn,
   signInCsrf,
@@ -48,20 +54,6 @@ export const CSP = "default-src 'none'; style-src 'self'; img-src 'self'; form-a
 const RUN_ID = "run_[0-9a-f]{32}";
 /** Per-run and per-host budget scopes the Spend page lists per clause, the largest spend first. */
 const BUDGET_TOP = 10;
-
-const pageCtx = (c: Context<ConsoleEnv>): PageContext => ({
-  workspaceId: c.var.workspaceId,
-  tokenId: c.var.tokenId,
-  scope: c.var.scope,
-  csrf: c.var.csrf,
-});
-
-/** The form of a state-changing request, its CSRF token checked against the session's. */
-function checkedForm(c: Context<ConsoleEnv>): URLSearchParams {
-  const form = formOf(c);
-  requireCsrf(c, form, c.var.csrf);
-  return form;
-}
 
 /**
  * The operator console: server-rendered pages under /console, signed in with a session cookie.
@@ -78,7 +70,7 @@ export const consoleApp = new Hono<ConsoleEnv>()
   .get(SIGN_IN, (c) => {
     const why = c.req.query("why") ?? "none";
     const notice = Object.hasOwn(SIGNED_OUT, why) ? SIGNED_OUT[why as keyof typeof SIGNED_OUT] : "";
-    return c.html(<SignInPage csrf={signInCsrf(c)} notice={notice} error={null} />);
+    return c.html(<SignInPage csrf={signInCsrf(c)} notice={notice} error={null} next={safeNext(c.req.query("next"))} />);
   })
   .post(SIGN_IN, async (c) => {
     const form = formOf(c);
@@ -87,16 +79,16 @@ export const consoleApp = new Hono<ConsoleEnv>()
       await signIn(c, (form.get("token") ?? "").trim());
     } catch (err) {
       if (!(err instanceof AppError) || err.status !== 401) throw err;
-      return c.html(<SignInPage csrf={signInCsrf(c)} notice="" error={err.message} />, 401);
+      return c.html(<SignInPage csrf={signInCsrf(c)} notice="" error={err.message} next={safeNext(form.get("next"))} />, 401);
     }
-    return c.redirect("/console", 303);
+    return c.redirect(safeNext(form.get("next")) ?? "/console", 303);
   })
   .use("/console", consoleSession)
   .use("/console/*", consoleSession)
   .post(SIGN_OUT, async (c) => {
-    checkedForm(c);
+    const form = checkedForm(c);
     await signOut(c);
-    return c.redirect(signInUrl("signed_out"), 303);
+    return c.redirect(signInUrl("signed_out", form.get("next")), 303);
   })
   .get("/console", async (c) => {
     // A removed (unenrolled) computer records nothing more: the Computers page still lists it.
@@ -106,8 +98,11 @@ export const consoleApp = new Hono<ConsoleEnv>()
     const marked = markPaused(agents, pauses);
     const hosts = page.hosts.map((h) => ({ host: hostView(h), agents: marked.filter((a) => a.host_id === h.id) }));
     const everywhere = pauses.filter((p) => p.host === "*").map((p) => p.name);
+    const registered = await registeredAgents(c.env, c.var.workspaceId);
     const notice = actionNotice(c.req.query(), AGENT_DONE, new Map(page.hosts.map((h) => [h.id, h.hostname])));
-    return c.html(<AgentsPage ctx={pageCtx(c)} hosts={hosts} pausedEverywhere={everywhere} notice={notice} next={page.next} />);
+    return c.html(
+      <AgentsPage ctx={pageCtx(c)} hosts={hosts} pausedEverywhere={everywhere} notice={notice} registered={registered} next={page.next} />,
+    );
   })
   .post("/console/agents/:action{pause|resume}", async (c) => {
     const form = checkedForm(c);
@@ -194,12 +189,15 @@ export const consoleApp = new Hono<ConsoleEnv>()
       <SpendPage ctx={pageCtx(c)} days={days} from={new Date(fromMs).toISOString().slice(0, 10)} spend={spend} budgets={budgets} />,
     );
   })
+  .route("/", deviceConsole)
+  .route("/", registerAgentConsole)
   .get("/console/policy", async (c) => c.html(await policyPage(c.env, pageCtx(c))))
   .post("/console/policy", async (c) => {
     const form = checkedForm(c);
     const { status, page } = await policyEdit(c.env, pageCtx(c), form);
     return c.html(page, status);
   })
+  .route("/", toolsPages)
   .all("/console/*", () => {
     throw new AppError(404, "not_found", "No such page.");
   });
@@ -207,7 +205,10 @@ export const consoleApp = new Hono<ConsoleEnv>()
 consoleApp.onError((err, c) => {
   if (err instanceof SignedOut) {
     dropCookie(c, sessionCookie(c));
-    return c.redirect(signInUrl(err.why), 303);
+    // The device page is where a command line sends its operator: signing in goes back to it.
+    const url = new URL(c.req.url);
+    const back = c.req.method === "GET" && url.pathname === DEVICE_PAGE ? `${url.pathname}${url.search}` : null;
+    return c.redirect(signInUrl(err.why, back), 303);
   }
   const signedIn = c.get("tokenId") !== undefined;
   if (err instanceof AppError) {

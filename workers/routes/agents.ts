@@ -4,6 +4,7 @@ import { AgentName } from "../../protocol/index.ts";
 import { operatorAuth, type OperatorEnv } from "../auth/operator.ts";
 import { setAgentPaused, withPauses } from "../lib/agent-pauses.ts";
 import { agentsOfHosts, HostPageQuery, hostsPage } from "../lib/fleet-pages.ts";
+import { RegisterAgentRequest, registerAgent, registeredAgents } from "../lib/registered-agents.ts";
 import { valid } from "../validate.ts";
 import { agentsOf, ownHost } from "./hosts.ts";
 
@@ -25,7 +26,16 @@ export const agents = new Hono<OperatorEnv>()
     // A page of hosts (100 unless `limit` says) with every agent of each: two queries, whatever the fleet's size.
     const page = await hostsPage(c.env, c.var.workspaceId, c.req.valid("query"));
     const agents = await agentsOfHosts(c.env, page.hosts, Date.now());
-    return c.json({ agents: await withPauses(c.env, c.var.workspaceId, agents), next: page.next });
+    return c.json({
+      agents: await withPauses(c.env, c.var.workspaceId, agents),
+      next: page.next,
+      registered: await registeredAgents(c.env, c.var.workspaceId),
+    });
+  })
+  .post("/v1/agents", valid("json", RegisterAgentRequest, { what: "agent registration", empty: "refused" }), async (c) => {
+    const { name, ttl_minutes } = c.req.valid("json");
+    const registered = await registerAgent(c.env, c.var.workspaceId, c.var.tokenId, name, ttl_minutes);
+    return c.json(registered, registered.created ? 201 : 200);
   })
   .post("/v1/agents/:name/pause", valid("param", NameParam), valid("json", Target), async (c) => {
     const { host } = c.req.valid("json");

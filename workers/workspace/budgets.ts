@@ -71,7 +71,7 @@ const MAX_LISTED = 500;
 type Row = { id: string; host_id: string; used: number; reserved: number };
 
 /**
- * Each clause's spend (priced calls plus the budget leased and not yet settled) per scope
+ * Each clause's spend (priced calls, tool calls' charges and the budget leased and not yet settled) per scope
  * instance in the window that holds `now`, read from the running totals (`counters.ts`): every
  * query is one counter or one index range, the largest first. A `run` scope or window counts per
  * run; `host` per host; `workspace` once. A host or workspace scope with no spend yet answers 0
@@ -164,6 +164,20 @@ export function leaseRoom(
     }
   }
   return { over, room: room === null ? null : Math.max(0, room) };
+}
+
+/**
+ * A scope of a run's (its own, its host's, the workspace's) past its limit with every lease, priced
+ * call and tool charge counted ({@link leaseRoom}'s rule).
+ */
+export function overLimit(
+  sql: SqlStorage,
+  clauses: BudgetClause[],
+  now: number,
+  hostId: string,
+  runId: string,
+): ExhaustedScope | undefined {
+  return leaseRoom(sql, clauses, now, hostId, runId).over;
 }
 
 /**

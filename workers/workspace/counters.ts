@@ -65,7 +65,8 @@ const KEYS: [CounterScope, "day" | "month" | "life"][] = [
 export function addToCounters(sql: SqlStorage, metric: string, key: SpendKey, spent: number, reserved: number, now: number): Moved[] {
   if (spent === 0 && reserved === 0) return [];
   const p = periods(key.day);
-  return KEYS.map(([scope, window]) => {
+  // A direct client's tool call has no host or run (`''`): it counts for the workspace only.
+  return KEYS.filter(([scope]) => (scope === "host" ? key.hostId : scope === "run" ? key.runId : "x") !== "").map(([scope, window]) => {
     const id = scope === "workspace" ? "" : scope === "host" ? key.hostId : key.runId;
     const period = p[window];
     const held = sql
@@ -132,9 +133,19 @@ export function prune(sql: SqlStorage, now: number): void {
   sql.exec(`DELETE FROM run_spend WHERE rowid IN (SELECT rowid FROM run_spend WHERE day < ? ORDER BY day LIMIT ${PRUNE_STEP})`, yesterday);
 }
 
+const AMOUNT = { run_spend: "microusd", leases: "microusd", tool_calls: "cost_microusd" } as const;
+// What an object held before the counters: priced spend, leases, and tool calls' charges (spent once
+// forwarded, reserved while in flight; workspace/tool-meter.ts).
+const SOURCES: { table: keyof typeof AMOUNT; amount: string; where: string }[] = [
+  { table: "run_spend", amount: "sum(microusd), 0", where: "true" },
+  { table: "leases", amount: "0, sum(microusd)", where: "true" },
+  { table: "tool_calls", amount: "sum(cost_microusd), 0", where: "cost_microusd > 0 AND status <> 'reserved'" },
+  { table: "tool_calls", amount: "0, sum(cost_microusd)", where: "cost_microusd > 0 AND status = 'reserved'" },
+];
+
 /**
- * The counters' table, and its first contents from the day totals and leases an object held
- * before it (workspace/schema.ts, step 3): one pass over them, once.
+ * The counters' table, and its first contents from the day totals, leases and tool charges an
+ * object held before it (workspace/schema.ts, step 4): one pass over them, once.
  */
 export const COUNTER_STEPS = [
   `CREATE TABLE counters (metric TEXT NOT NULL, scope TEXT NOT NULL, id TEXT NOT NULL, period TEXT NOT NULL, host_id TEXT NOT NULL,
@@ -145,19 +156,19 @@ export const COUNTER_STEPS = [
   // One host's run counters (a host's policy lists its exhausted runs).
   `CREATE INDEX counters_host ON counters (metric, scope, host_id, period, used)`,
   `CREATE INDEX counters_updated ON counters (updated_ms)`,
-  ...(["spent", "reserved"] as const).flatMap((what) => {
-    const table = what === "spent" ? "run_spend" : "leases";
-    return KEYS.map(([scope, window]) => {
+  ...SOURCES.flatMap(({ table, amount, where }) =>
+    KEYS.map(([scope, window]) => {
       const period = window === "day" ? "'d:' || day" : window === "month" ? "'m:' || substr(day, 1, 7)" : "'life'";
       const id = scope === "workspace" ? "''" : scope === "host" ? "host_id" : "run_id";
       const group = scope === "workspace" ? "p" : "i, p";
-      const amounts = what === "spent" ? "sum(microusd), 0" : "0, sum(microusd)";
+      // A direct client's tool call has no host or run: it counts for the workspace only.
+      const scoped = scope === "workspace" ? "" : ` AND ${id} IS NOT NULL`;
       return `INSERT INTO counters (metric, scope, id, period, host_id, spent, reserved, used, updated_ms)
-        SELECT 'usd', '${scope}', ${id} AS i, ${period} AS p, ${scope === "workspace" ? "''" : "max(host_id)"}, ${amounts}, sum(microusd),
+        SELECT 'usd', '${scope}', ${id} AS i, ${period} AS p, ${scope === "workspace" ? "''" : "max(host_id)"}, ${amount}, sum(${AMOUNT[table]}),
           CAST(strftime('%s', 'now') AS INTEGER) * 1000
-        FROM ${table} WHERE true GROUP BY ${group}
+        FROM ${table} WHERE ${where}${scoped} GROUP BY ${group}
         ON CONFLICT (metric, scope, id, period) DO UPDATE SET spent = spent + excluded.spent, reserved = reserved + excluded.reserved,
           used = used + excluded.used`;
-    });
-  }),
+    }),
+  ),
 ];

@@ -18,6 +18,7 @@ import {
   type UseFilter,
 } from "./budgets.ts";
 import type { Moved } from "./counters.ts";
+import { type CallEnd, type MeterCall, type ReserveAnswer, reserveCall, settleCall, type ToolCallRules } from "./tool-meter.ts";
 
 /** A lease of budget (see {@link BudgetLedger.lease}). */
 export type LeaseAnswer =
@@ -126,6 +127,23 @@ export class BudgetLedger {
     const held = leaseOf(this.#sql, leaseId, now, hostId);
     if (held) moved.push(...dropLease(this.#sql, held, now));
     return this.#change(moved, now);
+  }
+
+  /**
+   * Reserves a tool call before it is forwarded (`tool-meter.ts`): its cost is reserved in the
+   * same counters as a lease, against the same clauses; `changed` as for a lease.
+   */
+  reserveTool(call: MeterCall, rules: ToolCallRules, now: number): ReserveAnswer {
+    const moved = this.#housekeep(now);
+    const { answer, moved: reserved } = reserveCall(this.#sql, call, rules, this.#clauses, now);
+    const { changed } = this.#change([...moved, ...reserved], now);
+    return answer.granted ? { granted: true, changed } : answer;
+  }
+
+  /** Settles a reserved tool call: its cost spent when it was forwarded, given back when not. */
+  settleTool(end: CallEnd, now: number): Change {
+    const moved = this.#housekeep(now);
+    return this.#change([...moved, ...settleCall(this.#sql, end, now)], now);
   }
 
   /** Marks the exhausted set changed (the clauses did). */

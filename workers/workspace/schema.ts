@@ -2,9 +2,10 @@
 
 import { migrateSteps } from "../lib/do-schema.ts";
 import { COUNTER_STEPS } from "./counters.ts";
+import { TOOL_METER_STEP } from "./tool-meter.ts";
 
 /** Bump when a step is added below. */
-export const SCHEMA_VERSION = 3;
+export const SCHEMA_VERSION = 4;
 
 const STEPS: Record<number, string[]> = {
   1: [
@@ -21,12 +22,13 @@ const STEPS: Record<number, string[]> = {
     // One row: when the set of exhausted budget scopes last changed (a host policy's issued_ms never goes back).
     `CREATE TABLE meta (id INTEGER PRIMARY KEY CHECK (id = 1), changed_ms INTEGER NOT NULL, exhausted TEXT NOT NULL)`,
   ],
-  2: [
+  2: TOOL_METER_STEP,
+  3: [
     // The workspace's mode, a copy of its D1 row's (set by the operator actions that change it; read from D1 once when missing).
     `CREATE TABLE settings (id INTEGER PRIMARY KEY CHECK (id = 1), mode TEXT NOT NULL)`,
   ],
-  3: [
-    // Running totals per scope and window (workspace/counters.ts), filled once from the day totals and leases held.
+  4: [
+    // Running totals per scope and window (workspace/counters.ts), filled once from the day totals, leases and tool charges held.
     ...COUNTER_STEPS,
     `CREATE INDEX leases_run ON leases (run_id, expires_ms)`,
     // The workspace's policy (its clauses, a copy of the stored one: set with it, read from D1 once when missing),

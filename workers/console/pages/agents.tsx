@@ -1,5 +1,7 @@
 /** @jsxImportSource hono/jsx */
+import type { RegisteredAgent } from "../../lib/registered-agents.ts";
 import { Action, Layout, type PageContext, State, When, Head } from "../layout.tsx";
+import { RegisteredAgents } from "./register-agent.tsx";
 
 type AgentView = {
   host_id: string;
@@ -23,6 +25,7 @@ export function AgentsPage(props: {
   notice: { text: string; bad: boolean } | null;
   /** The next page's cursor (the last host id of this one), when there are more computers. */
   next: string | null;
+  registered: RegisteredAgent[];
 }) {
   const all = props.hosts.flatMap((h) => h.agents);
   const counts = new Map<string, number>();
@@ -53,7 +56,10 @@ export function AgentsPage(props: {
         </section>
       ) : null}
       {all.length === 0 ? (
-        <p class="notice">No computer is enrolled yet. Mint an enrollment token on the Computers page.</p>
+        <p class="notice">
+          No computer is enrolled yet. On the computer, run <code>tacho enroll --server URL</code> and approve its code here, or mint an
+          enrollment token on the Computers page.
+        </p>
       ) : (
         <p>
           Across the workspace:{" "}
@@ -152,6 +158,7 @@ export function AgentsPage(props: {
           <a href={`/console?cursor=${encodeURIComponent(props.next)}`}>Next computers</a>
         </p>
       ) : null}
+      <RegisteredAgents agents={props.registered} admin={props.ctx.scope === "admin"} />
     </Layout>
   );
 }
