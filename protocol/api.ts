@@ -10,6 +10,7 @@ import { AgentName, ChainId, HostId, Sha256Hex } from "./ids.ts";
 import { utf8 } from "./bytes.ts";
 import { pae, SignedLock } from "./lock.ts";
 import { MAX_MCP_REQUEST_BYTES } from "./tools.ts";
+import { MAX_UPLOAD_BYTES } from "./uploads.ts";
 
 /** A route with one path parameter: call it for the path to send, read `pattern` for the path the server matches (`:name`). */
 export interface ParamRoute<P extends string> {
@@ -34,6 +35,8 @@ export const ROUTES = {
   deviceToken: "/v1/device/token",
   ingest: "/v1/ingest",
   body: withParam("/v1/bodies/:sha256"),
+  /** Host-signed: several bodies of one run in one request (protocol/uploads.ts). */
+  bodies: "/v1/bodies",
   policy: "/v1/policy",
   /** A host-signed WebSocket upgrade: the server pushes `{"type":"policy","etag":…}` when the host's policy changes. */
   push: "/v1/host/push",
@@ -63,6 +66,7 @@ export const MAX_SMALL_BODY_BYTES = 64 * 1024;
 export const ROUTE_BODY_LIMITS: readonly { method: string; path: string; bytes: number }[] = [
   { method: "POST", path: ROUTES.ingest, bytes: MAX_INGEST_BYTES },
   { method: "PUT", path: ROUTES.body.pattern, bytes: MAX_BODY_BYTES },
+  { method: "POST", path: ROUTES.bodies, bytes: MAX_UPLOAD_BYTES },
   { method: "POST", path: ROUTES.mcp.pattern, bytes: MAX_MCP_REQUEST_BYTES },
 ];
 

@@ -94,9 +94,16 @@ export class ChainObject extends DurableObject<Env> {
     return s;
   }
 
-  /** Notes that a body the chain may name is stored in R2. */
-  bodyReceived(sha256: string, now: number): void {
-    this.#core.bodyReceived(sha256, now);
+  /** Whether this chain is a run of `hostId` (a body upload for it is that host's to make). */
+  ownedBy(hostId: string): boolean {
+    return this.#core.state()?.hostId === hostId;
+  }
+
+  /** Notes that bodies the chain may name are stored in R2. */
+  bodiesReceived(sha256s: string[], now: number): void {
+    this.ctx.storage.transactionSync(() => {
+      for (const sha of sha256s) this.#core.bodyReceived(sha, now);
+    });
   }
 
   /** Records a body refused on the server's credential re-check as a `body_refused` gap. */

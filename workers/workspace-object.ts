@@ -67,6 +67,11 @@ export class WorkspaceObject extends DurableObject<Env> {
     return (await this.#load()).policy.mode;
   }
 
+  /** The workspace's retention (which bodies it keeps), as its policy says: a body upload is checked against it. */
+  async retention(): Promise<Policy["retention"]> {
+    return (await this.#load()).policy.retention;
+  }
+
   /** The workspace's part of one host's policy (see `lib/host-policy.ts`). */
   async policyPart(hostId: string, now: number): Promise<WorkspacePart> {
     const s = await this.#load();

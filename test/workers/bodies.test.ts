@@ -1,6 +1,7 @@
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { sha256Hex } from "../../protocol/index.ts";
+import { encodeUpload, sha256Hex, utf8 } from "../../protocol/index.ts";
+import { meterCounts } from "../../workers/lib/meter.ts";
 import { enrollHost, hostCall, ingest, op, seedWorkspace, TestRun, type TestHost } from "./support.ts";
 
 let token: string;
@@ -104,6 +105,98 @@ describe("PUT /v1/bodies/:sha256", () => {
     await ingest(h4, [r4.part()]);
     expect((await put(h4, sha256Hex("y"), "y", r4.chain, "tool_output")).status).toBe(409);
     expect((await put(h4, sha256Hex("y"), "y", r4.chain, "prompt")).status).toBe(201);
+  });
+});
+
+const upload = async (h: TestHost, chain: string, parts: { role: string; bytes: Uint8Array }[]) => {
+  const { contentType, bytes } = await encodeUpload(parts as Parameters<typeof encodeUpload>[0]);
+  return hostCall(h, "POST", "/v1/bodies", bytes, { "x-oxagen-run": chain, "content-type": contentType });
+};
+const stored = (h: TestHost, sha: string) => env.BODIES.head(`bodies/${h.workspaceId}/${sha}`);
+
+describe("POST /v1/bodies (several bodies of a run in one request)", () => {
+  it("takes every body of the upload in one signed request, answered per part, with no D1 statement", async () => {
+    const a = utf8("first body of the upload");
+    const b = utf8("second body of the upload");
+    const leaked = utf8("export AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE\n");
+    expect((await put(host, sha256Hex(b), b)).status).toBe(201);
+    meterCounts(true);
+    const res = await upload(host, run.chain, [
+      { role: "tool_output", bytes: a },
+      { role: "prompt", bytes: b },
+      { role: "tool_input", bytes: leaked },
+    ]);
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({
+      results: [
+        { sha256: sha256Hex(a), status: "stored" },
+        { sha256: sha256Hex(b), status: "duplicate" },
+        { sha256: sha256Hex(leaked), status: "body_refused", message: expect.stringContaining("credential") },
+      ],
+    });
+    const c = meterCounts(true);
+    expect(Object.entries(c).filter(([k, n]) => k.endsWith("d1_statements") && !k.startsWith("projection") && n > 0)).toEqual([]);
+    expect(c["request.do.HOSTS.authenticate"]).toBe(1);
+    expect(await (await env.BODIES.get(`bodies/${host.workspaceId}/${sha256Hex(a)}`))?.text()).toBe("first body of the upload");
+    expect(await stored(host, sha256Hex(leaked))).toBeNull();
+    const view = (await (await op(token, `/v1/runs/${run.chain}`)).json()) as { gaps: { kind: string; bodies?: string[] }[] };
+    expect(view.gaps).toContainEqual(expect.objectContaining({ kind: "body_refused", bodies: [sha256Hex(leaked)] }));
+  });
+
+  it("takes bodies of a run the projection has not written to D1 yet: the run's object knows its host", async () => {
+    const fresh = new TestRun(host);
+    fresh.start();
+    // The ingest answered; its fleet row is still on its way through the queue.
+    expect((await hostCall(host, "POST", "/v1/ingest", JSON.stringify({ chains: [fresh.part()] }))).status).toBe(200);
+    const body = utf8("a body right behind its frames");
+    const res = await upload(host, fresh.chain, [{ role: "tool_output", bytes: body }]);
+    expect(res.status).toBe(200);
+    expect(await stored(host, sha256Hex(body))).not.toBeNull();
+  });
+
+  it("refuses the whole upload, storing nothing, when any part is wrong", async () => {
+    const good = utf8("a good part beside a bad one");
+    const form = new FormData();
+    form.append("tool_output", new Blob([good]), sha256Hex(good));
+    form.append("tool_output", new Blob([utf8("not what the name says")]), sha256Hex("something else"));
+    const r = new Response(form);
+    const bytes = new Uint8Array(await r.arrayBuffer());
+    const res = await hostCall(host, "POST", "/v1/bodies", bytes, {
+      "x-oxagen-run": run.chain,
+      "content-type": r.headers.get("content-type")!,
+    });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toMatchObject({ error: "hash_mismatch" });
+    expect(await stored(host, sha256Hex(good))).toBeNull();
+    const badRole = await upload(host, run.chain, [{ role: "nonsense", bytes: good }]);
+    expect(badRole.status).toBe(400);
+    const many = await upload(
+      host,
+      run.chain,
+      Array.from({ length: 65 }, (_, i) => ({ role: "tool_output", bytes: utf8(`part ${i}`) })),
+    );
+    expect(many.status).toBe(413);
+    const big = await upload(host, run.chain, [{ role: "tool_output", bytes: new Uint8Array(1024 * 1024 + 1) }]);
+    expect(big.status).toBe(413);
+    expect(await stored(host, sha256Hex(good))).toBeNull();
+    const { token: t2 } = await seedWorkspace();
+    expect((await upload(await enrollHost(t2), run.chain, [{ role: "tool_output", bytes: good }])).status).toBe(404);
+    expect(
+      (await hostCall(host, "POST", "/v1/bodies", good, { "x-oxagen-run": run.chain, "content-type": "application/octet-stream" })).status,
+    ).toBe(415);
+  });
+
+  it("answers per part what the workspace's retention does not keep", async () => {
+    const { token: t4 } = await seedWorkspace(undefined, { mode: "keep", keep: ["prompt"] });
+    const h4 = await enrollHost(t4);
+    const r4 = new TestRun(h4);
+    r4.start();
+    await ingest(h4, [r4.part()]);
+    const res = await upload(h4, r4.chain, [
+      { role: "tool_output", bytes: utf8("not kept") },
+      { role: "prompt", bytes: utf8("kept") },
+    ]);
+    expect(((await res.json()) as { results: { status: string }[] }).results.map((x) => x.status)).toEqual(["not_retained", "stored"]);
   });
 });
 
