@@ -1,6 +1,7 @@
 import { and, eq, gt, inArray, isNotNull, isNull, lt, lte, or, sql } from "drizzle-orm";
 import { db, schema } from "./db/client.ts";
 import { PENDING_DEGRADED_MS } from "./lib/health.ts";
+import { sweepArchive } from "./archive.ts";
 import { QUIET_MS } from "./lib/quiet.ts";
 import { checkToolDefinitions } from "./tools/drift.ts";
 
@@ -79,5 +80,6 @@ export async function scheduled(controller: ScheduledController, env: Env, ctx: 
   ctx.waitUntil(markDegraded(env, now));
   ctx.waitUntil(sweepConsoleSessions(env, now));
   ctx.waitUntil(checkToolDefinitions(env, now));
+  ctx.waitUntil(sweepArchive(env, now));
   await closeQuietRuns(env, now);
 }

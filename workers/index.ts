@@ -1,4 +1,5 @@
 import { app } from "./app.ts";
+import { type ArchiveMessage, consumeArchive } from "./archive.ts";
 import { scheduled } from "./cron.ts";
 import { metered } from "./lib/meter.ts";
 import { useNativeCrypto } from "./native-crypto.ts";
@@ -16,5 +17,8 @@ export { WorkspaceObject } from "./workspace-object.ts";
 export default {
   fetch: (request, env, ctx) => app.fetch(request, metered(env, "request"), ctx),
   scheduled: (controller, env, ctx) => scheduled(controller, metered(env, "cron"), ctx),
-  queue: (batch, env, _ctx) => consumeProjection(batch, metered(env, "projection")),
-} satisfies ExportedHandler<Env, ProjectionMessage>;
+  queue: (batch, env, _ctx) =>
+    batch.queue === "oxagen-archive"
+      ? consumeArchive(batch as MessageBatch<ArchiveMessage>, metered(env, "archive"))
+      : consumeProjection(batch as MessageBatch<ProjectionMessage>, metered(env, "projection")),
+} satisfies ExportedHandler<Env, ProjectionMessage | ArchiveMessage>;

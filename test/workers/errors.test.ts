@@ -5,7 +5,7 @@ import { sha256Hex } from "../../protocol/index.ts";
 import type { ChainObject } from "../../workers/chain-object.ts";
 import { db, schema } from "../../workers/db/client.ts";
 import { eq } from "drizzle-orm";
-import { enrollHost, hostCall, ingest, seedWorkspace, TestRun, type TestHost } from "./support.ts";
+import { enrollHost, hostCall, ingest, op, seedWorkspace, TestRun, type TestHost } from "./support.ts";
 
 let host: TestHost;
 let workspaceId: string;
@@ -45,18 +45,23 @@ describe("errors that must not hide", () => {
     });
   });
 
-  it("refuses with a 500 to store a body when the workspace's retention row is damaged, rather than keep every role", async () => {
-    const run = new TestRun(host);
+  it("refuses with a 500 to read a workspace whose retention row is damaged; a body is checked against the policy's retention, never that row", async () => {
+    const { token, workspaceId: ws } = await seedWorkspace(undefined, { mode: "keep", keep: ["prompt"] });
+    const h = await enrollHost(token);
+    const run = new TestRun(h);
     run.start();
-    await ingest(host, [run.part()]);
-    await db(env).update(schema.workspaces).set({ retentionKeep: "{oops" }).where(eq(schema.workspaces.id, workspaceId));
-    const text = "tool output";
-    const res = await hostCall(host, "PUT", `/v1/bodies/${sha256Hex(text)}`, text, {
-      "x-oxagen-run": run.chain,
-      "x-oxagen-role": "tool_output",
-      "content-type": "application/octet-stream",
-    });
-    expect(res.status).toBe(500);
-    expect(await env.BODIES.head(`bodies/${workspaceId}/${sha256Hex(text)}`)).toBeNull();
+    await ingest(h, [run.part()]);
+    await db(env).update(schema.workspaces).set({ retentionKeep: "{oops" }).where(eq(schema.workspaces.id, ws));
+    const put = (role: string, text: string) =>
+      hostCall(h, "PUT", `/v1/bodies/${sha256Hex(text)}`, text, {
+        "x-oxagen-run": run.chain,
+        "x-oxagen-role": role,
+        "content-type": "application/octet-stream",
+      });
+    // The policy (validated when it was stored) keeps prompts only: a damaged row never widens that to every role.
+    expect((await put("tool_output", "tool output")).status).toBe(409);
+    expect(await env.BODIES.head(`bodies/${ws}/${sha256Hex("tool output")}`)).toBeNull();
+    expect((await put("prompt", "a prompt")).status).toBe(201);
+    expect((await op(token, `/v1/workspaces/${ws}`)).status).toBe(500);
   });
 });

@@ -21,6 +21,7 @@ export default defineConfig(async () => ({
         // The projection's consumer takes what is queued at once (wrangler.toml waits up to 1 s to fill a batch).
         queueConsumers: {
           "oxagen-projection": { maxBatchSize: 100, maxBatchTimeout: 0, maxRetries: 10, deadLetterQueue: "oxagen-projection-dlq" },
+          "oxagen-archive": { maxBatchSize: 10, maxBatchTimeout: 0, maxRetries: 10 },
         },
         bindings: {
           TEST_MIGRATIONS: await readD1Migrations(path.join(root, "migrations")),

@@ -249,11 +249,15 @@ export const runs = sqliteTable(
     pausedMs: integer("paused_ms"),
     /** When the server first wrote the row (the runs-per-hour quota counts these). */
     createdMs: integer("created_ms"),
+    /** When an ended run's fleet rows go to the R2 archive: its last batch plus the workspace's `rows_kept_days` (null while live). */
+    archiveAfterMs: integer("archive_after_ms"),
   },
   (t) => [
     index("runs_host_created").on(t.hostId, t.createdMs),
     index("runs_host_paused").on(t.hostId, t.pausedMs),
     index("runs_cron").on(t.status, t.lastReceivedMs),
+    // The archive sweep's next runs, the oldest due first (workers/archive.ts).
+    index("runs_archive").on(t.archiveAfterMs),
     // The runs list's order, newest frame first (lib/runs.ts RUN_ORDER), under each of its filters:
     // every page is an index range, whatever the workspace holds.
     index("runs_ws_order").on(t.workspaceId, t.lastFrameMs, t.id),

@@ -1,6 +1,7 @@
 import { and, desc, eq, gte, isNotNull, isNull, lt, lte, ne, or, type SQL } from "drizzle-orm";
 import { z } from "zod";
 import { BUNDLE_V2_PAYLOAD_TYPE, type CoverageFacts, exportFileName, type Gap, GRADES, TIERS } from "../../protocol/index.ts";
+import { archivedRun } from "../archive.ts";
 import { db, schema } from "../db/client.ts";
 import { AppError, notFound } from "../errors.ts";
 import { signingKey } from "../keys.ts";
@@ -34,7 +35,10 @@ export type RunListQuery = z.output<typeof RunListQuery>;
 
 const chain = (env: Env, id: string) => env.CHAINS.get(env.CHAINS.idFromName(id));
 
-/** A run of the workspace, or 404 (also for another workspace's run). */
+/**
+ * A run of the workspace, or 404 (also for another workspace's run). A run whose rows went to the
+ * archive (`archive.ts`) is read from there by its id: its record is still in its ChainObject.
+ */
 export async function ownRun(env: Env, workspaceId: string, id: string): Promise<RunRow> {
   const r = await db(env)
     .select(RUN_COLUMNS)
@@ -42,8 +46,10 @@ export async function ownRun(env: Env, workspaceId: string, id: string): Promise
     .leftJoin(schema.hosts, eq(schema.hosts.id, schema.runs.hostId))
     .where(and(eq(schema.runs.id, id), eq(schema.runs.workspaceId, workspaceId)))
     .get();
-  if (!r) throw notFound("run");
-  return r;
+  if (r) return r;
+  const archived = await archivedRun(env, workspaceId, id);
+  if (!archived) throw notFound("run");
+  return archived.run;
 }
 
 /**

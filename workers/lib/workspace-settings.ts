@@ -31,6 +31,7 @@ export function workspaceView(ws: WorkspaceRow) {
     name: ws.name,
     mode: ws.mode,
     retention: { mode: ws.retentionMode, keep: parseRoles(ws.retentionKeep) },
+    rows_kept_days: ws.rowsKeptDays,
     created_ms: ws.createdMs,
   };
 }

@@ -14,10 +14,16 @@ type Columns<T extends SQLiteTable> = (keyof T["$inferInsert"] & string)[];
  * one statement with one bound parameter (D1 binds at most 100 a statement; a row of `runs` has 28
  * columns), keyed by the rows' own property names.
  */
-function upsertJson<T extends SQLiteTable>(table: T, keys: Columns<T>, conflict: string[], update: string): string {
+function upsertJson<T extends SQLiteTable>(
+  table: T,
+  keys: Columns<T>,
+  conflict: string[],
+  update: string,
+  computed: Record<string, string> = {},
+): string {
   const all = getTableColumns(table) as Record<string, { name: string }>;
-  const cols = keys.map((k) => all[k]!.name);
-  const picks = keys.map((k) => `json_extract(value, '$.${k}')`);
+  const cols = [...keys.map((k) => all[k]!.name), ...Object.keys(computed)];
+  const picks = [...keys.map((k) => `json_extract(value, '$.${k}')`), ...Object.values(computed)];
   // `WHERE true`: SQLite's parser needs it between a SELECT and ON CONFLICT.
   return `INSERT INTO ${tableName(table)} (${cols.join(", ")}) SELECT ${picks.join(", ")} FROM json_each(?) WHERE true
     ON CONFLICT (${conflict.join(", ")}) DO UPDATE SET ${update}`;
@@ -63,6 +69,11 @@ const RUN_KEYS: Columns<typeof schema.runs> = [
   "createdMs",
 ];
 const RUN_IDENTITY = new Set(["id", "workspaceId", "hostId", "harness", "agent", "sessionId", "createdMs"]);
+// An ended run's rows go to the archive its workspace's `rows_kept_days` after its last batch (workers/archive.ts);
+// a live one's never (a run that comes back to life leaves the sweep's range).
+const ARCHIVE_AFTER = `CASE WHEN json_extract(value, '$.status') = 'live' THEN NULL
+    ELSE coalesce(json_extract(value, '$.lastReceivedMs'), json_extract(value, '$.updatedMs'))
+      + (SELECT rows_kept_days FROM workspaces WHERE workspaces.id = json_extract(value, '$.workspaceId')) * 86400000 END`;
 const RUNS_SQL = upsertJson(
   schema.runs,
   RUN_KEYS,
@@ -70,7 +81,8 @@ const RUNS_SQL = upsertJson(
   `${setExcluded(
     schema.runs,
     RUN_KEYS.filter((k) => !RUN_IDENTITY.has(k)),
-  )} WHERE excluded.version > runs.version`,
+  )}, archive_after_ms = excluded.archive_after_ms WHERE excluded.version > runs.version`,
+  { archive_after_ms: ARCHIVE_AFTER },
 );
 
 const SPEND_KEYS: Columns<typeof schema.spend> = [

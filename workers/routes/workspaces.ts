@@ -14,6 +14,8 @@ const Settings = z.strictObject({
   name: z.string().min(1).max(128).optional(),
   mode: z.enum(["enforce", "observe"]).optional(),
   retention: Policy.shape.retention.optional(),
+  /** Days an ended run's fleet rows stay in D1 after its last batch before they go to the R2 archive. */
+  rows_kept_days: z.number().int().min(1).max(3650).optional(),
 });
 const IdParam = z.object({ id: z.string().min(1).max(128) });
 
@@ -34,6 +36,7 @@ export const workspaces = new Hono<OperatorEnv>()
       ...(s.name !== undefined ? { name: s.name } : {}),
       ...(s.mode !== undefined ? { mode: s.mode } : {}),
       ...(s.retention !== undefined ? { retentionMode: s.retention.mode, retentionKeep: JSON.stringify(s.retention.keep) } : {}),
+      ...(s.rows_kept_days !== undefined ? { rowsKeptDays: s.rows_kept_days } : {}),
     };
     if (Object.keys(set).length > 0) await db(c.env).update(schema.workspaces).set(set).where(eq(schema.workspaces.id, ws.id));
     const propagation = s.mode !== undefined || s.retention !== undefined ? await pushPolicies(c.env, ws.id) : undefined;
