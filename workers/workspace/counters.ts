@@ -58,6 +58,21 @@ const KEYS: [CounterScope, "day" | "month" | "life"][] = [
   ["run", "life"],
 ];
 
+// One counter's parts, by its primary key (0 and 0 when nobody counted there).
+function heldAt(sql: SqlStorage, metric: string, scope: CounterScope, id: string, period: string): { spent: number; reserved: number } {
+  return (
+    sql
+      .exec<{ spent: number; reserved: number }>(
+        "SELECT spent, reserved FROM counters WHERE metric = ? AND scope = ? AND id = ? AND period = ?",
+        metric,
+        scope,
+        id,
+        period,
+      )
+      .toArray()[0] ?? { spent: 0, reserved: 0 }
+  );
+}
+
 /**
  * Adds `spent` and `reserved` (either may be negative) to the seven counters of `key`, under
  * `metric`, and answers how each moved (the caller tells from it which budget crossed a limit).
@@ -69,15 +84,7 @@ export function addToCounters(sql: SqlStorage, metric: string, key: SpendKey, sp
   return KEYS.filter(([scope]) => (scope === "host" ? key.hostId : scope === "run" ? key.runId : "x") !== "").map(([scope, window]) => {
     const id = scope === "workspace" ? "" : scope === "host" ? key.hostId : key.runId;
     const period = p[window];
-    const held = sql
-      .exec<{ spent: number; reserved: number }>(
-        "SELECT spent, reserved FROM counters WHERE metric = ? AND scope = ? AND id = ? AND period = ?",
-        metric,
-        scope,
-        id,
-        period,
-      )
-      .toArray()[0] ?? { spent: 0, reserved: 0 };
+    const held = heldAt(sql, metric, scope, id, period);
     // Never below 0: a lease shrunk by more than it holds, or given back twice, leaves nothing, not a credit.
     const s = Math.max(0, held.spent + spent);
     const r = Math.max(0, held.reserved + reserved);
@@ -110,16 +117,8 @@ export function counter(
   period: string,
   metric = USD,
 ): { used: number; reserved: number } {
-  const row = sql
-    .exec<{ spent: number; reserved: number }>(
-      "SELECT spent, reserved FROM counters WHERE metric = ? AND scope = ? AND id = ? AND period = ?",
-      metric,
-      scope,
-      id,
-      period,
-    )
-    .toArray()[0];
-  return { used: (row?.spent ?? 0) + (row?.reserved ?? 0), reserved: row?.reserved ?? 0 };
+  const row = heldAt(sql, metric, scope, id, period);
+  return { used: row.spent + row.reserved, reserved: row.reserved };
 }
 
 /** Deletes a bounded step of counters and day totals past every window they can belong to. */
