@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders } from "node:http";
 import { AgentName, RESERVED_AGENT_NAMES } from "../../protocol/index.ts";
-import { HOOK_SECRET_HEADER } from "../recorder/listener.ts";
-import { obj, parseObject, str } from "../recorder/sources/lines.ts";
+import { HOOK_SECRET_HEADER } from "../lib/loopback.ts";
+import { obj, parseObject, str } from "../lib/json.ts";
 import { AnthropicMeter, ChatMeter, type Meter, ResponsesMeter } from "./usage.ts";
 
 export type Vendor = "anthropic" | "openai";

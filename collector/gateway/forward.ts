@@ -8,7 +8,8 @@ import {
 } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import { performance } from "node:perf_hooks";
-import { parseObject } from "../recorder/sources/lines.ts";
+import { parseObject } from "../lib/json.ts";
+import { sendJson } from "../lib/loopback.ts";
 import { type Api, GATEWAY_HEADERS, type ModelRequest, type Vendor, vendorError } from "./apis.ts";
 import type { BudgetHold, GatewaySession, GatewaySink, GatewayStats } from "./proxy.ts";
 import { answeredStep, type Carried } from "./record.ts";
@@ -78,12 +79,6 @@ function responseHeaders(h: IncomingMessage["headers"], dropLength: boolean): Ou
     out[k] = v;
   }
   return out;
-}
-
-export function sendJson(res: ServerResponse, status: number, body: unknown, extra: OutgoingHttpHeaders = {}): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text), ...extra });
-  res.end(text);
 }
 
 export function targetOf(base: URL, url: URL): URL {

@@ -1,12 +1,12 @@
 import { hostChainId } from "../../protocol/index.ts";
 import { type HostConfig, hostUpstreams } from "../lib/state.ts";
 import { decideModelCall } from "../recorder/decide.ts";
-import { type Listening, listenLoopback } from "../recorder/listener.ts";
+import { type Listening, listenLoopback } from "../lib/loopback.ts";
 import type { Recorder } from "../recorder/recorder.ts";
 import type { Vendor } from "./apis.ts";
 import { maxCostOf, realCostOf } from "./cost.ts";
 import { carriedStep } from "./offload.ts";
-import { callKey, nextCarriedId } from "./record.ts";
+import { callKey, nextCarriedId } from "../recorder/carried.ts";
 import type { BudgetLeases, Held } from "./lease.ts";
 import { type BudgetHold, emptyStats, gatewayHandler, type GatewaySink, type GatewayStats } from "./proxy.ts";
 

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { performance } from "node:perf_hooks";
 import type { ModelCall, ModelVerdict } from "../recorder/decide.ts";
-import { HOOK_SECRET_HEADER, loopbackRequest, secretMatches } from "../recorder/listener.ts";
+import { HOOK_SECRET_HEADER, loopbackRequest, secretMatches, sendJson } from "../lib/loopback.ts";
 import type { Step } from "../recorder/mapper.ts";
 import {
   type Api,
@@ -13,8 +13,9 @@ import {
   vendorError,
   vendorOfPath,
 } from "./apis.ts";
-import { forwardModel, type GatewayTimeouts, gatewayTimeouts, pipeUnmetered, sendJson, targetOf } from "./forward.ts";
-import { answeredStep, type Carried, type CallIdentity, refusalStep } from "./record.ts";
+import { forwardModel, type GatewayTimeouts, gatewayTimeouts, pipeUnmetered, targetOf } from "./forward.ts";
+import type { CallIdentity } from "../recorder/carried.ts";
+import { answeredStep, type Carried, refusalStep } from "./record.ts";
 import type { Seen } from "./usage.ts";
 
 /** A session a call names in its headers (apis.ts `sessionOfHeaders`). */

@@ -3,7 +3,7 @@ import { homedir } from "node:os";
 import { join } from "node:path";
 import { parse } from "smol-toml";
 import { ExitError } from "../lib/errors.ts";
-import { HOOK_SECRET_HEADER } from "../recorder/listener.ts";
+import { HOOK_SECRET_HEADER } from "../lib/loopback.ts";
 import type { HostConfig } from "../lib/state.ts";
 import { claudeEnvText, type EnvContext, type Note, ownBaseUrl } from "./claude-code/env.ts";
 import { forgetSetting, noteSetting, settingOf } from "./originals.ts";

@@ -196,7 +196,7 @@ export class Recorder {
   /**
    * Frames of the gateway: on the current run of the session a call named in its headers (opened
    * if new, as a hook would), or on the computer's own chain for a call that names none. Once per `id`
-   * (a function of the chain: the id of a call's identity there, see gateway/record.ts `callKey`).
+   * (a function of the chain: the id of a call's identity there, see recorder/carried.ts `callKey`).
    * Deferred (the caller already has its answer): the frames and the id are taken now, in chain
    * order, and made durable by the journal's group commit just after (docs/collector.md, "The journal").
    * A {@link LaterStep} takes its place and id now and is appended when its frame is ready, or

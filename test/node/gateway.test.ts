@@ -9,9 +9,10 @@ import { defaultPolicy, type Policy, runIdFor, sha256Hex, verifyChain } from "..
 import { emptyStats, recorderSink } from "../../collector/gateway/index.ts";
 import { BudgetLeases, type LeaseReply } from "../../collector/gateway/lease.ts";
 import { gatewayHandler } from "../../collector/gateway/proxy.ts";
-import { callKey, llmCallStep, nextCarriedId } from "../../collector/gateway/record.ts";
+import { llmCallStep } from "../../collector/gateway/record.ts";
+import { callKey, nextCarriedId } from "../../collector/recorder/carried.ts";
 import { claudeUsage } from "../../collector/recorder/sources/claude.ts";
-import { listenLoopback } from "../../collector/recorder/listener.ts";
+import { listenLoopback } from "../../collector/lib/loopback.ts";
 import { redact } from "../../protocol/redact.ts";
 import { AGENT, anthropic, CLAUDE, closeGateways, gateway, HOST_CHAIN, MODEL, openai, raw, SESSION } from "../support/gateway-rig.ts";
 import { freePort } from "../support/recorder.ts";

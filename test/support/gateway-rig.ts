@@ -10,7 +10,7 @@ import { emptyStats, recorderSink } from "../../collector/gateway/index.ts";
 import type { BudgetLeases } from "../../collector/gateway/lease.ts";
 import type { GatewayTimeouts } from "../../collector/gateway/forward.ts";
 import { gatewayHandler } from "../../collector/gateway/proxy.ts";
-import { listenLoopback } from "../../collector/recorder/listener.ts";
+import { listenLoopback } from "../../collector/lib/loopback.ts";
 import { freePort } from "./recorder.ts";
 import { HOST_ID, payloadsOf, rig, type Rig } from "./sources.ts";
 import { type Scripted, startUpstream, type Upstream, type UpstreamRequest } from "./upstream.ts";

@@ -1,5 +1,6 @@
 import type { Payload } from "../../../protocol/index.ts";
-import { count, obj, parseObject, str, timeOf } from "./lines.ts";
+import { count, obj, parseObject, str } from "../../lib/json.ts";
+import { timeOf } from "./lines.ts";
 
 type Usage = Payload<"llm_call">["usage"];
 
