@@ -1,5 +1,5 @@
 import { existsSync, readFileSync } from "node:fs";
-import { Journal } from "../recorder/journal.ts";
+import { Journal } from "../recorder/journal/index.ts";
 import { statePath } from "./state.ts";
 
 /** What is recorded here and not yet delivered: frames, locks and bodies in the journal, events in the spool. */

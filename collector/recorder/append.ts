@@ -1,5 +1,5 @@
 import { ChainWriter, type FrameKind, type Payload, type SignedLock } from "../../protocol/index.ts";
-import type { BodyBytes, ChainRecord, Journal, JournalFrame, PendingBody } from "./journal.ts";
+import type { BodyBytes, ChainRecord, Journal, JournalFrame, PendingBody } from "./journal/index.ts";
 import type { Step } from "./mapper.ts";
 
 /** The host's signing identity, for the lock that may close an append. */

@@ -5,7 +5,7 @@ import { emptyStats, type Gateway, startGateway } from "../gateway/index.ts";
 import { BudgetLeases, httpLeaseServer } from "../gateway/lease.ts";
 import { useNodeCrypto } from "../lib/node-crypto.ts";
 import { readHost, stateDir, statePath, writeStateFile, type HostConfig } from "../lib/state.ts";
-import { Journal } from "./journal.ts";
+import { Journal } from "./journal/index.ts";
 import type { Listening } from "../lib/loopback.ts";
 import { listenHttp, listenSocket } from "./listener.ts";
 import type { HookRequest } from "./mapper.ts";

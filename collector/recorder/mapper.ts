@@ -2,7 +2,7 @@ import { AgentName, hostChainId, runIdFor, type FrameKind } from "../../protocol
 import { bodyFields, makeBody, oversizeOf, type Body } from "./bodies.ts";
 import { answeredDecision, decideEvent, type DecideContext, type DecisionRecord } from "./decide.ts";
 import { deriveFrames } from "./derive.ts";
-import type { RunInfo } from "./journal.ts";
+import type { RunInfo } from "./journal/index.ts";
 
 export type { CachedPolicy } from "./decide.ts";
 

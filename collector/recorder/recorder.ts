@@ -3,7 +3,7 @@ import { appendSteps } from "./append.ts";
 import { askBecomes, neutralAnswer, normalizeEvent, shapeAnswer } from "../harnesses/events.ts";
 import type { HostConfig } from "../lib/state.ts";
 import type { DecisionRecord } from "./decide.ts";
-import type { ChainRecord, Journal, Preparing } from "./journal.ts";
+import type { ChainRecord, Journal, Preparing } from "./journal/index.ts";
 import { mapEvent, type CachedPolicy, type HookRequest, type Step } from "./mapper.ts";
 import { HarnessProcesses } from "./processes.ts";
 import { currentRun, inRun, ToolInputs, type CurrentRun } from "./runs.ts";

@@ -1,5 +1,5 @@
 import { hostChainId } from "../../protocol/index.ts";
-import type { ChainRecord } from "./journal.ts";
+import type { ChainRecord } from "./journal/index.ts";
 import type { HookRequest } from "./mapper.ts";
 import { parseRequest, type Recorder } from "./recorder.ts";
 import { spoolWaiting, takeSpool } from "./spool.ts";

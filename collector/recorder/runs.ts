@@ -1,6 +1,6 @@
 import type { HostConfig } from "../lib/state.ts";
 import { bodySize } from "./bodies.ts";
-import type { Journal, RunInfo } from "./journal.ts";
+import type { Journal, RunInfo } from "./journal/index.ts";
 import { sessionOf, type HookRequest } from "./mapper.ts";
 
 /** A session's current run: its chain and run meta, and the run it follows when its id was reused. */

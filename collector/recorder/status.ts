@@ -1,5 +1,5 @@
 import type { GatewayStats } from "../gateway/index.ts";
-import type { Journal } from "./journal.ts";
+import type { Journal } from "./journal/index.ts";
 import type { PushStatus } from "./push.ts";
 import type { Shipper } from "./shipper.ts";
 import type { SpoolSummary } from "./spool.ts";

@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import { parseLock, runIdFor, verifyChain } from "../../protocol/index.ts";
 import { appendSteps } from "../../collector/recorder/append.ts";
 import { makeBody } from "../../collector/recorder/bodies.ts";
-import { Journal, MAX_DEFERRED } from "../../collector/recorder/journal.ts";
+import { Journal, MAX_DEFERRED } from "../../collector/recorder/journal/index.ts";
 import type { Step } from "../../collector/recorder/mapper.ts";
 import { HOST_SECRET } from "../support/sample-run.ts";
 
@@ -274,7 +274,7 @@ describe("appendSteps, deferred (the gateway)", () => {
       script,
       `import { appendSteps } from ${JSON.stringify(join(root, "collector/recorder/append.ts"))};
 import { makeBody } from ${JSON.stringify(join(root, "collector/recorder/bodies.ts"))};
-import { Journal } from ${JSON.stringify(join(root, "collector/recorder/journal.ts"))};
+import { Journal } from ${JSON.stringify(join(root, "collector/recorder/journal/index.ts"))};
 import { HOST_SECRET } from ${JSON.stringify(join(root, "test/support/sample-run.ts"))};
 const key = { secretKey: HOST_SECRET, hostId: "h-append-1" };
 const journal = new Journal(${JSON.stringify(join(dir, "journal"))});

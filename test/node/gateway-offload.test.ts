@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { runIdFor, verifyChain } from "../../protocol/index.ts";
 import { carriedStep, OFFLOAD_BYTES } from "../../collector/gateway/offload.ts";
 import { type Carried, llmCallStep } from "../../collector/gateway/record.ts";
-import { Journal } from "../../collector/recorder/journal.ts";
+import { Journal } from "../../collector/recorder/journal/index.ts";
 import type { Step } from "../../collector/recorder/mapper.ts";
 import type { LaterStep } from "../../collector/recorder/recorder.ts";
 import { HOST_ID, payloadsOf, rig, type Rig } from "../support/sources.ts";

@@ -4,7 +4,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { bytesToHex, type Frame } from "../../protocol/index.ts";
-import { Journal } from "../../collector/recorder/journal.ts";
+import { Journal } from "../../collector/recorder/journal/index.ts";
 import type { HookRequest } from "../../collector/recorder/mapper.ts";
 import { Recorder } from "../../collector/recorder/recorder.ts";
 import { Sources } from "../../collector/recorder/sources/index.ts";

@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { basename, join } from "node:path";
 import { type Payload, runIdFor, sha256Hex } from "../../../protocol/index.ts";
 import { callKey, MATCHED, unmatchedCarried } from "../carried.ts";
-import type { ChainRecord, RunInfo } from "../journal.ts";
+import type { ChainRecord, RunInfo } from "../journal/index.ts";
 import { sessionOf, type HookRequest, type Step } from "../mapper.ts";
 import type { Recorder } from "../recorder.ts";
 import { ClaudeTranscript, type ClaudeState } from "./claude.ts";

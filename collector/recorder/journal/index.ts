@@ -1,117 +1,30 @@
-import {
-  closeSync,
-  constants,
-  fstatSync,
-  fsyncSync,
-  ftruncateSync,
-  mkdirSync,
-  openSync,
-  readdirSync,
-  readFileSync,
-  renameSync,
-  rmSync,
-  writeSync,
-} from "node:fs";
-import { fsync as fsyncCb } from "node:fs";
+import { closeSync, fstatSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readdirSync, renameSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { promisify } from "node:util";
-import { ChainWriter, type Frame, type SignedLock, type WriterState } from "../../protocol/index.ts";
-import { type BodyBytes, BodyStore, fsyncDir, writeAsync } from "./body-store.ts";
-
-/** What a chain part says about its run (RunMeta in protocol/api.ts); null for the host chain. */
-export interface RunInfo {
-  harness: string;
-  agent: string | null;
-  session_id: string;
-}
-
-export type JournalFrame = Frame & { hash: string };
-export interface PendingBody {
-  sha: string;
-  role: string;
-  /** The seq of the frame naming it: the body ships once the server holds that frame. */
-  seq: number;
-}
-
-/** One durable step: what one hook event (or a timer) added to a chain. */
-export interface Entry {
-  id?: string;
-  answer?: unknown;
-  frames: JournalFrame[];
-  locks: SignedLock[];
-  bodies: PendingBody[];
-}
-
-/** One chain as the journal holds it: the writer and everything the server has not acknowledged. */
-export interface ChainRecord {
-  chain: string;
-  run: RunInfo | null;
-  writer: ChainWriter;
-  stored: number;
-  frames: JournalFrame[];
-  locks: SignedLock[];
-  bodies: PendingBody[];
-  ids: Map<string, unknown>;
-  lastT: number;
-  fd: number;
-  lines: number;
-  /** The file's length, counting the lines of deferred entries not yet known durable. */
-  size: number;
-  /** Where the durable part of the file ends: the deferred entries' lines follow it, in order. */
-  durable: number;
-  /** Entries appended in deferred mode (the gateway's), in chain order, not yet durable. */
-  deferred: Deferred[];
-  /** A group commit of this chain is under way (its fd must stay open). */
-  flushing: boolean;
-  /** Bumped when a failed write cut the file back: a group commit begun before must not mark its lines durable. */
-  epoch: number;
-  /** Entries whose frames are still being prepared off the event loop (the gateway's large calls), in chain order. */
-  preparing: Preparing[];
-}
-
-/**
- * An entry whose place in the chain and id are taken, but whose frames are still being prepared
- * (a gateway call's bodies, redacted and hashed on a worker thread). `complete` appends it now,
- * preparing its frames on this thread when they are not ready, and removes it from `preparing`.
- */
-export interface Preparing {
-  id: string | null;
-  /** Its frames are ready: it completes as soon as the entries before it have. */
-  prepared: boolean;
-  complete(): void;
-}
+import { ChainWriter, type WriterState } from "../../../protocol/index.ts";
+import { type BodyBytes, BodyStore, fsyncDir } from "./body-store.ts";
+import {
+  type Ack,
+  type ChainRecord,
+  dropAcked,
+  encodeLine,
+  type Entry,
+  type Line,
+  newRecord,
+  openAppendable,
+  type Preparing,
+  readChainFile,
+  type RunInfo,
+  snapshotLine,
+  writeAll,
+} from "./codec.ts";
+import { GroupCommit, readyPrepared } from "./group-commit.ts";
 
 export type { BodyBytes } from "./body-store.ts";
-
-interface Deferred {
-  /** The file offset just past its line. */
-  end: number;
-  line: Buffer;
-  entry: Entry;
-  bodies: BodyBytes[];
-}
-
-type Line =
-  | { k: "open"; run: RunInfo | null; w: WriterState }
-  /** A deferred entry's body, made durable in its group commit (base64): its file is written after, without an fsync of its own. */
-  | { k: "body"; sha: string; b64: string }
-  | ({ k: "ev"; w: WriterState } & Entry)
-  | { k: "ack"; stored: number; locks: number[]; bodies: string[] }
-  | {
-      k: "snap";
-      run: RunInfo | null;
-      w: WriterState;
-      stored: number;
-      frames: JournalFrame[];
-      locks: SignedLock[];
-      bodies: PendingBody[];
-      ids: [string, unknown][];
-      lastT: number;
-    };
+export type { ChainRecord, Entry, JournalFrame, PendingBody, Preparing, RunInfo } from "./codec.ts";
+export { lockSeqOf } from "./codec.ts";
+export { MAX_DEFERRED } from "./group-commit.ts";
 
 const COMPACT_AFTER_LINES = 2000;
-/** Deferred entries a chain may hold (a disk that keeps failing): past it, an entry is written at once, and its failure seen. */
-export const MAX_DEFERRED = 1024;
 
 /**
  * The recorder's durable state: one append-only JSONL file per chain under journal/, bodies
@@ -144,8 +57,13 @@ export class Journal {
    * durable first), and at close of each chain whose waiting entries could not be written (lost).
    */
   onError: (err: Error) => void = () => {};
-  #flushScheduled = false;
   readonly #store: BodyStore;
+  readonly #group = new GroupCommit({
+    closed: () => this.#closed,
+    chains: () => this.chains.values(),
+    settle: (rec) => this.#settle(rec),
+    onError: (err) => this.onError(err),
+  });
   #closed = false;
 
   /** The answer given to an event id already recorded, if any. */
@@ -163,26 +81,7 @@ export class Journal {
     if (existing) return existing;
     const path = this.#path(chain);
     const fd = openAppendable(path);
-    const rec: ChainRecord = {
-      chain,
-      run,
-      writer: new ChainWriter(chain),
-      stored: 0,
-      frames: [],
-      locks: [],
-      bodies: [],
-      ids: new Map(),
-      lastT: 0,
-      fd,
-      lines: 0,
-      size: fstatSync(fd).size,
-      durable: 0,
-      deferred: [],
-      flushing: false,
-      epoch: 0,
-      preparing: [],
-    };
-    rec.durable = rec.size;
+    const rec = newRecord(chain, run, new ChainWriter(chain), fd, fstatSync(fd).size);
     this.#write(rec, { k: "open", run, w: rec.writer.state });
     fsyncDir(this.dir);
     this.chains.set(chain, rec);
@@ -213,22 +112,11 @@ export class Journal {
    * durable), and any synchronous write to the chain writes the deferred lines first.
    */
   commit(rec: ChainRecord, entry: Entry, before: WriterState, deferred?: BodyBytes[]): void {
-    const line = { k: "ev" as const, ...entry, w: rec.writer.state };
+    const line: Line = { k: "ev", ...entry, w: rec.writer.state };
     // Closed (a call that ended during the stop): no group commit will come, so it is written now.
-    if (deferred && !this.#closed && rec.deferred.length < MAX_DEFERRED) {
-      // Its bodies go in the same write and fsync as its line: no file and no fsync each.
-      const bodies = deferred;
-      const text = bodies
-        .map((b) => `${JSON.stringify({ k: "body", sha: b.sha, b64: Buffer.from(b.bytes).toString("base64") })}\n`)
-        .join("");
-      const bytes = Buffer.from(`${text}${JSON.stringify(line)}\n`);
-      rec.size += bytes.length;
-      // Body lines are not entries: they do not bring a compaction nearer.
-      rec.lines++;
-      rec.deferred.push({ end: rec.size, line: bytes, entry, bodies });
-      for (const f of entry.frames) rec.lastT = Math.max(rec.lastT, f.t);
+    if (deferred && this.#group.accepts(rec)) {
+      this.#group.defer(rec, entry, encodeLine(line), deferred);
       this.#claim(rec, entry);
-      this.#scheduleFlush();
       return;
     }
     try {
@@ -264,12 +152,7 @@ export class Journal {
    * or (`readyOnly`, when a worker answered) those at the head whose frames are ready.
    */
   ready(rec: ChainRecord, readyOnly = false): void {
-    while (rec.preparing.length && (!readyOnly || rec.preparing[0]!.prepared)) {
-      const n = rec.preparing.length;
-      rec.preparing[0]!.complete();
-      // A completion that failed to remove itself must not spin.
-      if (rec.preparing.length === n) rec.preparing.shift();
-    }
+    readyPrepared(rec, readyOnly);
   }
 
   /** Gives back the id of a prepared entry that could not be appended (its call is not recorded). */
@@ -315,7 +198,7 @@ export class Journal {
   /** Records what the server acknowledged, then compacts when the file has grown. */
   ack(rec: ChainRecord, stored: number, locks: number[], bodies: string[]): void {
     if (stored <= rec.stored && locks.length === 0 && bodies.length === 0) return;
-    const line = { k: "ack" as const, stored: Math.max(stored, rec.stored), locks, bodies };
+    const line: Line & Ack = { k: "ack", stored: Math.max(stored, rec.stored), locks, bodies };
     // Not fsync'd on its own (the next fsync of the file covers it): an ack a crash loses only ships
     // those frames and bodies again, which the server takes as duplicates.
     this.#write(rec, line, false);
@@ -336,18 +219,7 @@ export class Journal {
     const path = this.#path(rec.chain);
     const tmp = `${path}.tmp`;
     const fd = openSync(tmp, "w", 0o600);
-    const snap: Line = {
-      k: "snap",
-      run: rec.run,
-      w: rec.writer.state,
-      stored: rec.stored,
-      frames: rec.frames,
-      locks: rec.locks,
-      bodies: rec.bodies,
-      ids: [...rec.ids],
-      lastT: rec.lastT,
-    };
-    const bytes = Buffer.from(`${JSON.stringify(snap)}\n${kept.join("")}`);
+    const bytes = Buffer.concat([encodeLine(snapshotLine(rec)), Buffer.from(kept.join(""))]);
     try {
       writeAll(fd, bytes, 0);
       fsyncSync(fd);
@@ -409,7 +281,7 @@ export class Journal {
 
   #writeAt(rec: ChainRecord, line: Line | null, sync = true): void {
     const pending = rec.deferred;
-    const bytes = Buffer.concat([...pending.map((d) => d.line), ...(line ? [Buffer.from(`${JSON.stringify(line)}\n`)] : [])]);
+    const bytes = Buffer.concat([...pending.map((d) => d.line), ...(line ? [encodeLine(line)] : [])]);
     const at = rec.durable;
     try {
       writeAll(rec.fd, bytes, at);
@@ -428,53 +300,6 @@ export class Journal {
     rec.size = Math.max(rec.size, rec.durable);
     if (line) rec.lines++;
     this.#settle(rec);
-  }
-
-  #scheduleFlush(): void {
-    if (this.#flushScheduled) return;
-    this.#flushScheduled = true;
-    setImmediate(() => {
-      this.#flushScheduled = false;
-      // Closed: its fds may already be another file's.
-      if (this.#closed) return;
-      for (const rec of this.chains.values()) if (rec.deferred.length && !rec.flushing) void this.#flush(rec);
-    });
-  }
-
-  // One group commit of a chain: the bodies of every deferred entry so far, then their lines in one
-  // write, one fsync, all on the threadpool. Entries deferred meanwhile go in the next one.
-  async #flush(rec: ChainRecord): Promise<void> {
-    rec.flushing = true;
-    const end = rec.deferred.at(-1)!.end;
-    const epoch = rec.epoch;
-    let failed: Error | null = null;
-    try {
-      // A synchronous write may have made some (or all) of them durable meanwhile.
-      const todo = rec.deferred.filter((d) => d.end <= end);
-      if (todo.length && rec.epoch === epoch) {
-        const at = rec.durable;
-        const bytes = Buffer.concat(todo.map((d) => d.line));
-        let off = 0;
-        while (off < bytes.length) off += (await writeAsync(rec.fd, bytes, off, bytes.length - off, at + off)).bytesWritten;
-        await fsyncAsync(rec.fd);
-        if (rec.epoch === epoch && rec.durable < at + bytes.length) {
-          rec.durable = at + bytes.length;
-          this.#settle(rec);
-        }
-      }
-    } catch (err) {
-      failed = err as Error;
-    }
-    rec.flushing = false;
-    if (this.#closed) {
-      closeSync(rec.fd);
-      rec.fd = -1;
-      return;
-    }
-    if (failed) {
-      this.onError(new Error(`journal ${rec.chain}: group commit failed (retried every second): ${failed.message}`, { cause: failed }));
-      setTimeout(() => this.#scheduleFlush(), 1000).unref();
-    } else if (rec.deferred.length) this.#scheduleFlush();
   }
 
   // Deferred entries whose lines are now durable join the record: their frames may ship.
@@ -529,125 +354,10 @@ export class Journal {
 
   #load(chain: string): void {
     const path = this.#path(chain);
-    const text = readFileSync(path, "utf8");
-    let good = 0;
-    let rec: ChainRecord | null = null;
-    for (let at = 0; at < text.length; ) {
-      const nl = text.indexOf("\n", at);
-      if (nl < 0) break;
-      let line: Line;
-      try {
-        line = JSON.parse(text.slice(at, nl)) as Line;
-      } catch {
-        break;
-      }
-      rec = this.#replay(chain, rec, line);
-      at = nl + 1;
-      good = at;
-    }
-    const fd = openSync(path, "r+");
-    // A torn last line is an event whose hook was never answered: cut it off.
-    if (Buffer.byteLength(text.slice(0, good)) !== Buffer.byteLength(text)) {
-      ftruncateSync(fd, Buffer.byteLength(text.slice(0, good)));
-      fsyncSync(fd);
-    }
-    closeSync(fd);
-    if (!rec) {
-      rmSync(path, { force: true });
-      return;
-    }
+    const rec = readChainFile(path, chain, (sha, b64) => this.#store.remember(sha, b64));
+    if (!rec) return;
     rec.fd = openAppendable(path);
-    rec.size = rec.durable = Buffer.byteLength(text.slice(0, good));
     this.chains.set(chain, rec);
     for (const [id, answer] of rec.ids) this.#ids.set(id, answer);
-  }
-
-  #replay(chain: string, rec: ChainRecord | null, line: Line): ChainRecord {
-    if (line.k === "open" || line.k === "snap") {
-      const r: ChainRecord = {
-        chain,
-        run: line.run,
-        writer: new ChainWriter(line.w),
-        stored: 0,
-        frames: [],
-        locks: [],
-        bodies: [],
-        ids: new Map(),
-        lastT: 0,
-        fd: -1,
-        lines: 0,
-        size: 0,
-        durable: 0,
-        deferred: [],
-        flushing: false,
-        epoch: 0,
-        preparing: [],
-      };
-      if (line.k === "snap") {
-        Object.assign(r, {
-          stored: line.stored,
-          frames: line.frames,
-          locks: line.locks,
-          bodies: line.bodies,
-          ids: new Map(line.ids),
-          lastT: line.lastT,
-        });
-      }
-      r.lines = 1;
-      return r;
-    }
-    if (!rec) throw new Error(`journal ${chain}: first line is not open/snap`);
-    if (line.k === "body") {
-      this.#store.remember(line.sha, line.b64);
-      return rec;
-    }
-    rec.lines++;
-    if (line.k === "ev") {
-      rec.writer = new ChainWriter(line.w);
-      for (const f of line.frames) rec.lastT = Math.max(rec.lastT, f.t);
-      rec.frames.push(...line.frames);
-      rec.locks.push(...line.locks);
-      rec.bodies.push(...line.bodies);
-      if (line.id !== undefined) rec.ids.set(line.id, line.answer ?? {});
-    } else {
-      dropAcked(rec, line);
-    }
-    return rec;
-  }
-}
-
-interface Ack {
-  stored: number;
-  locks: number[];
-  bodies: string[];
-}
-
-// What the server holds leaves the record, live and when the journal is read back alike.
-function dropAcked(rec: ChainRecord, a: Ack): void {
-  rec.stored = Math.max(rec.stored, a.stored);
-  rec.frames = rec.frames.filter((f) => f.seq >= rec.stored);
-  const locks = new Set(a.locks);
-  rec.locks = rec.locks.filter((l) => !locks.has(lockSeqOf(l)));
-  const bodies = new Set(a.bodies);
-  rec.bodies = rec.bodies.filter((b) => !bodies.has(b.sha));
-}
-
-/** The lock_seq of a signed lock (its payload is Record JSON). */
-export function lockSeqOf(lock: SignedLock): number {
-  return (JSON.parse(lock.payload) as { lock_seq: number }).lock_seq;
-}
-
-const fsyncAsync = promisify(fsyncCb);
-
-// Not O_APPEND: every line is written at its own offset (Linux appends a pwrite to an O_APPEND fd).
-function openAppendable(path: string): number {
-  return openSync(path, constants.O_WRONLY | constants.O_CREAT, 0o600);
-}
-
-function writeAll(fd: number, bytes: Uint8Array, at: number): void {
-  for (let off = 0; off < bytes.length; ) {
-    const n = writeSync(fd, bytes, off, bytes.length - off, at + off);
-    if (n <= 0) throw new Error("short write to the journal");
-    off += n;
   }
 }

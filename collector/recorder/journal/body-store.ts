@@ -2,7 +2,7 @@ import { closeSync, existsSync, fsyncSync, openSync, readFileSync, renameSync, r
 import { close as closeCb, open as openCb, rename as renameCb, write as writeCb } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { sha256Hex } from "../../protocol/index.ts";
+import { sha256Hex } from "../../../protocol/index.ts";
 
 /** The most body bytes kept in memory only (durable in body lines) before they are written to their files too. */
 export const MAX_INFLIGHT_BODY_BYTES = 64 * 1024 * 1024;
