@@ -53,9 +53,13 @@ const workerUrl = (source: RegExp, worker: string, file: string): Plugin => ({
   },
 });
 const verifyWorkerUrl = workerUrl(/commands[/\\]verify[/\\]parallel\.ts$/, "worker.ts", "verify-worker.js");
-const gatewayWorkerUrl = (file: string) => workerUrl(/gateway[/\\]offload\.ts$/, "body-worker.ts", file);
+const gatewayWorkerUrl = (file: string) => workerUrl(/gateway[/\\]model[/\\]offload\.ts$/, "body-worker.ts", file);
 
-await build({ ...common, entryPoints: [join(root, "collector/gateway/body-worker.ts")], outfile: join(out, "tacho-gateway-worker.mjs") });
+await build({
+  ...common,
+  entryPoints: [join(root, "collector/gateway/model/body-worker.ts")],
+  outfile: join(out, "tacho-gateway-worker.mjs"),
+});
 await build({
   ...common,
   entryPoints: [join(root, "collector/entry.ts")],
@@ -71,7 +75,7 @@ await build({
     offline: join(root, "collector/commands/hook/offline.ts"),
     oversize: join(root, "collector/commands/hook/oversize.ts"),
     "verify-worker": join(root, "collector/commands/verify/worker.ts"),
-    "gateway-worker": join(root, "collector/gateway/body-worker.ts"),
+    "gateway-worker": join(root, "collector/gateway/model/body-worker.ts"),
   },
   ...common,
   outdir: join(pkg, "dist"),

@@ -1,4 +1,4 @@
-import { priceCall, type RecordedUsage } from "../../protocol/price.ts";
+import { priceCall, type RecordedUsage } from "../../../protocol/price.ts";
 import type { Api, ModelRequest, Vendor } from "./apis.ts";
 
 /**

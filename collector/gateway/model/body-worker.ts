@@ -1,7 +1,7 @@
 // The gateway's body worker (see offload.ts): redacts and hashes a carried call's bodies with the
 // recorder's own functions, off the recorder's event loop.
 import { parentPort } from "node:worker_threads";
-import { useNodeCrypto } from "../lib/node-crypto.ts";
+import { useNodeCrypto } from "../../lib/node-crypto.ts";
 import type { BodyJob, BodyAnswer } from "./offload.ts";
 import { llmCallStep } from "./record.ts";
 

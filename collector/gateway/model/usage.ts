@@ -1,6 +1,6 @@
-import type { Payload } from "../../protocol/index.ts";
-import { claudeUsage } from "../recorder/sources/claude.ts";
-import { count, obj, parseObject, str } from "../lib/json.ts";
+import type { Payload } from "../../../protocol/index.ts";
+import { claudeUsage } from "../../recorder/sources/claude.ts";
+import { count, obj, parseObject, str } from "../../lib/json.ts";
 import type { SseEvent } from "./sse.ts";
 
 type Usage = Payload<"llm_call">["usage"];

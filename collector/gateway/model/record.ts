@@ -1,7 +1,7 @@
-import type { Payload, Policy } from "../../protocol/index.ts";
-import { bodyFields, makeBody } from "../recorder/bodies.ts";
-import type { DecisionRecord } from "../recorder/decide.ts";
-import type { Step } from "../recorder/mapper.ts";
+import type { Payload, Policy } from "../../../protocol/index.ts";
+import { bodyFields, makeBody } from "../../recorder/bodies.ts";
+import type { DecisionRecord } from "../../recorder/decide.ts";
+import type { Step } from "../../recorder/mapper.ts";
 import type { Seen } from "./usage.ts";
 
 /** One forwarded call as the gateway saw it go by. */
