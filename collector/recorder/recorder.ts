@@ -52,16 +52,37 @@ export function parseRequest(value: unknown): HookRequest | null {
 /** Harnesses whose hook entries post some steps over HTTP (collector/harnesses/claude-code/config.ts HTTP_EVENTS). */
 const HTTP_HOOK_HARNESSES = new Set(["claude-code"]);
 
+/** The recorder's other sources, told of each recorded event before and after it (sources/index.ts). */
+export interface SourceHooks {
+  before(req: HookRequest): void;
+  after(req: HookRequest): void;
+  ending(chain: string): void;
+}
+
+/** What a recorder works with besides its journal, host and policy (the daemon gives each; a test, what it needs). */
+export interface RecorderOptions {
+  log?: (msg: string) => void;
+  /** Harness processes of sessions that reported one; a session whose process is gone is ended. */
+  processes?: HarnessProcesses;
+  /** Told when frames are durable and may ship. */
+  onChange?: () => void;
+  /** The usage logs and worktree, made with the recorder whose chains they read. */
+  sources?: (recorder: Recorder) => SourceHooks;
+  /** Called before each live hook: the daemon replays whatever waits in the spool first (replay.ts). */
+  beforeHook?: () => void;
+  /** Why the HTTP hook port is not listening now, or null when it is (daemon/ports.ts). */
+  httpDown?: () => string | null;
+}
+
 export class Recorder {
+  /** The verified policy every decision is made from; the daemon's policy refresher replaces it. */
   policy: CachedPolicy | null;
   readonly journal: Journal;
   readonly host: HostConfig;
-  onChange: () => void = () => {};
-  /** The usage logs and worktree, told of each recorded event before and after it (sources/index.ts). */
-  sources: { before(req: HookRequest): void; after(req: HookRequest): void; ending(chain: string): void } | null = null;
-  log: (msg: string) => void = () => {};
-  /** Harness processes of sessions that reported one; a session whose process is gone is ended. */
-  processes = new HarnessProcesses(null, () => {});
+  readonly onChange: () => void;
+  readonly sources: SourceHooks | null;
+  readonly log: (msg: string) => void;
+  readonly processes: HarnessProcesses;
   readonly #secret: Uint8Array;
   /** Chains a retired key began: they are locked with it to the end (see HostConfig.previous_keys). */
   readonly #chainKeys = new Map<string, Uint8Array>();
@@ -70,21 +91,25 @@ export class Recorder {
   /** Per-session memory the harness adapters keep across events (Cursor's last reply). */
   readonly #memory = new Map<string, string>();
   readonly #inputs = new ToolInputs();
-  /** Called before each live hook: replays whatever waits in the spool first (replay.ts). */
-  beforeHook: () => void = () => {};
-  /** Why the HTTP hook port is not listening now, or null when it is (daemon.ts). */
-  httpDown: () => string | null = () => null;
+  readonly #beforeHook: () => void;
+  readonly #httpDown: () => string | null;
   /** Sessions already told in their record that their HTTP-posted steps cannot arrive. */
   readonly #toldHttpDown = new Set<string>();
 
-  constructor(journal: Journal, host: HostConfig, policy: CachedPolicy | null) {
+  constructor(journal: Journal, host: HostConfig, policy: CachedPolicy | null, opts: RecorderOptions = {}) {
     this.journal = journal;
     this.host = host;
     this.policy = policy;
+    this.log = opts.log ?? (() => {});
+    this.processes = opts.processes ?? new HarnessProcesses(null, () => {});
+    this.onChange = opts.onChange ?? (() => {});
+    this.#beforeHook = opts.beforeHook ?? (() => {});
+    this.#httpDown = opts.httpDown ?? (() => null);
     this.#secret = fromHex(host.secret_key, 32);
     journal.onDurable = () => this.onChange();
     journal.onError = (err) => this.log(err.message);
     for (const k of host.previous_keys ?? []) for (const chain of k.chains) this.#chainKeys.set(chain, fromHex(k.secret_key, 32));
+    this.sources = opts.sources?.(this) ?? null;
   }
 
   /** The request with its event in the canonical shape the mapper reads; null when it is not recorded. */
@@ -97,7 +122,7 @@ export class Recorder {
   /** Records one event (exactly once per id) and returns the hook's answer in the harness's shape. */
   handle(raw: HookRequest): Record<string, unknown> {
     const live = raw.spooled_ms === undefined;
-    if (live) this.beforeHook();
+    if (live) this.#beforeHook();
     if (raw.id !== null && this.journal.has(raw.id)) return this.journal.answered(raw.id) as Record<string, unknown>;
     if (raw.harness && live) this.seen[raw.harness] = Date.now();
     const canon = this.canonical(raw);
@@ -117,7 +142,7 @@ export class Recorder {
       steps = [{ kind: "telemetry_gap", payload: { path: "recorder", cause: "other", detail }, bodies: [] }];
     }
     if (steps.length === 0) return answer;
-    const down = live && HTTP_HOOK_HARNESSES.has(req.harness ?? "") ? this.httpDown() : null;
+    const down = live && HTTP_HOOK_HARNESSES.has(req.harness ?? "") ? this.#httpDown() : null;
     if (down !== null && !this.#toldHttpDown.has(plan.chain)) {
       // Claude Code posts its tool results over HTTP: while nothing of ours listens there, they are lost, and the record says so.
       this.#toldHttpDown.add(plan.chain);

@@ -4,7 +4,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { httpHook } from "../../collector/recorder/daemon.ts";
+import { httpHook } from "../../collector/daemon/hooks.ts";
 import { listenHttp } from "../../collector/recorder/listener.ts";
 import type { HookRequest } from "../../collector/recorder/mapper.ts";
 import { MAX_ATTEMPTS, SpoolReplayer } from "../../collector/recorder/replay.ts";
@@ -101,11 +101,12 @@ function signed(policy = defaultPolicy("ws_test", 1)) {
 }
 
 function inProcess() {
-  const r = rig();
+  let spooled: SpoolReplayer | undefined;
+  const r = rig(undefined, { beforeHook: () => spooled?.drain() });
   r.recorder.policy = signed();
   const spool = join(r.dir, "spool");
   const replayer = new SpoolReplayer(r.recorder, spool, (m) => r.logs.push(m));
-  r.recorder.beforeHook = () => replayer.drain();
+  spooled = replayer;
   const send = (event: Record<string, unknown>, id = eventId()) =>
     r.recorder.handle({ id, t: Date.now(), source: "command", harness: null, agent: "rig-agent", event } as HookRequest);
   return { r, spool, replayer, send };

@@ -40,27 +40,35 @@ export interface Rig {
 }
 
 /** A recorder + sources over `dir` (reopened from disk when `dir` is given: a restart). */
-export function rig(dir = mkdtempSync(join(tmpdir(), "oxagen-src-")), opts: { quietMs?: number; worktreeMs?: number } = {}): Rig {
+export function rig(
+  dir = mkdtempSync(join(tmpdir(), "oxagen-src-")),
+  opts: { quietMs?: number; worktreeMs?: number; beforeHook?: () => void } = {},
+): Rig {
   const journal = new Journal(join(dir, "journal"));
-  const recorder = new Recorder(journal, host(), null);
   const logs: string[] = [];
-  recorder.log = (m) => logs.push(m);
   const clock = { now: Date.now() };
   const statePath = join(dir, "sources.json");
-  const sources = new Sources(recorder, {
-    load: () => {
-      try {
-        return readFileSync(statePath, "utf8");
-      } catch {
-        return null;
-      }
+  let sources!: Sources;
+  const recorder = new Recorder(journal, host(), null, {
+    log: (m) => logs.push(m),
+    beforeHook: opts.beforeHook,
+    sources: (r) => {
+      sources = new Sources(r, {
+        load: () => {
+          try {
+            return readFileSync(statePath, "utf8");
+          } catch {
+            return null;
+          }
+        },
+        save: (t) => writeFileSync(statePath, t),
+        quietMs: opts.quietMs ?? 30_000,
+        worktreeMs: opts.worktreeMs ?? 15_000,
+        now: () => clock.now,
+      });
+      return sources;
     },
-    save: (t) => writeFileSync(statePath, t),
-    quietMs: opts.quietMs ?? 30_000,
-    worktreeMs: opts.worktreeMs ?? 15_000,
-    now: () => clock.now,
   });
-  recorder.sources = sources;
   let n = 0;
   return {
     dir,

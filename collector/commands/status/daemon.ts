@@ -5,14 +5,14 @@ import { alive, readPid } from "../../lib/pid.ts";
 import { recorderHealth } from "../../lib/recorder-process.ts";
 import { statePath } from "../../lib/state.ts";
 
-/** What recorder-status.json says (written by the recorder; see collector/recorder/status.ts). */
+/** What recorder-status.json says (written by the recorder; see collector/daemon/status.ts). */
 export interface RecorderSummary {
   heartbeat_ms: number | null;
   pending: { frames: number; locks: number; bodies: number; spooled: number } | null;
   sessions_open: number | null;
   last_delivery_ms: number | null;
   last_error: string | null;
-  /** The model gateway as the recorder last wrote it (see collector/recorder/status.ts). */
+  /** The model gateway as the recorder last wrote it (see collector/daemon/status.ts). */
   gateway: {
     listening: string;
     carried: number;

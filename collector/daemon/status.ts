@@ -1,8 +1,12 @@
+import { readFileSync } from "node:fs";
 import type { GatewayStats } from "../gateway/index.ts";
-import type { Journal } from "./journal/index.ts";
-import type { PushStatus } from "./push.ts";
-import type { Shipper } from "./shipper.ts";
-import type { SpoolSummary } from "./spool.ts";
+import { statePath, writeStateFile } from "../lib/state.ts";
+import type { Journal } from "../recorder/journal/index.ts";
+import type { PushStatus } from "../recorder/push.ts";
+import type { Shipper } from "../recorder/shipper.ts";
+import { type SpoolSummary, spoolSummary } from "../recorder/spool.ts";
+import { hostReport, sendReport } from "./report.ts";
+import type { Running } from "./wire.ts";
 
 /** recorder-status.json, read by `tacho status` (docs/collector.md). */
 export interface RecorderStatus {
@@ -100,4 +104,40 @@ export function statusOf(o: {
     harness_seen_ms: { ...o.seen },
     ...(o.gateway ? { gateway: o.gateway } : {}),
   };
+}
+
+/** What the last recorder of this enrollment wrote (its heartbeat or its stop: when a daemon_down gap begins). */
+export function readPrevious(): RecorderStatus | null {
+  try {
+    return JSON.parse(readFileSync(statePath("recorder-status.json"), "utf8")) as RecorderStatus;
+  } catch {
+    return null;
+  }
+}
+
+/** The running recorder's status now (`stopped`: the time of its graceful stop). */
+export function currentStatus(r: Running, stopped?: number): RecorderStatus {
+  return statusOf({
+    journal: r.journal,
+    shipper: r.shipper,
+    started: r.started,
+    port: r.host.ports.hooks,
+    policyEtag: r.policy.etag,
+    policyError: r.policy.error,
+    policyFetches: r.policy.fetches,
+    push: r.push.status,
+    stopped,
+    seen: { ...r.previous?.harness_seen_ms, ...r.recorder.seen },
+    spool: spoolSummary(r.spoolDir),
+    ...r.ports.status(),
+  });
+}
+
+export function writeStatus(r: Running, stopped?: number): void {
+  writeStateFile("recorder-status.json", `${JSON.stringify(currentStatus(r, stopped), null, 2)}\n`);
+}
+
+/** What only this computer can tell the server (report.ts), sent now. */
+export function sendStatusReport(r: Running): Promise<void> {
+  return sendReport(r.host, hostReport(r.host, currentStatus(r)));
 }
