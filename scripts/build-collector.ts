@@ -4,13 +4,15 @@
 // Also dist/tacho.mjs, the bundle `tacho daemon start` runs in this repo when it is newer than every source.
 //
 // The package keeps the collector's own layout for the files that load before anything else
-// (bin/, lib/preflight.cjs, hook-fast/), so their relative paths hold; everything else is bundled
+// (bin/, the hook's client commands/hook/client.cjs, the harnesses' answer rules, lib/channel.cjs and
+// lib/harness-pid.js), so their relative paths hold; everything else is bundled
 // into dist/ (one level down, like collector/lib/, so collector/lib/self.ts finds bin/ from either).
 import { spawnSync } from "node:child_process";
 import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { build, type BuildOptions, type Plugin } from "esbuild";
+import { HARNESSES } from "../protocol/ids.ts";
 
 const root = join(import.meta.dirname, "..");
 // --out DIR builds elsewhere (tests build their own copy, so they never race on dist/).
@@ -87,16 +89,23 @@ await build({
 const files: Record<string, string> = {
   "bin/tacho.js": rewritten("collector/bin/tacho.js", [['import("../main.ts")', 'import("../dist/main.js")']]),
   "bin/oxagen.js": rewritten("collector/bin/oxagen.js", [['import("../main.ts")', 'import("../dist/main.js")']]),
-  "hook-fast/client.cjs": rewritten("collector/hook-fast/client.cjs", [
-    ['import("../commands/hook/offline.ts")', 'import("../dist/offline.js")'],
-    ['import("../commands/hook/oversize.ts")', 'import("../dist/oversize.js")'],
+  "commands/hook/client.cjs": rewritten("collector/commands/hook/client.cjs", [
+    ['import("./offline.ts")', 'import("../../dist/offline.js")'],
+    ['import("./oversize.ts")', 'import("../../dist/oversize.js")'],
   ]),
 };
 for (const [path, text] of Object.entries(files)) {
   mkdirSync(join(pkg, path, ".."), { recursive: true });
   writeFileSync(join(pkg, path), text, { mode: path.startsWith("bin/") ? 0o755 : 0o644 });
 }
-for (const path of ["lib/preflight.cjs", "hook-fast/answers.cjs", "hook-fast/channel.cjs", "hook-fast/harness-pid.js"]) {
+const plain = [
+  "bin/preflight.cjs",
+  "harnesses/answers.cjs",
+  ...HARNESSES.map((h) => `harnesses/${h}/answer.cjs`),
+  "lib/channel.cjs",
+  "lib/harness-pid.js",
+];
+for (const path of plain) {
   mkdirSync(join(pkg, path, ".."), { recursive: true });
   copyFileSync(join(root, "collector", path), join(pkg, path));
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
-// The Node check comes first and uses nothing newer than Node 16 (collector/lib/preflight.cjs).
+// The Node check comes first and uses nothing newer than Node 16 (collector/bin/preflight.cjs).
 const nodeModule = process.getBuiltinModule?.("node:module") ?? (await import("node:module")).default;
-const { nodeProblem } = nodeModule.createRequire(import.meta.url)("../lib/preflight.cjs");
+const { nodeProblem } = nodeModule.createRequire(import.meta.url)("./preflight.cjs");
 
 const problem = nodeProblem("oxagen");
 if (problem) {

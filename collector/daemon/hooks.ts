@@ -1,8 +1,9 @@
 import { randomUUID } from "node:crypto";
 import { statSync } from "node:fs";
 import { readHost, statePath, type HostConfig } from "../lib/state.ts";
-import type { HookRequest } from "../recorder/mapper.ts";
-import { parseRequest, type Recorder } from "../recorder/recorder.ts";
+import type { HookRequest } from "../recorder/request.ts";
+import type { Recorder } from "../recorder/recorder.ts";
+import { parseRequest } from "../recorder/request.ts";
 import { appendSpool } from "../recorder/spool.ts";
 
 /** The answer to one line of `tacho hook` on the recorder's socket (docs/collector.md, "The hook wire"). */

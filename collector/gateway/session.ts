@@ -4,7 +4,7 @@ import type { IncomingHttpHeaders } from "node:http";
 import { AgentName, RESERVED_AGENT_NAMES } from "../../protocol/index.ts";
 import { parseObject, str } from "../lib/json.ts";
 import { HOOK_SECRET_HEADER } from "../lib/loopback.ts";
-import type { GatewaySessionRef } from "../recorder/recorder.ts";
+import type { GatewaySessionRef } from "../recorder/gateway-steps.ts";
 
 /** A session a call names (Recorder.recordGateway records on its current run). */
 export type GatewaySession = GatewaySessionRef;

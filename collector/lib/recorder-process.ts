@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { closeSync, mkdirSync, openSync, realpathSync } from "node:fs";
 import { connect } from "node:net";
 import { resolve } from "node:path";
-import { atSocket } from "../hook-fast/channel.cjs";
+import { atSocket } from "./channel.cjs";
 import { freshBundle } from "./bundle.ts";
 import { ExitError } from "./errors.ts";
 import { alive } from "./pid.ts";

@@ -2,7 +2,7 @@ import { chmodSync, mkdirSync, rmSync, statSync } from "node:fs";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { connect, createServer, type Socket } from "node:net";
 import { join } from "node:path";
-import { atSocket } from "../hook-fast/channel.cjs";
+import { atSocket } from "../lib/channel.cjs";
 import {
   closer,
   HOOK_SECRET_HEADER,

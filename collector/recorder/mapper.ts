@@ -1,29 +1,11 @@
 import { AgentName, hostChainId, runIdFor, type FrameKind } from "../../protocol/index.ts";
 import { bodyFields, makeBody, oversizeOf, type Body } from "./bodies.ts";
-import { answeredDecision, decideEvent, type DecideContext, type DecisionRecord } from "./decide.ts";
+import { decideEvent, type DecideContext, type DecisionRecord, type Told, toldOf } from "./decide.ts";
 import { deriveFrames } from "./derive.ts";
 import type { RunInfo } from "./journal/index.ts";
+import { type HookRequest, toldBySpooledAnswer } from "./request.ts";
 
 export type { CachedPolicy } from "./decide.ts";
-
-/** One hook event as the wire carries it (docs/collector.md); `answer` only on spooled lines. */
-export interface HookRequest {
-  id: string | null;
-  t: number;
-  source: string;
-  harness: string | null;
-  agent: string | null;
-  event: Record<string, unknown>;
-  spooled_ms?: number;
-  /** Only on spool lines of an older `tacho hook`, which cut a payload over 1 MiB without hashing what it cut. */
-  oversize?: { bytes: number; dropped_fields: string[] };
-  answer?: unknown;
-  /** Spooled lines only: the decision `tacho hook` made offline, recorded as it was made. */
-  verdict?: DecisionRecord;
-  /** The harness process the hook ran under, and its start time (wire `pid`, `pid_start`). */
-  pid?: number;
-  pid_start?: string;
-}
 
 export interface Step {
   kind: FrameKind;
@@ -33,14 +15,15 @@ export interface Step {
 
 /**
  * What one event does: the chain it goes on (its session's run; the computer's own chain when it
- * names no usable session), the frames to append (each with its bodies), the answer, and whether
- * the session ends.
+ * names no usable session), the frames to append (each with its bodies), the policy's decision on
+ * it as its harness is told it (Recorder turns it into the harness's answer; a step `tacho hook`
+ * answered offline was told what it decided then), and whether the session ends.
  */
 export interface Plan {
   chain: string;
   run: RunInfo | null;
   steps: Step[];
-  answer: Record<string, unknown>;
+  told: Told;
   final: boolean;
 }
 
@@ -58,8 +41,8 @@ function defined<T extends Record<string, unknown>>(o: T): T {
   return o;
 }
 
-/** The session an event belongs to: harness label (harness name or custom agent name), run id and run meta. */
-export function sessionOf(req: HookRequest, hostId: string): { chain: string; run: RunInfo } | null {
+/** The run an event's own session id names (its first run: a reused id's current run is runs.ts `currentRun`): chain id and run meta; null when it names no usable session. */
+export function namedRun(req: HookRequest, hostId: string): { chain: string; run: RunInfo } | null {
   const label = req.harness ?? req.agent;
   const session = name(req.event.session_id);
   if (!label || !AgentName.safeParse(label).success || !session) return null;
@@ -67,19 +50,23 @@ export function sessionOf(req: HookRequest, hostId: string): { chain: string; ru
   return { chain: runIdFor(hostId, label, session), run: { harness: label, agent, session_id: session } };
 }
 
+/** A step `tacho hook` answered offline: a spooled line with the answer it printed. */
+function spooledAnswer(req: HookRequest): boolean {
+  return req.spooled_ms !== undefined && req.answer !== undefined;
+}
+
 /**
- * The decision a spooled line records: what `tacho hook` decided offline (its `verdict`; older
- * lines carry only the answer it printed), marked offline.
+ * The decision a step records: for a step `tacho hook` answered offline (a spooled line with its
+ * answer), the one it made then (its `verdict`; a line from before lines carried one: what its
+ * answer told, marked `offline`); otherwise the policy's.
  */
-function spooledRecord(req: HookRequest, computed: DecisionRecord | null): DecisionRecord | null {
-  if (req.spooled_ms === undefined || req.answer === undefined) return computed;
+function recordedDecision(req: HookRequest, computed: DecisionRecord | null): DecisionRecord | null {
+  if (!spooledAnswer(req)) return computed;
   if (req.verdict) return req.verdict;
-  const event = String(req.event.hook_event_name);
-  const decision = answeredDecision(event, req.answer);
-  if (!computed && decision === "none") return null;
-  const out = (req.answer as { hookSpecificOutput?: { permissionDecisionReason?: unknown } }).hookSpecificOutput;
-  const reason = typeof out?.permissionDecisionReason === "string" ? out.permissionDecisionReason : (computed?.reason ?? "");
-  return { subject: computed?.subject ?? "tool", decision, mode: computed?.mode ?? "enforce", reason, rule: "offline" };
+  const told = toldBySpooledAnswer(String(req.event.hook_event_name), req.answer);
+  if (!computed && told.decision === "none") return null;
+  const reason = told.reason ?? computed?.reason ?? "";
+  return { subject: computed?.subject ?? "tool", decision: told.decision, mode: computed?.mode ?? "enforce", reason, rule: "offline" };
 }
 
 function exitCodeOf(e: Record<string, unknown>): number | undefined {
@@ -109,16 +96,16 @@ function hookUsage(v: unknown): Record<string, number> | undefined {
  */
 export function mapEvent(req: HookRequest, ctx: MapContext): Plan {
   const e = req.event;
-  const session = sessionOf(req, ctx.hostId);
-  const verdict = decideEvent(e, session?.chain ?? null, { ...ctx, agent: session?.run.harness ?? null });
+  const session = namedRun(req, ctx.hostId);
+  const decision = decideEvent(e, session?.chain ?? null, { ...ctx, agent: session?.run.harness ?? null });
+  const record = recordedDecision(req, decision);
   const plan: Plan = {
     chain: session?.chain ?? hostChainId(ctx.hostId),
     run: session?.run ?? null,
     steps: [],
-    answer: verdict.answer,
+    told: toldOf(spooledAnswer(req) ? record : decision),
     final: false,
   };
-  const record = spooledRecord(req, verdict.record);
   const retention = ctx.policy?.policy.retention ?? null;
   const tool = name(e.tool_name) ?? "unknown";
   const toolUseId = name(e.tool_use_id);
@@ -128,8 +115,7 @@ export function mapEvent(req: HookRequest, ctx: MapContext): Plan {
   };
   const decided = (extra: Record<string, unknown> = {}) => {
     if (!record) return;
-    const offline = req.spooled_ms !== undefined && req.answer !== undefined;
-    step("policy_decision", { ...record, ...extra, offline: offline ? true : undefined });
+    step("policy_decision", { ...record, ...extra, offline: spooledAnswer(req) ? true : undefined });
   };
   switch (e.hook_event_name) {
     case "SessionStart":

@@ -1,10 +1,12 @@
-import { fromHex, hostChainId, PAYLOADS, type FrameKind, type Payload } from "../../protocol/index.ts";
+import { fromHex, hostChainId, type FrameKind, type Payload } from "../../protocol/index.ts";
 import { appendSteps } from "./append.ts";
-import { askBecomes, neutralAnswer, normalizeEvent, shapeAnswer } from "../harnesses/events.ts";
+import { answerOf, askBecomes, neutralAnswer, normalizeEvent } from "../harnesses/events.ts";
 import type { HostConfig } from "../lib/state.ts";
-import type { DecisionRecord } from "./decide.ts";
-import type { ChainRecord, Journal, Preparing } from "./journal/index.ts";
-import { mapEvent, type CachedPolicy, type HookRequest, type Step } from "./mapper.ts";
+import { gatewayRequest, type GatewaySessionRef, type LaterStep, prepareLater } from "./gateway-steps.ts";
+import type { ChainRecord, Journal } from "./journal/index.ts";
+import { mapEvent, type CachedPolicy, type Step } from "./mapper.ts";
+import type { HookRequest } from "./request.ts";
+
 import { HarnessProcesses } from "./processes.ts";
 import { currentRun, inRun, ToolInputs, type CurrentRun } from "./runs.ts";
 
@@ -15,40 +17,6 @@ export function quietLimitMs(harness: string): number {
   return (harness === "cursor" ? 1 : 6) * 3600_000;
 }
 
-// What a spooled line says `tacho hook` decided offline: a policy_decision's own fields.
-const VERDICT = PAYLOADS.policy_decision.pick({ subject: true, decision: true, mode: true, reason: true, rule: true, policy_etag: true });
-
-/** Parses a line-protocol request; null when it is not one. */
-export function parseRequest(value: unknown): HookRequest | null {
-  if (value === null || typeof value !== "object") return null;
-  const r = value as Record<string, unknown>;
-  if (r.v !== 1 || r.event === null || typeof r.event !== "object" || Array.isArray(r.event)) return null;
-  const str = (v: unknown) => (typeof v === "string" && v.length > 0 && v.length <= 128 ? v : null);
-  const req: HookRequest = {
-    id: typeof r.id === "string" && /^[0-9a-zA-Z_-]{1,64}$/.test(r.id) ? r.id : null,
-    t: typeof r.t === "number" && Number.isSafeInteger(r.t) && r.t > 0 ? r.t : Date.now(),
-    source: str(r.source) ?? "command",
-    harness: str(r.harness),
-    agent: str(r.agent),
-    event: r.event as Record<string, unknown>,
-  };
-  if (typeof r.spooled_ms === "number") req.spooled_ms = r.spooled_ms;
-  const verdict = VERDICT.safeParse(r.verdict);
-  if (verdict.success) req.verdict = verdict.data as DecisionRecord;
-  const o = r.oversize as { bytes?: unknown; dropped_fields?: unknown } | undefined;
-  if (o && typeof o === "object" && typeof o.bytes === "number" && Array.isArray(o.dropped_fields)) {
-    req.oversize = { bytes: o.bytes, dropped_fields: o.dropped_fields.filter((f): f is string => typeof f === "string").slice(0, 64) };
-  }
-  if (typeof r.pid === "number" && Number.isSafeInteger(r.pid) && r.pid > 1) req.pid = r.pid;
-  if (typeof r.pid_start === "string" && r.pid_start.length <= 64) req.pid_start = r.pid_start;
-  if (r.answer !== undefined) req.answer = r.answer;
-  return req;
-}
-
-/**
- * The recorder's core: turns hook events into frames on one chain per session, journaled before
- * the answer leaves. Synchronous on purpose: one event is fully durable before the next starts.
- */
 /** Harnesses whose hook entries post some steps over HTTP (collector/harnesses/claude-code/config.ts HTTP_EVENTS). */
 const HTTP_HOOK_HARNESSES = new Set(["claude-code"]);
 
@@ -74,6 +42,10 @@ export interface RecorderOptions {
   httpDown?: () => string | null;
 }
 
+/**
+ * The recorder's core: turns hook events into frames on one chain per session, journaled before
+ * the answer leaves. Synchronous on purpose: one event is fully durable before the next starts.
+ */
 export class Recorder {
   /** The verified policy every decision is made from; the daemon's policy refresher replaces it. */
   policy: CachedPolicy | null;
@@ -132,9 +104,12 @@ export class Recorder {
     const req = current ? this.#inputs.fill(current.chain, inSession) : inSession;
     this.sources?.before(req);
     const plan = mapEvent(req, { hostId: this.host.host_id, policy: this.policy, ask: askBecomes(req.harness) });
+    const told = plan.told;
     // A spooled step was answered by `tacho hook` offline: that answer is the one the agent had.
     const answer =
-      !live && raw.answer !== undefined ? (raw.answer as Record<string, unknown>) : shapeAnswer(req.harness, req.event, plan.answer);
+      !live && raw.answer !== undefined
+        ? (raw.answer as Record<string, unknown>)
+        : answerOf(req.harness, req.event, told.decision, told.reason);
     let steps = plan.steps;
     if (raw.oversize) {
       // A line an older `tacho hook` cut without hashing what it cut: its content is unknown.
@@ -154,7 +129,7 @@ export class Recorder {
     } else if (down === null) this.#toldHttpDown.delete(plan.chain);
     const rec = this.#open(plan.chain, plan.run, current, req);
     try {
-      this.#commit(rec, steps, req.t, { id: req.id, answer, final: plan.final });
+      this.#commit(rec, steps, req.t, { id: req.id, answer, refused: told.decision === "deny", final: plan.final });
     } catch (err) {
       this.log(`event ${String(req.event.hook_event_name)} for ${plan.chain} not recorded: ${(err as Error).message}`);
       const detail = `a ${String(req.event.hook_event_name).slice(0, 64)} event could not be recorded: ${(err as Error).message}`.slice(
@@ -199,7 +174,8 @@ export class Recorder {
         0,
         1024,
       );
-    const wasRefused = refusedIn(this.journal.answered(raw.id));
+    // What the live answer did with the call (the decision the recorder told the harness then).
+    const wasRefused = this.journal.refused(raw.id);
     const steps = plan.steps.filter((s) => s === decision || (s.kind === "token_denied") !== wasRefused);
     const rec = this.#open(plan.chain, plan.run, current, req);
     this.#commit(rec, steps, req.t, { id, answer: raw.answer, final: false });
@@ -251,7 +227,10 @@ export class Recorder {
         return false;
       }
     }
-    this.#prepare(rec, steps, later, t, id);
+    prepareLater(this.journal, rec, steps, later, id, {
+      commit: (step) => this.#commit(rec, [step], t, { id, final: false, defer: true, prepared: true }),
+      lost: (err) => this.#lost(rec, steps, err, t),
+    });
     return true;
   }
 
@@ -268,39 +247,6 @@ export class Recorder {
     } catch (again) {
       this.log(`gateway: neither a carried call nor its gap could be recorded on ${rec.chain}: ${(again as Error).message}`);
     }
-  }
-
-  #prepare(rec: ChainRecord, call: LaterStep, later: Promise<Step> | null, t: number, id: string | null): void {
-    let step: Step | null = later ? null : call.now();
-    const p: Preparing = {
-      id,
-      prepared: step !== null,
-      complete: () => {
-        const at = rec.preparing.indexOf(p);
-        if (at < 0) return;
-        rec.preparing.splice(at, 1);
-        try {
-          this.#commit(rec, [step ?? call.now()], t, { id, final: false, defer: true, prepared: true });
-        } catch (err) {
-          if (id !== null) this.journal.release(rec, id);
-          this.#lost(rec, call, err as Error, t);
-        }
-      },
-    };
-    this.journal.prepare(rec, p);
-    later
-      ?.then(
-        (s) => {
-          step = s;
-        },
-        () => {},
-      )
-      .finally(() => {
-        // Completed in place meanwhile (a hook came first): the worker's step is not used.
-        if (!rec.preparing.includes(p)) return;
-        p.prepared = true;
-        this.journal.ready(rec, true);
-      });
   }
 
   /** The run a session named by the gateway belongs to now; null when it names none. */
@@ -322,8 +268,8 @@ export class Recorder {
     return canon && current ? this.#open(current.chain, current.run, current, inRun(canon, current)) : null;
   }
 
-  /** The session a (raw) request belongs to, after normalizing: its current run; null when it names none or is not recorded. */
-  sessionOf(req: HookRequest): CurrentRun | null {
+  /** The current run of a (raw) request's session, after normalizing; null when it names none or is not recorded. */
+  currentRunOf(req: HookRequest): CurrentRun | null {
     const canon = this.canonical(req, false);
     return canon ? currentRun(this.journal, this.host, canon) : null;
   }
@@ -417,7 +363,7 @@ export class Recorder {
     rec: ChainRecord,
     steps: Step[],
     t0: number,
-    opts: { id: string | null; answer?: unknown; final: boolean; defer?: boolean; prepared?: boolean },
+    opts: { id: string | null; answer?: unknown; refused?: boolean; final: boolean; defer?: boolean; prepared?: boolean },
   ): void {
     const key = { secretKey: this.#chainKeys.get(rec.chain) ?? this.#secret, hostId: this.host.host_id };
     appendSteps(this.journal, rec, steps, {
@@ -427,37 +373,9 @@ export class Recorder {
       key,
       id: opts.id,
       answer: opts.answer,
+      refused: opts.refused,
       defer: opts.defer,
       prepared: opts.prepared,
     });
   }
-}
-
-/**
- * One step whose frame may be prepared off the event loop: `later` starts that (null: not worth
- * it) and resolves to the step `now` makes on this thread, which is used when `later` fails or
- * the step must be in place before something else is written.
- */
-export interface LaterStep {
-  now(): Step;
-  later(): Promise<Step> | null;
-  /** Told when the step could not be appended after all. */
-  onError(err: Error): void;
-}
-
-/** A session as a gateway call names it in its headers. */
-export interface GatewaySessionRef {
-  harness: string;
-  agent: string | null;
-  sessionId: string;
-}
-
-function gatewayRequest(s: GatewaySessionRef, t: number): HookRequest {
-  return { id: null, t, source: "gateway", harness: s.harness, agent: s.agent, event: { session_id: s.sessionId } };
-}
-
-/** True when a hook answer (in any harness's shape) refused the step. */
-function refusedIn(answer: unknown): boolean {
-  const a = (answer ?? {}) as { hookSpecificOutput?: { permissionDecision?: unknown }; permission?: unknown; action?: unknown };
-  return a.hookSpecificOutput?.permissionDecision === "deny" || a.permission === "deny" || a.action === "deny";
 }

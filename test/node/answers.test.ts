@@ -1,11 +1,13 @@
 // Every answer a harness is given (test/support/answers.json, written from the answers of main
 // before issue 22 moved the answer rules into the harness adapters): per harness, event, decision,
 // what `tacho hook` adds offline (the tier, a notice), the fail-closed refusal, and the answer to an
-// event that is not recorded. A change here is a change of what a harness is told.
+// event that is not recorded. A change here is a change of what a harness is told. One change since:
+// Stella's veto events are defined once (PreToolUse, PreIssueWork), so a PreIssueWork nothing decides
+// gets no decision (`{}`, Stella's own flow) rather than an explicit allow.
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { neutralAnswer, normalizeEvent, shapeAnswer } from "../../collector/harnesses/events.ts";
-import { type Decision, decisionAnswer, refusal } from "../../collector/hook-fast/answers.cjs";
+import { refusal } from "../../collector/harnesses/answers.cjs";
+import { answerOf, type Decision, neutralAnswer, normalizeEvent } from "../../collector/harnesses/events.ts";
 
 const EXPECTED = JSON.parse(readFileSync(new URL("../support/answers.json", import.meta.url), "utf8")) as Record<string, unknown>;
 
@@ -64,7 +66,7 @@ EVENTS["claude-code"] = EVENTS.custom!;
 const EXTRAS = { "": {}, tier: { tier: true }, "tier+notice": { tier: true, notice: "N" } } as const;
 
 /** What a harness is told for one decision on one of its events. */
-function answerOf(
+function answerTo(
   harness: string | null,
   payload: Record<string, unknown>,
   decision: Decision,
@@ -72,9 +74,10 @@ function answerOf(
 ) {
   const n = normalizeEvent(harness, payload, { wrapped: [] });
   if (!("event" in n)) return neutralAnswer(harness, payload);
-  const base = decisionAnswer(String(n.event.hook_event_name), decision, "R");
-  const offline = extra.tier ? { ...base, enforcement_tier: "client_attested" } : base;
-  return shapeAnswer(harness, n.event, extra.notice ? { ...offline, systemMessage: `tacho hook: ${extra.notice}` } : offline);
+  return answerOf(harness, n.event, decision, "R", {
+    ...(extra.tier ? { tier: "client_attested" as const } : {}),
+    ...(extra.notice ? { notice: extra.notice } : {}),
+  });
 }
 
 function everyAnswer(): Record<string, unknown> {
@@ -88,7 +91,7 @@ function everyAnswer(): Record<string, unknown> {
           : { hook_event_name: raw, session_id: "s-1", ...(harness === "cursor" ? { conversation_id: "c-1" } : {}) };
       for (const decision of ["none", "allow", "deny", "ask"] as const) {
         for (const [name, extra] of Object.entries(EXTRAS))
-          out[`${label} ${raw} ${decision} ${name}`.trim()] = answerOf(harness, payload, decision, extra);
+          out[`${label} ${raw} ${decision} ${name}`.trim()] = answerTo(harness, payload, decision, extra);
       }
       out[`${label} ${raw} refusal`] = refusal(raw, "bad_payload", "M", harness);
     }

@@ -7,7 +7,7 @@ import { carriedStep, OFFLOAD_BYTES } from "../../collector/gateway/model/offloa
 import { type Carried, llmCallStep } from "../../collector/gateway/model/record.ts";
 import { Journal } from "../../collector/recorder/journal/index.ts";
 import type { Step } from "../../collector/recorder/mapper.ts";
-import type { LaterStep } from "../../collector/recorder/recorder.ts";
+import type { LaterStep } from "../../collector/recorder/gateway-steps.ts";
 import { HOST_ID, payloadsOf, rig, type Rig } from "../support/sources.ts";
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";

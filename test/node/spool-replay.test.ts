@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { httpHook } from "../../collector/daemon/hooks.ts";
 import { listenHttp } from "../../collector/recorder/listener.ts";
-import type { HookRequest } from "../../collector/recorder/mapper.ts";
+import type { HookRequest } from "../../collector/recorder/request.ts";
 import { MAX_ATTEMPTS, SpoolReplayer } from "../../collector/recorder/replay.ts";
 import { appendSpool } from "../../collector/recorder/spool.ts";
 import { defaultPolicy, hostChainId, policyEtag, runIdFor, signPolicy, verifyChain } from "../../protocol/index.ts";

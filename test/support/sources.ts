@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { bytesToHex, type Frame } from "../../protocol/index.ts";
 import { Journal } from "../../collector/recorder/journal/index.ts";
-import type { HookRequest } from "../../collector/recorder/mapper.ts";
+import type { HookRequest } from "../../collector/recorder/request.ts";
 import { Recorder } from "../../collector/recorder/recorder.ts";
 import { Sources } from "../../collector/recorder/sources/index.ts";
 import type { HostConfig } from "../../collector/lib/state.ts";

@@ -2,7 +2,7 @@ import { availableParallelism } from "node:os";
 import { Worker } from "node:worker_threads";
 import type { Policy } from "../../../protocol/index.ts";
 import type { Step } from "../../recorder/mapper.ts";
-import type { LaterStep } from "../../recorder/recorder.ts";
+import type { LaterStep } from "../../recorder/gateway-steps.ts";
 import { type Carried, llmCallStep } from "./record.ts";
 
 /**

@@ -23,7 +23,8 @@ export interface Meter {
 /**
  * Anthropic Messages. `message_start` carries the input and cache counts; each `message_delta`
  * carries cumulative counts (output always, input and cache sometimes): the latest value of each
- * field is kept, never a sum (gateways-and-limits.md §2.3).
+ * field is kept, never a sum (Anthropic's streaming docs: "the token counts shown in the usage field
+ * of the message_delta event are cumulative").
  */
 export class AnthropicMeter implements Meter {
   #id?: string;

@@ -21,6 +21,8 @@ export interface PendingBody {
 export interface Entry {
   id?: string;
   answer?: unknown;
+  /** The answer refused the tool call the event asked for (recordOfflineAnswer compares an offline answer with it). */
+  refused?: true;
   frames: JournalFrame[];
   locks: SignedLock[];
   bodies: PendingBody[];
@@ -36,6 +38,8 @@ export interface ChainRecord {
   locks: SignedLock[];
   bodies: PendingBody[];
   ids: Map<string, unknown>;
+  /** The ids among `ids` whose answer refused a tool call. */
+  refused: Set<string>;
   lastT: number;
   fd: number;
   lines: number;
@@ -96,6 +100,7 @@ export type Line =
       locks: SignedLock[];
       bodies: PendingBody[];
       ids: [string, unknown][];
+      refused?: string[];
       lastT: number;
     };
 
@@ -115,6 +120,7 @@ export function newRecord(chain: string, run: RunInfo | null, w: ChainWriter, fd
     locks: [],
     bodies: [],
     ids: new Map(),
+    refused: new Set(),
     lastT: 0,
     fd,
     lines: 0,
@@ -138,6 +144,7 @@ export function snapshotLine(rec: ChainRecord): Line {
     locks: rec.locks,
     bodies: rec.bodies,
     ids: [...rec.ids],
+    ...(rec.refused.size ? { refused: [...rec.refused] } : {}),
     lastT: rec.lastT,
   };
 }
@@ -189,6 +196,7 @@ function replayLine(chain: string, rec: ChainRecord | null, line: Line, onBody: 
         locks: line.locks,
         bodies: line.bodies,
         ids: new Map(line.ids),
+        refused: new Set(line.refused ?? []),
         lastT: line.lastT,
       });
     }
@@ -208,6 +216,7 @@ function replayLine(chain: string, rec: ChainRecord | null, line: Line, onBody: 
     rec.locks.push(...line.locks);
     rec.bodies.push(...line.bodies);
     if (line.id !== undefined) rec.ids.set(line.id, line.answer ?? {});
+    if (line.id !== undefined && line.refused) rec.refused.add(line.id);
   } else {
     dropAcked(rec, line);
   }

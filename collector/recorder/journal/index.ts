@@ -37,6 +37,7 @@ export class Journal {
   readonly dir: string;
   readonly chains = new Map<string, ChainRecord>();
   readonly #ids = new Map<string, unknown>();
+  readonly #refused = new Set<string>();
 
   constructor(dir: string) {
     this.dir = dir;
@@ -73,6 +74,11 @@ export class Journal {
 
   has(id: string): boolean {
     return this.#ids.has(id);
+  }
+
+  /** Whether the answer given to an event id refused the tool call it asked for. */
+  refused(id: string): boolean {
+    return this.#refused.has(id);
   }
 
   /** The chain's record, created (and made durable) on first use. */
@@ -318,6 +324,9 @@ export class Journal {
     if (e.id === undefined) return;
     rec.ids.set(e.id, e.answer ?? {});
     this.#ids.set(e.id, e.answer ?? {});
+    if (!e.refused) return;
+    rec.refused.add(e.id);
+    this.#refused.add(e.id);
   }
 
   #apply(rec: ChainRecord, e: Entry): void {
@@ -359,5 +368,6 @@ export class Journal {
     rec.fd = openAppendable(path);
     this.chains.set(chain, rec);
     for (const [id, answer] of rec.ids) this.#ids.set(id, answer);
+    for (const id of rec.refused) this.#refused.add(id);
   }
 }

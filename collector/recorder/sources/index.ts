@@ -3,7 +3,8 @@ import { basename, join } from "node:path";
 import { type Payload, runIdFor, sha256Hex } from "../../../protocol/index.ts";
 import { callKey, MATCHED, unmatchedCarried } from "../carried.ts";
 import type { ChainRecord, RunInfo } from "../journal/index.ts";
-import { sessionOf, type HookRequest, type Step } from "../mapper.ts";
+import { namedRun, type Step } from "../mapper.ts";
+import type { HookRequest } from "../request.ts";
 import type { Recorder } from "../recorder.ts";
 import { ClaudeTranscript, type ClaudeState } from "./claude.ts";
 import { CodexRollout, type CodexState } from "./codex.ts";
@@ -98,7 +99,7 @@ export class Sources {
     this.#guard(() => {
       const e = req.event.hook_event_name;
       if (e !== "Stop" && e !== "SubagentStop" && e !== "SessionEnd") return;
-      const s = sessionOf(req, this.#rec.host.host_id);
+      const s = namedRun(req, this.#rec.host.host_id);
       if (!s) return;
       this.#watch(req, s.chain, s.run);
       this.#discover(s.chain);
@@ -110,7 +111,7 @@ export class Sources {
   /** After an event is recorded: learn the session's log files, cwd and hooked tool calls. */
   after(req: HookRequest): void {
     this.#guard(() => {
-      const s = sessionOf(req, this.#rec.host.host_id);
+      const s = namedRun(req, this.#rec.host.host_id);
       if (!s) return;
       this.#watch(req, s.chain, s.run);
       const e = req.event;

@@ -9,8 +9,8 @@ export interface StellaUsage {
 }
 
 /**
- * Stella session journal → llm_call, one per `step_usage` event (emitted once per committed step,
- * harnesses.md §4.6). Pure. Unknown event types are skipped; `usage_incomplete` (a failed call)
+ * Stella session journal → llm_call, one per `step_usage` event (emitted once per committed step:
+ * Stella's `AgentEvent::StepUsage`, crates/stella-protocol/src/event.rs). Pure. Unknown event types are skipped; `usage_incomplete` (a failed call)
  * has no usage to record.
  */
 export class StellaJournal {

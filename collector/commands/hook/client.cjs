@@ -7,20 +7,33 @@ const { readFileSync, readSync } = process.getBuiltinModule("node:fs");
 const { connect } = process.getBuiltinModule("node:net");
 const { homedir } = process.getBuiltinModule("node:os");
 const { join } = process.getBuiltinModule("node:path");
-const { AGENT_NAME, HARNESSES, MAX_PAYLOAD_BYTES, RESERVED_AGENT_NAMES, eventNameOf, refusal } = require("./answers.cjs");
-const { atSocket, untrustedDir } = require("./channel.cjs");
+const { AGENT_NAME, HARNESSES, RESERVED_AGENT_NAMES, eventNameOf, refusal } = require("../../harnesses/answers.cjs");
+const { atSocket, untrustedDir } = require("../../lib/channel.cjs");
 
 const HARD_CAP_BYTES = 64 * 1024 * 1024;
+/** A payload up to this many bytes (of stdin) travels whole; a larger one has each value over 1 MiB cut to its digest (oversize.ts). */
+const MAX_WHOLE_PAYLOAD_BYTES = 1024 * 1024;
 const DEFAULT_TIMEOUT_MS = 1500;
 
+/** @typedef {import("../../harnesses/answers.cjs").HookAnswer} HookAnswer */
+/** @typedef {{ agent: string | null; harness: string | null; problem: string | null }} Flags */
+/** @typedef {{ harness: string | null; event: string | null; down: boolean }} Seen */
+/** @typedef {{ answer: HookAnswer; none?: undefined } | { answer?: undefined; none: string }} Reply */
+
+/** @returns {string} */
 function stateDir() {
   return process.env.OXAGEN_HOME || join(homedir(), ".config", "oxagen", "tacho");
 }
 
+/**
+ * @param {string[]} argv
+ * @returns {Flags}
+ */
 function parseFlags(argv) {
+  /** @type {Flags} */
   const flags = { agent: null, harness: null, problem: null };
   for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i];
+    const arg = argv[i] ?? "";
     const eq = arg.indexOf("=");
     const name = eq > 0 ? arg.slice(0, eq) : arg;
     if (name !== "--agent" && name !== "--harness") {
@@ -29,7 +42,8 @@ function parseFlags(argv) {
     }
     const value = eq > 0 ? arg.slice(eq + 1) : argv[++i];
     if (value === undefined) flags.problem = `${name} needs a value`;
-    else flags[name.slice(2)] = value;
+    else if (name === "--agent") flags.agent = value;
+    else flags.harness = value;
   }
   if (!flags.problem && (flags.agent === null) === (flags.harness === null)) {
     flags.problem = "name exactly one of --agent NAME or --harness HARNESS";
@@ -37,6 +51,10 @@ function parseFlags(argv) {
   return flags;
 }
 
+/**
+ * @param {Flags} flags
+ * @returns {[string, string] | null}
+ */
 function identityProblem(flags) {
   if (flags.problem) return ["usage", flags.problem];
   if (flags.agent !== null) {
@@ -48,15 +66,18 @@ function identityProblem(flags) {
         `agent name "${flags.agent}" is a built-in harness or runtime name; choose another name for a custom agent`,
       ];
     }
-  } else if (!HARNESSES.includes(flags.harness)) {
+  } else if (!HARNESSES.includes(flags.harness ?? "")) {
     return ["unknown_harness", `unknown harness ${JSON.stringify(flags.harness)}; expected one of ${HARNESSES.join(", ")}`];
   }
   return null;
 }
 
+/** @returns {Promise<{ bytes: Buffer; total: number }>} */
 async function readStdin() {
+  /** @type {Buffer[]} */
   const chunks = [];
   let total = 0;
+  /** @param {Buffer} chunk */
   const take = (chunk) => {
     total += chunk.length;
     if (total <= HARD_CAP_BYTES) chunks.push(chunk);
@@ -67,9 +88,10 @@ async function readStdin() {
     try {
       n = readSync(0, buf, 0, buf.length, null);
     } catch (err) {
-      if (err.code === "EOF") break;
+      const code = /** @type {NodeJS.ErrnoException} */ (err).code;
+      if (code === "EOF") break;
       // A non-blocking stdin (inherited from a Node parent) cannot be read synchronously.
-      if (err.code !== "EAGAIN") throw err;
+      if (code !== "EAGAIN") throw err;
       for await (const chunk of process.stdin) take(chunk);
       break;
     }
@@ -79,11 +101,13 @@ async function readStdin() {
   return { bytes: Buffer.concat(chunks), total };
 }
 
+/** @returns {{ host: Record<string, unknown>; problem?: undefined } | { host?: undefined; problem: [string, string] }} */
 function readHostRaw() {
   let text;
   try {
     text = readFileSync(join(stateDir(), "host.json"), "utf8");
-  } catch (err) {
+  } catch (e) {
+    const err = /** @type {NodeJS.ErrnoException} */ (e);
     if (err.code === "ENOENT") return { problem: ["not_enrolled", "this computer is not enrolled with Oxagen; run tacho enroll first"] };
     return { problem: ["host_unreadable", `cannot read host.json: ${err.code ?? err.message}`] };
   }
@@ -97,12 +121,17 @@ function readHostRaw() {
 /**
  * One request line to the recorder over its socket; resolves to its answer, or to why there is
  * none: `down` (no recorder: nothing listens), `timeout`, or `failed` (it answered without an answer).
+ * @param {string} dir
+ * @param {string} line
+ * @param {number} timeoutMs
+ * @returns {Promise<Reply>}
  */
 function ask(dir, line, timeoutMs) {
   return new Promise((resolve) => {
     let text = "";
     let done = false;
     const socket = atSocket(dir, (path) => connect({ path }));
+    /** @param {Reply} value */
     const finish = (value) => {
       if (done) return;
       done = true;
@@ -113,12 +142,12 @@ function ask(dir, line, timeoutMs) {
     const timer = setTimeout(() => finish({ none: "timeout" }), timeoutMs);
     socket.setEncoding("utf8");
     socket.on("connect", () => socket.write(`${line}\n`));
-    socket.on("data", (chunk) => {
+    socket.on("data", (/** @type {string} */ chunk) => {
       text += chunk;
       const end = text.indexOf("\n");
       if (end >= 0) finish(parseAnswer(text.slice(0, end)));
     });
-    socket.on("error", (err) =>
+    socket.on("error", (/** @type {NodeJS.ErrnoException} */ err) =>
       finish({ none: err.code === "ENOENT" || err.code === "ECONNREFUSED" || err.code === "ENOTSOCK" ? "down" : "failed" }),
     );
     socket.on("close", () => finish(parseAnswer(text)));
@@ -127,11 +156,16 @@ function ask(dir, line, timeoutMs) {
 
 // Unique per event (time, pid, 64 random bits) without loading node:crypto, which costs ~5 ms
 // at start; the id only makes delivery exactly-once, it is not a secret.
+/** @returns {string} */
 function eventId() {
   const random = () => Math.floor(Math.random() * 2 ** 32).toString(36);
   return `${Date.now().toString(36)}-${process.pid.toString(36)}-${random()}${random()}`;
 }
 
+/**
+ * @param {string} line
+ * @returns {Reply}
+ */
 function parseAnswer(line) {
   try {
     const reply = JSON.parse(line);
@@ -140,13 +174,19 @@ function parseAnswer(line) {
   return { none: "failed" };
 }
 
+/**
+ * @param {string[]} argv
+ * @param {Seen} seen what the answer must fit, as far as it is known (for the refusal when something throws)
+ * @returns {Promise<HookAnswer>}
+ */
 async function decide(argv, seen) {
   const flags = parseFlags(argv);
-  const harness = HARNESSES.includes(flags.harness) ? flags.harness : null;
+  const harness = flags.harness !== null && HARNESSES.includes(flags.harness) ? flags.harness : null;
   seen.harness = harness;
   const identity = identityProblem(flags);
   const { bytes, total } = await readStdin();
 
+  /** @type {unknown} */
   let event = null;
   if (total <= HARD_CAP_BYTES) {
     try {
@@ -157,7 +197,8 @@ async function decide(argv, seen) {
     const why = total > HARD_CAP_BYTES ? `the payload (${total} bytes) is too large to read` : "stdin is not a JSON object";
     return refusal(null, total > HARD_CAP_BYTES ? "oversize" : "bad_payload", why, harness);
   }
-  const eventName = eventNameOf(harness, event);
+  const payload = /** @type {Record<string, unknown>} */ (event);
+  const eventName = eventNameOf(harness, payload);
   seen.event = eventName;
   if (eventName === null) return refusal(null, "bad_payload", "the payload has no hook_event_name", harness);
   if (identity) return refusal(eventName, identity[0], identity[1], harness);
@@ -165,15 +206,16 @@ async function decide(argv, seen) {
   const { host, problem } = readHostRaw();
   if (problem) return refusal(eventName, problem[0], problem[1], harness);
 
-  const request = { v: 1, id: eventId(), t: Date.now(), source: "command", harness, agent: flags.agent, event };
-  if (total > MAX_PAYLOAD_BYTES) {
+  /** @type {{ v: 1; id: string; t: number; source: string; harness: string | null; agent: string | null; event: Record<string, unknown>; pid?: number; pid_start?: string }} */
+  const request = { v: 1, id: eventId(), t: Date.now(), source: "command", harness, agent: flags.agent, event: payload };
+  if (total > MAX_WHOLE_PAYLOAD_BYTES) {
     // Values whose body would be over 1 MiB travel as the digest of their real bytes (docs/collector.md).
-    const { cutPayload } = await import("../commands/hook/oversize.ts");
-    request.event = cutPayload(harness, event);
+    const { cutPayload } = await import("./oversize.ts");
+    request.event = cutPayload(harness, payload);
   }
   if (harness === "stella") {
     // Stella sends no session id: the recorder derives it from the Stella process, and ends the session when it exits.
-    const { harnessProcess } = await import("./harness-pid.js");
+    const { harnessProcess } = await import("../../lib/harness-pid.js");
     const proc = await harnessProcess("stella");
     if (proc) Object.assign(request, { pid: proc.pid, pid_start: proc.start });
   }
@@ -182,6 +224,7 @@ async function decide(argv, seen) {
   const dir = stateDir();
   const distrust = untrustedDir(dir);
   const timeoutMs = Number(process.env.TACHO_HOOK_TIMEOUT_MS) || DEFAULT_TIMEOUT_MS;
+  /** @type {Reply} */
   const online = distrust ? { none: "untrusted" } : await ask(dir, line, timeoutMs);
   if (online.answer) return online.answer;
   seen.down = online.none === "down";
@@ -190,16 +233,22 @@ async function decide(argv, seen) {
 }
 
 // The slower TypeScript path, loaded only when the recorder cannot answer (one specifier: the package build rewrites it).
-const offlinePath = () => import("../commands/hook/offline.ts");
+const offlinePath = () => import("./offline.ts");
 
-/** Runs `tacho hook`; prints one JSON answer. Never throws. */
+/**
+ * Runs `tacho hook`; prints one JSON answer. Never throws.
+ * @param {string[]} argv
+ * @returns {Promise<void>}
+ */
 async function runHook(argv) {
   let answer;
+  /** @type {Seen} */
   const seen = { harness: null, event: null, down: false };
   try {
     answer = await decide(argv, seen);
   } catch (err) {
-    answer = refusal(seen.event, "internal", `internal error: ${err?.message ?? String(err)}`, seen.harness);
+    const message = err instanceof Error ? err.message : String(err);
+    answer = refusal(seen.event, "internal", `internal error: ${message}`, seen.harness);
   }
   process.stdout.write(`${JSON.stringify(answer)}\n`);
   process.exitCode = 0;

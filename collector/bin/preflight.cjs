@@ -3,21 +3,33 @@
 // `tacho hook` on such a Node still answers: the harness gets one valid JSON document that fails
 // closed at the veto points and names the problem (it never runs the collector itself).
 
+/** @type {[number, number]} */
 const MIN = [22, 18];
 /** The Node the collector needs, as users read it. */
 const MIN_NODE = `${MIN[0]}.${MIN[1]}`;
 
-/** One line saying which Node is needed, or null when this one will do. */
+/**
+ * One line saying which Node is needed, or null when this one will do.
+ * @param {string} program
+ * @param {{ node: string }} [versions]
+ * @param {string} [execPath]
+ * @returns {string | null}
+ */
 function nodeProblem(program, versions = process.versions, execPath = process.execPath) {
-  const [major, minor] = String(versions.node).split(".").map(Number);
+  const [major = 0, minor = 0] = String(versions.node).split(".").map(Number);
   if (major > MIN[0] || (major === MIN[0] && minor >= MIN[1])) return null;
   return `${program} needs Node.js ${MIN_NODE} or later; this is Node.js ${versions.node} (${execPath}). Install Node.js ${MIN_NODE}+ and run ${program} with it.`;
 }
 
+/**
+ * @param {string[]} argv
+ * @returns {string | null}
+ */
 function harnessFlag(argv) {
   for (let i = 0; i < argv.length; i++) {
-    if (argv[i] === "--harness") return argv[i + 1] ?? null;
-    if (argv[i].startsWith("--harness=")) return argv[i].slice("--harness=".length);
+    const arg = argv[i] ?? "";
+    if (arg === "--harness") return argv[i + 1] ?? null;
+    if (arg.startsWith("--harness=")) return arg.slice("--harness=".length);
   }
   return null;
 }
@@ -28,11 +40,15 @@ async function readAll() {
   return Buffer.concat(chunks).toString("utf8");
 }
 
-/** Prints the fail-closed answer for `tacho hook` that cannot run on this Node; exit code stays 0. */
+/**
+ * Prints the fail-closed answer for `tacho hook` that cannot run on this Node; exit code stays 0.
+ * @param {string[]} argv
+ * @param {string} message
+ */
 async function refuseHook(argv, message) {
-  const { HARNESSES, eventNameOf, refusal } = require("../hook-fast/answers.cjs");
+  const { HARNESSES, eventNameOf, refusal } = require("../harnesses/answers.cjs");
   const named = harnessFlag(argv);
-  const harness = HARNESSES.includes(named) ? named : null;
+  const harness = named !== null && HARNESSES.includes(named) ? named : null;
   let event = null;
   try {
     const payload = JSON.parse(await readAll());
@@ -46,6 +62,9 @@ async function refuseHook(argv, message) {
  * `TACHO_HOOK_PROBE=FILE tacho hook …`: what enroll and status run to prove a written hook command
  * starts. It writes what ran to FILE (never to stdout, which a harness may route elsewhere) and
  * reads no payload, so nothing is recorded.
+ * @param {string} path
+ * @param {string | null} problem
+ * @param {string | undefined} bin
  */
 function writeProbe(path, problem, bin) {
   const { writeFileSync } = require("node:fs");

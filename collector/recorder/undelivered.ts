@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from "node:fs";
-import { Journal } from "../recorder/journal/index.ts";
-import { statePath } from "./state.ts";
+import { Journal } from "./journal/index.ts";
+import { statePath } from "../lib/state.ts";
 
 /** What is recorded here and not yet delivered: frames, locks and bodies in the journal, events in the spool. */
 export function undelivered(): { frames: number; locks: number; bodies: number; spooled: number } {

@@ -9,7 +9,11 @@ const SOCKET_NAME = "recorder.sock";
 // which would put the socket in another directory. Longer state paths are reached relatively.
 const MAX_SOCKET_PATH = 100;
 
-/** Where the socket is: `{ path }`, or `{ path, cwd }` when the path must be used relative to `cwd`. */
+/**
+ * Where the socket is: `{ path }`, or `{ path, cwd }` when the path must be used relative to `cwd`.
+ * @param {string} dir
+ * @returns {{ path: string; cwd?: string }}
+ */
 function socketAddress(dir) {
   const path = join(dir, SOCKET_NAME);
   return Buffer.byteLength(path) <= MAX_SOCKET_PATH ? { path } : { path: SOCKET_NAME, cwd: dir };
@@ -18,6 +22,10 @@ function socketAddress(dir) {
 /**
  * Runs `fn(path)` (a synchronous bind or connect) with the socket's address; a long state path is
  * reached by changing into the directory for the call, since both resolve the path at once.
+ * @template T
+ * @param {string} dir
+ * @param {(path: string) => T} fn
+ * @returns {T}
  */
 function atSocket(dir, fn) {
   const { path, cwd } = socketAddress(dir);
@@ -35,13 +43,16 @@ function atSocket(dir, fn) {
  * Why the state directory cannot be trusted to hold this user's recorder, or null: it must be a
  * directory this user owns that nobody else can write (so no one else can put a socket there).
  * A symlinked state directory is judged by the directory it names.
+ * @param {string} dir
+ * @returns {string | null}
  */
 function untrustedDir(dir) {
   let st;
   try {
     st = statSync(dir);
   } catch (err) {
-    return `the state directory cannot be read (${err.code ?? err.message})`;
+    const e = /** @type {NodeJS.ErrnoException} */ (err);
+    return `the state directory cannot be read (${e.code ?? e.message})`;
   }
   if (!st.isDirectory()) return "the state directory is not a directory";
   if (typeof process.getuid === "function" && st.uid !== process.getuid()) return "the state directory belongs to another user";
