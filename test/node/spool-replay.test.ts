@@ -201,6 +201,37 @@ describe("a hook that gave up on a live recorder (issue 10: the record held a de
   });
 });
 
+describe("a hook that gave up on a live recorder that refused the call", () => {
+  it("records the offline answer that let the call through as a tool_requested, also after a restart", () => {
+    const deny = {
+      ...defaultPolicy("ws_test", 1),
+      tools: [{ id: "no-make", tool: "*", command: "make*", decision: "deny" as const, reason: "no builds" }],
+    };
+    const first = rig();
+    first.recorder.policy = signed(deny);
+    const event = {
+      session_id: "t-2",
+      hook_event_name: "PreToolUse",
+      tool_name: "Bash",
+      tool_input: { command: "make" },
+      tool_use_id: "tu-2",
+    };
+    const req = { id: eventId(), t: Date.now(), source: "command", harness: null, agent: "rig-agent", event };
+    expect(first.recorder.handle(req as HookRequest)).toMatchObject({ hookSpecificOutput: { permissionDecision: "deny" } });
+    first.close();
+    // The recorder restarts (its journal read back); the hook had given up and answered from an older policy: no decision.
+    const r = rig(first.dir);
+    r.recorder.policy = signed(deny);
+    const verdict = { subject: "tool", decision: "none", mode: "enforce", reason: "no clause of the policy decides Bash", rule: "default" };
+    const spool = join(r.dir, "spool");
+    appendSpool(spool, { ...req, v: 1, spooled_ms: Date.now(), answer: { enforcement_tier: "client_attested" }, verdict, why: "timeout" });
+    new SpoolReplayer(r.recorder, spool, (m) => r.logs.push(m)).drain();
+    const frames = r.frames(runIdFor(HOST_ID, "rig-agent", "t-2"));
+    expect(kinds(frames)).toEqual(["policy_decision", "token_denied", "policy_decision", "tool_requested"]);
+    expect(payloadsOf(frames)[2]).toMatchObject({ decision: "none", offline: true, tool_use_id: "tu-2" });
+  });
+});
+
 describe("nothing leaves the spool unrecorded", () => {
   it("a line the recorder cannot record goes back to the spool, and after the last attempt is recorded as a gap", () => {
     const { r, spool, replayer } = inProcess();
