@@ -20,6 +20,44 @@ const COMMANDS: Record<string, Record<string, { summary: string; load: () => Pro
       summary: "enroll this computer for custom agents; rebuild a session from its transcript",
       load: () => command(import("./commands/agent/index.ts"), (m) => m.agent),
     },
+    login: {
+      summary: "sign this command line in to a server (a code approved in the console, or a token)",
+      load: () => command(import("./commands/login/index.ts"), (m) => m.login),
+    },
+    logout: {
+      summary: "sign out; revoke the token login minted",
+      load: () => command(import("./commands/logout/index.ts"), (m) => m.logout),
+    },
+    runs: {
+      summary: "the workspace's runs, with the API's filters",
+      load: () => command(import("./commands/runs/index.ts"), (m) => m.runs),
+    },
+    run: {
+      summary: "one run: status, outcome, tier, grade, gaps, spend, coverage",
+      load: () => command(import("./commands/run/index.ts"), (m) => m.run),
+    },
+    export: {
+      summary: "download a run's bundle (and its bodies) and verify it",
+      load: () => command(import("./commands/export/index.ts"), (m) => m.exportRun),
+    },
+    pause: { summary: "pause a run", load: () => command(import("./commands/pause/index.ts"), (m) => m.pause) },
+    resume: { summary: "resume a paused run", load: () => command(import("./commands/pause/index.ts"), (m) => m.resume) },
+    seal: {
+      summary: "seal a run: lock its record with the server's key and stop its agent",
+      load: () => command(import("./commands/seal/index.ts"), (m) => m.seal),
+    },
+    agents: {
+      summary: "wrapped agents and their health; pause, resume or register one",
+      load: () => command(import("./commands/agents/index.ts"), (m) => m.agents),
+    },
+    computers: {
+      summary: "the workspace's enrolled computers",
+      load: () => command(import("./commands/computers/index.ts"), (m) => m.computers),
+    },
+    tokens: {
+      summary: "the workspace's operator (or enrollment) tokens",
+      load: () => command(import("./commands/tokens/index.ts"), (m) => m.tokens),
+    },
   },
   tacho: {
     enroll: {

@@ -9,6 +9,7 @@ import { MAX_BODY_BYTES } from "./frames.ts";
 import { AgentName, ChainId, HostId, Sha256Hex } from "./ids.ts";
 import { utf8 } from "./bytes.ts";
 import { pae, SignedLock } from "./lock.ts";
+import { MAX_MCP_REQUEST_BYTES } from "./tools.ts";
 
 /** A route with one path parameter: call it for the path to send, read `pattern` for the path the server matches (`:name`). */
 export interface ParamRoute<P extends string> {
@@ -28,6 +29,9 @@ export const ROUTES = {
   keys: "/v1/keys",
   keyEndorsements: "/v1/keys/endorsements",
   enroll: "/v1/enroll",
+  /** Sign in from a command line (protocol/device.ts): ask for a code, then poll for what its approval yields. */
+  deviceAuthorize: "/v1/device/authorize",
+  deviceToken: "/v1/device/token",
   ingest: "/v1/ingest",
   body: withParam("/v1/bodies/:sha256"),
   policy: "/v1/policy",
@@ -39,6 +43,11 @@ export const ROUTES = {
   hostStatus: "/v1/host",
   hostKey: "/v1/host/key",
   hostRun: withParam("/v1/host/runs/:id"),
+  /**
+   * The workspace's hosted MCP endpoint (POST only, stateless Streamable HTTP, both protocol
+   * revisions): host-signed by the gateway, or a direct client's tool token (docs/api.md).
+   */
+  mcp: withParam("/v1/mcp/:workspace"),
 } as const;
 
 /** The most chains one ingest batch may carry. */
@@ -54,13 +63,18 @@ export const MAX_SMALL_BODY_BYTES = 64 * 1024;
 export const ROUTE_BODY_LIMITS: readonly { method: string; path: string; bytes: number }[] = [
   { method: "POST", path: ROUTES.ingest, bytes: MAX_INGEST_BYTES },
   { method: "PUT", path: ROUTES.body.pattern, bytes: MAX_BODY_BYTES },
+  { method: "POST", path: ROUTES.mcp.pattern, bytes: MAX_MCP_REQUEST_BYTES },
 ];
+
+/** The file name a run's export bundle is saved under: the console's download and `oxagen export`. */
+export const exportFileName = (runId: string): string => `${runId}.oxagen.jsonl`;
 
 /** Every error answer: a stable code and a sentence. */
 export const ErrorAnswer = z.strictObject({ error: z.string(), message: z.string(), issues: z.unknown().optional() });
 
 /**
- * The shape of every Oxagen token: a kind (`oxo` operator, `oxe` one-time enrollment, `oxs` service),
+ * The shape of every Oxagen token: a kind (`oxo` operator, `oxe` one-time enrollment, `oxs` console
+ * session, `oxd` device code),
  * a 16-hex id and a 48-hex secret. The server parses tokens by it; the collector checks a token
  * against it before sending one, so a token copied in part is named as such.
  */

@@ -18,6 +18,7 @@
  * if-none-match:VALUE          with leading and trailing spaces and tabs removed, empty when
  * x-oxagen-role:VALUE          the header is absent
  * x-oxagen-run:VALUE
+ * x-oxagen-agent:VALUE         only when the request carries the header (see OPTIONAL_SIGNED_HEADERS)
  * SHA256HEX(body)              of the exact body bytes (of nothing for a GET)
  * ```
  * The server accepts a time within {@link REQUEST_WINDOW_MS} of its own clock and each nonce once
@@ -42,6 +43,14 @@ export const AUTH_HEADERS = {
 } as const;
 /** The other headers a signature covers, in signing order: every header the server acts on. */
 export const SIGNED_HEADERS = ["content-type", "if-none-match", "x-oxagen-role", "x-oxagen-run"] as const;
+/**
+ * Headers a signature covers only when the request carries them, a line each after
+ * {@link SIGNED_HEADERS}, in this order: added after the first, so a request without them signs
+ * exactly as before. Sending one and signing without it (or the reverse) does not verify.
+ * `x-oxagen-agent` names the agent (the session's harness label) of a call on the workspace's
+ * MCP endpoint.
+ */
+export const OPTIONAL_SIGNED_HEADERS = ["x-oxagen-agent"] as const;
 
 /** A request as signed and as checked. */
 export interface SignedRequest {
@@ -52,7 +61,7 @@ export interface SignedRequest {
   hostId: string;
   time: number;
   nonce: string;
-  /** Header values by lowercase name; only {@link SIGNED_HEADERS} are read. */
+  /** Header values by lowercase name; only {@link SIGNED_HEADERS} and {@link OPTIONAL_SIGNED_HEADERS} are read (null or absent: not sent). */
   headers: Readonly<Record<string, string | null | undefined>>;
   body: Uint8Array;
 }
@@ -65,7 +74,12 @@ export function originOf(url: string): string {
 /** The bytes a request signature covers. */
 export function requestSigningInput(r: SignedRequest): Uint8Array {
   const lines = [r.method.toUpperCase(), originOf(r.origin), r.pathAndQuery, String(r.time), r.nonce, r.hostId];
-  for (const name of SIGNED_HEADERS) lines.push(`${name}:${(r.headers[name] ?? "").replace(/^[ \t]+|[ \t]+$/g, "")}`);
+  const trim = (v: string) => v.replace(/^[ \t]+|[ \t]+$/g, "");
+  for (const name of SIGNED_HEADERS) lines.push(`${name}:${trim(r.headers[name] ?? "")}`);
+  for (const name of OPTIONAL_SIGNED_HEADERS) {
+    const v = r.headers[name];
+    if (v !== null && v !== undefined) lines.push(`${name}:${trim(v)}`);
+  }
   lines.push(sha256Hex(r.body));
   return pae(REQUEST_PAYLOAD_TYPE, utf8(lines.join("\n")));
 }

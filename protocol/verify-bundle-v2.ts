@@ -107,7 +107,7 @@ function hasBodies(value: unknown): boolean {
 /** What {@link readV2} reports besides the findings. */
 export interface ReadOptions {
   bodies: boolean;
-  onProgress?: (done: number) => void;
+  onProgress?: (done: number, frames?: number) => void;
 }
 
 /** Feeds a version-2 bundle, read from `source`, to `check`; frame lines are checked by `checker`. */
@@ -222,7 +222,7 @@ class Reader {
       carry = Uint8Array.prototype.slice.call(slot, at, filled);
       this.#collect(false);
       k = (k + 1) % slots.length;
-      this.options.onProgress?.(position / sigStart);
+      this.options.onProgress?.(position / sigStart, this.#frame);
     }
     if (carry.length > 0 && !check.voided) check.invalid(`line ${this.#line + 1}`, "The line before the signature does not end with LF.");
     this.#collect(true);

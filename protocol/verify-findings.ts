@@ -34,8 +34,8 @@ export interface VerifyOptions {
   expectHead?: string;
   /** Looks up a body by SHA-256: its bytes, or null when the caller has none. */
   body?: (sha256: string) => Uint8Array | null;
-  /** Called now and then with the fraction done, for a progress bar. */
-  onProgress?: (done: number) => void;
+  /** Called now and then with the fraction done (of the bytes) and, for a version-2 bundle, the frames read so far: for a progress bar. */
+  onProgress?: (done: number, frames?: number) => void;
 }
 
 /** The result of verifying a bundle. */

@@ -43,13 +43,21 @@ export function wrangler(args: string[], opts: { quiet?: boolean; persistTo?: st
   }
 }
 
-/** Writes .dev.vars with a fresh Ed25519 seed unless it already holds one. */
-export function ensureSigningKey(): boolean {
-  const current = existsSync(DEV_VARS) ? readFileSync(DEV_VARS, "utf8") : "";
-  if (/^OXAGEN_SIGNING_KEY=[0-9a-f]{64}$/m.test(current)) return false;
-  const line = `OXAGEN_SIGNING_KEY=${randomBytes(32).toString("hex")}\n`;
-  writeFileSync(DEV_VARS, `${current}${current && !current.endsWith("\n") ? "\n" : ""}${line}`, { mode: 0o600 });
-  return true;
+/**
+ * Writes into .dev.vars the dev secrets it does not hold yet: a fresh Ed25519 seed
+ * (OXAGEN_SIGNING_KEY) and a fresh AES-256 key for tool credentials (OXAGEN_TOOLS_KEY). Answers
+ * the names it wrote.
+ */
+export function ensureDevSecrets(): string[] {
+  let current = existsSync(DEV_VARS) ? readFileSync(DEV_VARS, "utf8") : "";
+  const written: string[] = [];
+  for (const name of ["OXAGEN_SIGNING_KEY", "OXAGEN_TOOLS_KEY"]) {
+    if (new RegExp(`^${name}=[0-9a-f]{64}$`, "m").test(current)) continue;
+    current = `${current}${current && !current.endsWith("\n") ? "\n" : ""}${name}=${randomBytes(32).toString("hex")}\n`;
+    written.push(name);
+  }
+  if (written.length > 0) writeFileSync(DEV_VARS, current, { mode: 0o600 });
+  return written;
 }
 
 /** Applies D1 migrations and seeds the demo workspace and token (idempotent: INSERT OR IGNORE). */

@@ -1,7 +1,7 @@
 // `npm start`: local Oxagen under `wrangler dev`. On first run it creates the server signing key
-// (.dev.vars, never committed), applies the D1 migrations, seeds a demo workspace and an operator
-// token, then starts the Worker and prints the API URL, the token, and a ready `tacho enroll` line
-// with a fresh one-time enrollment token.
+// and the tool-credential key (.dev.vars, never committed), applies the D1 migrations, seeds a
+// demo workspace and an operator token, then starts the Worker and prints the API URL, the token,
+// and a ready `tacho enroll` line with a fresh one-time enrollment token.
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -11,17 +11,19 @@ import {
   enrollLine,
   enrollmentToken,
   ensureDatabase,
-  ensureSigningKey,
+  ensureDevSecrets,
   localUrl,
   ROOT,
   waitHealthy,
 } from "./dev-setup.ts";
 
 const port = devPort();
-if (ensureSigningKey()) process.stdout.write("Created .dev.vars with a new OXAGEN_SIGNING_KEY (keep it out of git).\n");
+const secrets = ensureDevSecrets();
+if (secrets.length > 0) process.stdout.write(`Wrote ${secrets.join(" and ")} into .dev.vars (keep it out of git).\n`);
 const state = ensureDatabase();
 const url = localUrl(port);
-const child = spawn(process.execPath, devArgs(port), { cwd: ROOT, stdio: "inherit" });
+// Local tools may call APIs on this machine (docs/operations.md, "Tool upstreams").
+const child = spawn(process.execPath, devArgs(port, ["--var", "OXAGEN_TOOLS_ALLOW_LOOPBACK:1"]), { cwd: ROOT, stdio: "inherit" });
 const stop = () => child.kill("SIGINT");
 process.on("SIGINT", stop);
 process.on("SIGTERM", stop);
@@ -37,11 +39,12 @@ process.stdout.write(
     `  Console:    ${url}/console   (sign in with the operator token below)`,
     `  Workspace:  ${state.workspace}`,
     `  Token:      ${state.token}   (operator token: the API and the console; not for tacho enroll)`,
-    `  Try:        curl -H "Authorization: Bearer ${state.token}" ${url}/v1/runs`,
+    `  Try:        oxagen login --server ${url} --token ${state.token} && oxagen runs`,
     "",
     "Wrap this computer's Claude Code (the enrollment token works once, for 24 hours):",
     `  npm install -g ./dist/oxagen-collector-${version}.tgz      # once; npm run build makes it`,
     `  ${enrollLine(url, enrollment)}`,
+    `  or without a token: tacho enroll --server ${url} --harness claude-code   (approve its code at ${url}/console/device)`,
     "",
   ].join("\n"),
 );

@@ -3,6 +3,7 @@ import type { ChainSummary } from "./chain/types.ts";
 import { db, schema } from "./db/client.ts";
 import { PENDING_DEGRADED_MS } from "./lib/health.ts";
 import { runRowUpsert } from "./lib/run-rows.ts";
+import { checkToolDefinitions } from "./tools/drift.ts";
 
 /** A run with no frame for this long (server clock) is closed with outcome unknown. */
 export const QUIET_MS = 12 * 60 * 60_000;
@@ -80,5 +81,6 @@ export async function scheduled(controller: ScheduledController, env: Env, ctx: 
   const now = controller.scheduledTime;
   ctx.waitUntil(markDegraded(env, now));
   ctx.waitUntil(sweepConsoleSessions(env, now));
+  ctx.waitUntil(checkToolDefinitions(env, now));
   await closeQuietRuns(env, now);
 }

@@ -14,6 +14,20 @@ import {
 } from "./workspace/budgets.ts";
 import { type Announced, type Audience, PushHub } from "./workspace/push-hub.ts";
 import { migrate } from "./workspace/schema.ts";
+import {
+  type CallEnd,
+  type MeterCall,
+  meterRefusal,
+  type ReserveAnswer,
+  reserveCall,
+  settleCall,
+  type ToolCallFilter,
+  type ToolCallRow,
+  type ToolCallRules,
+  type ToolUse,
+  toolCallRows,
+  toolUse,
+} from "./workspace/tool-meter.ts";
 
 /** The header the Worker names an authenticated host by when it hands the object a push connection. */
 export const PUSH_HOST_HEADER = "x-oxagen-push-host";
@@ -198,6 +212,37 @@ export class WorkspaceObject extends DurableObject<Env> {
       sql.exec("DELETE FROM leases WHERE expires_ms <= ?", now);
       return this.#settleChange(clauses, now);
     });
+  }
+
+  /** Reserves a tool call before it is forwarded (workspace/tool-meter.ts `reserveCall`); `changed` as for a lease. */
+  reserveToolCall(call: MeterCall, rules: ToolCallRules, now: number): ReserveAnswer {
+    return this.ctx.storage.transactionSync(() => {
+      const answer = reserveCall(this.ctx.storage.sql, call, rules, now);
+      return answer.granted ? { granted: true, changed: this.#settleChange(rules.budgets, now).changed } : answer;
+    });
+  }
+
+  /** Settles a reserved tool call with how it ended; `changed` as for a settled lease. */
+  settleToolCall(end: CallEnd, budgets: BudgetClause[], now: number): { changed: boolean } {
+    return this.ctx.storage.transactionSync(() => {
+      settleCall(this.ctx.storage.sql, end, now);
+      return { changed: this.#settleChange(budgets, now).changed };
+    });
+  }
+
+  /** Writes the meter row of a tool call refused before it was reserved (an access clause, a stop, a drift). */
+  refuseToolCall(call: MeterCall, refusal: { rule: string; reason: string; reasonSha256: string }, now: number): void {
+    meterRefusal(this.ctx.storage.sql, call, refusal, now);
+  }
+
+  /** The meter log, newest first. */
+  toolCalls(filter: ToolCallFilter): ToolCallRow[] {
+    return toolCallRows(this.ctx.storage.sql, filter);
+  }
+
+  /** Calls, refusals, errors and charges per tool since `sinceMs`. */
+  toolUse(sinceMs: number): ToolUse[] {
+    return toolUse(this.ctx.storage.sql, sinceMs);
   }
 
   #settleChange(clauses: BudgetClause[], now: number): { changed: boolean; changedMs: number } {

@@ -101,7 +101,7 @@ export function writeStateFile(name: string, content: string): void {
 }
 
 /** Writes a file atomically (temp file, fsync'd by writeFileSync's flush, then rename), mode 0600, in a 0700 directory. */
-export function writeFileAtomic(path: string, content: string): void {
+export function writeFileAtomic(path: string, content: string | Uint8Array): void {
   mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
   const tmp = `${path}.${process.pid}.tmp`;
   writeFileSync(tmp, content, { mode: 0o600, flush: true });

@@ -1,23 +1,12 @@
-// npm run bench:export — a long run through the real Worker under `wrangler dev`: ingested once
-// (the sample run padded to BENCH_FRAMES frames, a lock every 100, in batches of 5,000 with their
-// locks) into a state folder that is kept, then exported (GET /v1/runs/:id/export, streamed to a
-// file) while the resident memory of the workerd process (the Worker and its chain objects) is
-// sampled, then checked with `oxagen verify` in a child process (its peak RSS). Linux only (it
-// reads /proc). The ingest takes minutes for a million frames: a second run with the same state
-// folder skips it.
-//
-//   BENCH_FRAMES  frames in the run (default 100,000)
-//   BENCH_STATE   the state folder (default <tmp>/oxagen-export-<frames>), kept for the next run
-import { hostFetch } from "./host-fetch.ts";
 import { spawn, spawnSync } from "node:child_process";
 import { createWriteStream, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { bodyRef, bytesToHex, type Frame, newSecretKey, publicKeyOf, runIdFor, type SignedLock } from "../../protocol/index.ts";
+import { bytesToHex, newSecretKey, publicKeyOf } from "../../protocol/index.ts";
 import { useNodeCrypto } from "../../collector/lib/node-crypto.ts";
-import { AGENT, BODIES, HOST_PUBLIC, HOST_SECRET, SESSION, sampleSteps } from "../../test/support/sample-run.ts";
+import { enrollSampleHost, shipSampleRun } from "../../test/support/large-run.ts";
 import { devArgs, ensureDatabase, localUrl, ROOT, waitHealthy } from "../dev-setup.ts";
 
 const FRAMES = Number(process.env.BENCH_FRAMES ?? 100_000);
@@ -64,60 +53,12 @@ try {
   const op = (path: string, init: RequestInit = {}) =>
     fetch(`${url}${path}`, { ...init, headers: { authorization: `Bearer ${state.token}`, ...init.headers } });
   if (!existsSync(marker)) {
-    const token = (
-      (await (
-        await op("/v1/enrollment-tokens", { method: "POST", headers: { "content-type": "application/json" }, body: "{}" })
-      ).json()) as { token: string }
-    ).token;
-    const enrolled = await fetch(`${url}/v1/enroll`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ token, public_key: bytesToHex(HOST_PUBLIC), hostname: "bench-export", harnesses: [AGENT] }),
-    });
-    const hostId = ((await enrolled.json()) as { host_id: string }).host_id;
-    const host = { id: hostId, secret: HOST_SECRET };
+    const host = await enrollSampleHost(url, state.token, "bench-export");
     const start = performance.now();
-    let frames: Frame[] = [];
-    let locks: SignedLock[] = [];
-    const chain = runIdFor(hostId, AGENT, SESSION);
-    let sent = 0;
-    const send = async () => {
-      const body = Buffer.from(
-        JSON.stringify({ chains: [{ chain, run: { harness: AGENT, agent: AGENT, session_id: SESSION }, frames, locks }] }),
-      );
-      const res = await hostFetch(url, host, "POST", "/v1/ingest", { "content-type": "application/json" }, body);
-      const ack = ((await res.json()) as { chains?: { status: string; stored: number }[] }).chains?.[0];
-      if (res.status !== 200 || ack?.status !== "accepted") throw new Error(`ingest answered ${res.status} ${JSON.stringify(ack)}`);
-      sent += frames.length;
-      frames = [];
-      locks = [];
-      if (sent % 100_000 < BATCH) process.stderr.write(`ingested ${sent} frames\n`);
-    };
-    const extraToolCalls = Math.max(0, Math.ceil((FRAMES - 6) / 4));
-    for (const { frame, lock } of sampleSteps({ lockEvery: 100, extraToolCalls, host })) {
-      if (frame) frames.push({ seq: frame.seq, t: frame.t, kind: frame.kind, payload: frame.payload });
-      if (lock) locks.push({ payload: lock.payload, sig: lock.sig });
-      if (frames.length >= BATCH) await send();
-    }
-    await send();
-    // The bodies the run names, so the export lists no missing body and verifies with exit 0.
-    const roles = {
-      prompt: "prompt",
-      toolInput: "tool_input",
-      toolOutput: "tool_output",
-      message: "message",
-      llmRequest: "llm_request",
-      llmResponse: "llm_response",
-    } as const;
-    for (const [name, role] of Object.entries(roles)) {
-      const text = BODIES[name as keyof typeof BODIES];
-      const sha = bodyRef(role, text, true).sha256;
-      const path = `/v1/bodies/${sha}`;
-      const body = Buffer.from(text);
-      const headers = { "x-oxagen-run": chain, "x-oxagen-role": role, "content-type": "application/octet-stream" };
-      const res = await hostFetch(url, host, "PUT", path, headers, body);
-      if (res.status !== 201 && res.status !== 200) throw new Error(`body upload answered ${res.status} ${await res.text()}`);
-    }
+    const { chain, frames: sent } = await shipSampleRun(url, host, FRAMES, (n) => {
+      if (n % 100_000 < BATCH) process.stderr.write(`ingested ${n} frames\n`);
+    });
+    const hostId = host.id;
     writeFileSync(marker, JSON.stringify({ hostId, chain, frames: sent, ingestSeconds: (performance.now() - start) / 1000 }));
   }
   const run = JSON.parse(readFileSync(marker, "utf8")) as { chain: string; frames: number; ingestSeconds: number };

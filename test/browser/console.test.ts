@@ -3,28 +3,16 @@
 // go to docs/console/.
 // biome-ignore-all lint/performance/useDomNodeTextContent: these are playwright locators, whose innerText is the rendered text a person reads, not a DOM property.
 import { spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { type BrowserContext, chromium, type Page } from "playwright-core";
+import type { BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runIdFor } from "../../protocol/index.ts";
 import { type Computer, claudeSession, daemonUp, drained, enroll, eventually, newComputer, oxagen, runDaemon } from "../support/e2e.ts";
 import { NODE, ROOT, TACHO } from "../support/recorder.ts";
-import { type LocalWorker, startWorker } from "../support/worker.ts";
+import { d1Execute, type LocalWorker, startWorker } from "../support/worker.ts";
+import { launchChromium } from "./chromium.ts";
 
-const CHROMIUM = process.env.OXAGEN_CHROMIUM ?? "/usr/bin/chromium";
-// Without the background-networking flags chromium's own connections fail on a closed network.
-const FLAGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
 const SHOTS = join(ROOT, "docs/console");
 const AGENT = "stripe-refunds";
 const SESSION = "refund-run-7";
@@ -38,7 +26,7 @@ let cHost: string;
 const daemons: ReturnType<typeof runDaemon>[] = [];
 let context: BrowserContext;
 let page: Page;
-let profile: string;
+let closeBrowser: (() => Promise<void>) | undefined;
 
 function tachoIn(computer: Computer, cwd: string, args: string[]) {
   const r = spawnSync(NODE, [TACHO, ...args], { cwd, env: { ...computer.env, DISPLAY: "", WAYLAND_DISPLAY: "" }, encoding: "utf8" });
@@ -85,37 +73,12 @@ beforeAll(async () => {
   }
   // C never runs a recorder. "down" takes 15 minutes of silence; rather than wait, the test ages C's
   // last signed call in the Worker's D1 (the one thing here not made by the collector).
-  const aged = spawnSync(
-    NODE,
-    [
-      join(ROOT, "node_modules/wrangler/bin/wrangler.js"),
-      "d1",
-      "execute",
-      "DB",
-      "--local",
-      "--persist-to",
-      worker.persist,
-      "--command",
-      `UPDATE hosts SET last_seen_ms = ${Date.now() - 60 * 60_000} WHERE id = '${cHost}'`,
-    ],
-    { cwd: ROOT, encoding: "utf8", env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "1" } },
-  );
-  if (aged.status !== 0) throw new Error(`wrangler d1 execute: ${aged.stderr}`);
-
-  profile = mkdtempSync(join(tmpdir(), "oxagen-chromium-"));
-  context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: FLAGS,
-    acceptDownloads: true,
-    viewport: { width: 1280, height: 900 },
-  });
-  page = context.pages()[0] ?? (await context.newPage());
+  d1Execute(worker, `UPDATE hosts SET last_seen_ms = ${Date.now() - 60 * 60_000} WHERE id = '${cHost}'`);
+  ({ context, page, close: closeBrowser } = await launchChromium());
 }, 300_000);
 
 afterAll(async () => {
-  await context?.close();
-  if (profile) rmSync(profile, { recursive: true, force: true });
+  await closeBrowser?.();
   for (const d of daemons) {
     d.proc.kill("SIGTERM");
     await d.exited;

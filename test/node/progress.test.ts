@@ -27,3 +27,24 @@ describe("verify's progress bar", () => {
     expect(early.writes).toEqual([]);
   });
 });
+
+describe("a progress bar that counts", () => {
+  it("shows how many of the total and the rate", () => {
+    const { writes, s } = stream(true);
+    const bar = progressBar(s, 0, { unit: "frames", total: 100_000 });
+    bar.update(0.25, 25_000);
+    expect(writes[0]).toMatch(/\] 25% 25,000 of 100,000 frames · [\d,]+ frames\/s/);
+  });
+
+  it("estimates the total from the fraction when it is not known", () => {
+    const { writes, s } = stream(true);
+    progressBar(s, 0, { unit: "frames" }).update(0.5, 50_000);
+    expect(writes[0]).toMatch(/50,000 of ~100,000 frames/);
+  });
+
+  it("stays silent when piped, counts or not", () => {
+    const pipe = stream(false);
+    progressBar(pipe.s, 0, { unit: "frames", total: 10 }).update(0.5, 5);
+    expect(pipe.writes).toEqual([]);
+  });
+});

@@ -58,3 +58,25 @@ describe("signed requests", () => {
     expect(requestProblem(HOST_PUBLIC, h, rest, now + 10 * 60_000)).toContain("window");
   });
 });
+
+describe("the optional signed header x-oxagen-agent", () => {
+  it("adds its line only when sent, so a request without it signs as before, and is covered when sent", () => {
+    const without = fromUtf8(requestSigningInput(REQUEST));
+    expect(without).not.toContain("x-oxagen-agent");
+    const withAgent = fromUtf8(requestSigningInput({ ...REQUEST, headers: { ...REQUEST.headers, "x-oxagen-agent": " claude-code " } }));
+    expect(withAgent).toContain("x-oxagen-run:run_1\nx-oxagen-agent:claude-code\n2cf24dba");
+    const sent = { ...REQUEST, headers: { ...REQUEST.headers, "x-oxagen-agent": "claude-code" } };
+    const headers = signRequest(HOST_SECRET, sent);
+    const h = {
+      host: headers[AUTH_HEADERS.host]!,
+      time: headers[AUTH_HEADERS.time]!,
+      nonce: headers[AUTH_HEADERS.nonce]!,
+      signature: headers[AUTH_HEADERS.signature]!,
+    };
+    const { hostId: _h, time: _t, nonce: _n, ...rest } = sent;
+    const now = REQUEST.time + 1000;
+    expect(requestProblem(HOST_PUBLIC, h, rest, now)).toBeNull();
+    expect(requestProblem(HOST_PUBLIC, h, { ...rest, headers: { ...rest.headers, "x-oxagen-agent": "codex" } }, now)).not.toBeNull();
+    expect(requestProblem(HOST_PUBLIC, h, { ...rest, headers: REQUEST.headers }, now)).not.toBeNull();
+  });
+});

@@ -1,6 +1,6 @@
 // The real Worker under `wrangler dev` on a loopback port, with its own temporary D1/R2/DO state,
 // a seeded workspace and operator token, and the RFC 8032 TEST 2 key as its signing key.
-import { spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { closeSync, mkdtempSync, openSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -8,6 +8,9 @@ import { bytesToHex } from "../../protocol/index.ts";
 import { devArgs, ensureDatabase, localUrl, ROOT, waitHealthy } from "../../scripts/dev-setup.ts";
 import { freePort } from "./recorder.ts";
 import { SERVER_SECRET } from "./sample-run.ts";
+
+/** The tool-credential key the local Worker runs with (a test's own; production sets a secret). */
+export const TOOLS_KEY = "5a".repeat(32);
 
 export interface LocalWorker {
   url: string;
@@ -38,6 +41,10 @@ export async function startWorker(): Promise<LocalWorker> {
         persist,
         "--var",
         `OXAGEN_SIGNING_KEY:${bytesToHex(SERVER_SECRET)}`,
+        "--var",
+        `OXAGEN_TOOLS_KEY:${TOOLS_KEY}`,
+        "--var",
+        "OXAGEN_TOOLS_ALLOW_LOOPBACK:1",
         // An operator's change waits this long for the recorders to apply it: long enough for a
         // loaded machine, so a test that expects every computer applied never depends on speed.
         "--var",
@@ -72,4 +79,29 @@ export async function startWorker(): Promise<LocalWorker> {
     stop,
     restart: launch,
   };
+}
+
+/**
+ * Runs one SQL statement on a local Worker's D1 (its persisted state, while it runs): for what a
+ * test cannot wait for, such as a code's expiry or fifteen minutes of silence.
+ */
+export function d1Execute(worker: Pick<LocalWorker, "persist">, statement: string): string {
+  const r = spawnSync(
+    process.execPath,
+    [
+      join(ROOT, "node_modules/wrangler/bin/wrangler.js"),
+      "d1",
+      "execute",
+      "DB",
+      "--local",
+      "--persist-to",
+      worker.persist,
+      "--json",
+      "--command",
+      statement,
+    ],
+    { cwd: ROOT, encoding: "utf8", env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "1" } },
+  );
+  if (r.status !== 0) throw new Error(`wrangler d1 execute: ${r.stderr}`);
+  return r.stdout;
 }

@@ -106,3 +106,21 @@ describe("PUT /v1/bodies/:sha256", () => {
     expect((await put(h4, sha256Hex("y"), "y", r4.chain, "prompt")).status).toBe(201);
   });
 });
+
+describe("GET /v1/bodies/:sha256 (an operator downloads a body)", () => {
+  it("answers the stored bytes and role to the workspace's operator, and 404 to anyone else's", async () => {
+    const text = "the body an operator downloads";
+    const sha = sha256Hex(text);
+    expect((await put(host, sha, text, run.chain, "tool_input")).status).toBe(201);
+    const got = await op(token, `/v1/bodies/${sha}`);
+    expect(got.status).toBe(200);
+    expect(got.headers.get("content-type")).toBe("application/octet-stream");
+    expect(got.headers.get("x-oxagen-role")).toBe("tool_input");
+    expect(await got.text()).toBe(text);
+    const { token: other } = await seedWorkspace();
+    expect((await op(other, `/v1/bodies/${sha}`)).status).toBe(404);
+    expect((await op(token, `/v1/bodies/${sha256Hex("never stored")}`)).status).toBe(404);
+    expect((await op(token, "/v1/bodies/not-a-hash")).status).toBe(400);
+    expect((await op("oxo_nope", `/v1/bodies/${sha}`)).status).toBe(401);
+  });
+});

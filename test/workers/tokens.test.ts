@@ -109,3 +109,16 @@ describe("enrollment tokens", () => {
     expect((await enroll(t.token, "fine")).status).toBe(201);
   });
 });
+
+describe("GET /v1/tokens/current", () => {
+  it("says which token a caller holds: its workspace and scope (what oxagen login records)", async () => {
+    const { token: admin, workspaceId: ws } = await seedWorkspace();
+    const minted = (await (await op(admin, "/v1/tokens", { json: { name: "reader", scope: "read" } })).json()) as {
+      id: string;
+      token: string;
+    };
+    const res = await op(minted.token, "/v1/tokens/current");
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ id: minted.id, name: "reader", scope: "read", workspace: ws });
+  });
+});

@@ -8,6 +8,7 @@ import {
   authHeadersProblem,
   fromHex,
   hostChainId,
+  OPTIONAL_SIGNED_HEADERS,
   originOf,
   publicKeyOf,
   REQUEST_WINDOW_MS,
@@ -69,7 +70,7 @@ async function authenticateHost(c: Context<HostEnv>): Promise<HostRow> {
   const row = h.host!.length <= 64 ? await db(c.env).select().from(schema.hosts).where(eq(schema.hosts.id, h.host!)).get() : undefined;
   const host = row && row.status !== "unenrolled" ? row : null;
   const url = new URL(c.req.url);
-  const headers = Object.fromEntries(SIGNED_HEADERS.map((name) => [name, c.req.header(name) ?? null]));
+  const headers = Object.fromEntries([...SIGNED_HEADERS, ...OPTIONAL_SIGNED_HEADERS].map((name) => [name, c.req.header(name) ?? null]));
   const request = { origin, method: c.req.method, pathAndQuery: url.pathname + url.search, headers, body: c.var.body };
   const problem = requestProblem(host ? fromHex(host.publicKey, 32) : standInKey(), h, request, now);
   if (problem || !host) throw refuse(`the signature does not verify under an enrolled host's key for this server's origin, ${origin}`);

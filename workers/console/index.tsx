@@ -14,10 +14,14 @@ import { spendSince } from "../lib/spend.ts";
 import { exportAnswer, ownRun, pauseRun, resumeRun, runDetail, sealRun } from "../lib/runs.ts";
 import { unenrollHost } from "../lib/host-keys.ts";
 import { EnrollmentTtlMinutes, mintEnrollmentToken } from "../lib/tokens.ts";
+import { DEVICE_PAGE } from "../lib/device.ts";
 import { serverOrigin } from "../auth/host.ts";
 import { agentsOf, hostView, ownHost, setSuspended } from "../routes/hosts.ts";
 import { policyEdit, policyPage } from "./policy.tsx";
-import type { PageContext } from "./layout.tsx";
+import { checkedForm, pageCtx } from "./context.ts";
+import { deviceConsole } from "./device.tsx";
+import { registerAgentConsole } from "./register-agent.tsx";
+import { registeredAgents } from "../lib/registered-agents.ts";
 import { AgentsPage } from "./pages/agents.tsx";
 import { ComputersPage, type Minted, RemoveComputerPage } from "./pages/computers.tsx";
 import { CoveragePage } from "./pages/coverage.tsx";
@@ -27,6 +31,7 @@ import { SpendPage } from "./pages/spend.tsx";
 import { actionNotice, AGENT_DONE, lateQuery } from "./propagation.ts";
 import { bodyPage, runPage, TIMELINE_PAGE } from "./run-page.tsx";
 import { runsPage } from "./runs-page.tsx";
+import { toolsPages } from "./tools.tsx";
 import {
   type ConsoleEnv,
   consoleSession,
@@ -38,6 +43,7 @@ import {
   SIGN_OUT,
   SIGNED_OUT,
   SignedOut,
+  safeNext,
   sessionCookie,
   signIn,
   signInCsrf,
@@ -51,20 +57,6 @@ export const CSP = "default-src 'none'; style-src 'self'; img-src 'self'; form-a
 const RUN_ID = "run_[0-9a-f]{32}";
 /** Per-run and per-host budget scopes the Spend page lists per clause, the largest spend first. */
 const BUDGET_TOP = 10;
-
-const pageCtx = (c: Context<ConsoleEnv>): PageContext => ({
-  workspaceId: c.var.workspaceId,
-  tokenId: c.var.tokenId,
-  scope: c.var.scope,
-  csrf: c.var.csrf,
-});
-
-/** The form of a state-changing request, its CSRF token checked against the session's. */
-function checkedForm(c: Context<ConsoleEnv>): URLSearchParams {
-  const form = formOf(c);
-  requireCsrf(c, form, c.var.csrf);
-  return form;
-}
 
 /**
  * The operator console: server-rendered pages under /console, signed in with a session cookie.
@@ -81,7 +73,7 @@ export const consoleApp = new Hono<ConsoleEnv>()
   .get(SIGN_IN, (c) => {
     const why = c.req.query("why") ?? "none";
     const notice = Object.hasOwn(SIGNED_OUT, why) ? SIGNED_OUT[why as keyof typeof SIGNED_OUT] : "";
-    return c.html(<SignInPage csrf={signInCsrf(c)} notice={notice} error={null} />);
+    return c.html(<SignInPage csrf={signInCsrf(c)} notice={notice} error={null} next={safeNext(c.req.query("next"))} />);
   })
   .post(SIGN_IN, async (c) => {
     const form = formOf(c);
@@ -90,16 +82,16 @@ export const consoleApp = new Hono<ConsoleEnv>()
       await signIn(c, (form.get("token") ?? "").trim());
     } catch (err) {
       if (!(err instanceof AppError) || err.status !== 401) throw err;
-      return c.html(<SignInPage csrf={signInCsrf(c)} notice="" error={err.message} />, 401);
+      return c.html(<SignInPage csrf={signInCsrf(c)} notice="" error={err.message} next={safeNext(form.get("next"))} />, 401);
     }
-    return c.redirect("/console", 303);
+    return c.redirect(safeNext(form.get("next")) ?? "/console", 303);
   })
   .use("/console", consoleSession)
   .use("/console/*", consoleSession)
   .post(SIGN_OUT, async (c) => {
-    checkedForm(c);
+    const form = checkedForm(c);
     await signOut(c);
-    return c.redirect(signInUrl("signed_out"), 303);
+    return c.redirect(signInUrl("signed_out", form.get("next")), 303);
   })
   .get("/console", async (c) => {
     // A removed (unenrolled) computer records nothing more: the Computers page still lists it.
@@ -113,7 +105,8 @@ export const consoleApp = new Hono<ConsoleEnv>()
     );
     const everywhere = pauses.filter((p) => p.host === "*").map((p) => p.name);
     const notice = actionNotice(c.req.query(), AGENT_DONE, new Map(rows.map((h) => [h.id, h.hostname])));
-    return c.html(<AgentsPage ctx={pageCtx(c)} hosts={hosts} pausedEverywhere={everywhere} notice={notice} />);
+    const registered = await registeredAgents(c.env, c.var.workspaceId);
+    return c.html(<AgentsPage ctx={pageCtx(c)} hosts={hosts} pausedEverywhere={everywhere} notice={notice} registered={registered} />);
   })
   .post("/console/agents/:action{pause|resume}", async (c) => {
     const form = checkedForm(c);
@@ -200,12 +193,15 @@ export const consoleApp = new Hono<ConsoleEnv>()
       <SpendPage ctx={pageCtx(c)} days={days} from={new Date(fromMs).toISOString().slice(0, 10)} spend={spend} budgets={budgets} />,
     );
   })
+  .route("/", deviceConsole)
+  .route("/", registerAgentConsole)
   .get("/console/policy", async (c) => c.html(await policyPage(c.env, pageCtx(c))))
   .post("/console/policy", async (c) => {
     const form = checkedForm(c);
     const { status, page } = await policyEdit(c.env, pageCtx(c), form);
     return c.html(page, status);
   })
+  .route("/", toolsPages)
   .all("/console/*", () => {
     throw new AppError(404, "not_found", "No such page.");
   });
@@ -213,7 +209,10 @@ export const consoleApp = new Hono<ConsoleEnv>()
 consoleApp.onError((err, c) => {
   if (err instanceof SignedOut) {
     dropCookie(c, sessionCookie(c));
-    return c.redirect(signInUrl(err.why), 303);
+    // The device page is where a command line sends its operator: signing in goes back to it.
+    const url = new URL(c.req.url);
+    const back = c.req.method === "GET" && url.pathname === DEVICE_PAGE ? `${url.pathname}${url.search}` : null;
+    return c.redirect(signInUrl(err.why, back), 303);
   }
   const signedIn = c.get("tokenId") !== undefined;
   if (err instanceof AppError) {

@@ -6,6 +6,7 @@ const NAV = [
   ["/console", "Wrapped agents"],
   ["/console/runs", "Runs"],
   ["/console/spend", "Spend"],
+  ["/console/tools", "Tools"],
   ["/console/computers", "Computers"],
   ["/console/policy", "Policy"],
 ] as const;

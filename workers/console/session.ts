@@ -183,7 +183,21 @@ export const consoleSession = createMiddleware<ConsoleEnv>(async (c, next) => {
   await next();
 });
 
-/** Where a signed-out browser is sent. */
-export function signInUrl(why: SignedOutWhy): string {
-  return why === "none" ? SIGN_IN : `${SIGN_IN}?why=${why}`;
+/**
+ * A console page to go back to after signing in: a path under /console with a plain query, never
+ * another origin (`//host`, a backslash) or the sign-in itself; null otherwise.
+ */
+export function safeNext(next: string | null | undefined): string | null {
+  if (!next || next.length > 512 || !/^\/console(?:\/[A-Za-z0-9_\-/]*)?(?:\?[A-Za-z0-9_\-=&%.]*)?$/.test(next)) return null;
+  return next.includes("//") || next.startsWith(SIGN_IN) ? null : next;
+}
+
+/** Where a signed-out browser is sent, and the page it goes back to once signed in. */
+export function signInUrl(why: SignedOutWhy, next: string | null = null): string {
+  const query = new URLSearchParams();
+  if (why !== "none") query.set("why", why);
+  const back = safeNext(next);
+  if (back) query.set("next", back);
+  const q = query.toString();
+  return q ? `${SIGN_IN}?${q}` : SIGN_IN;
 }

@@ -36,6 +36,8 @@ details { margin: .25rem 0; } details > summary { cursor: pointer; }
 fieldset.rows { border: 1px solid var(--line); border-radius: .4rem; margin: .6rem 0; padding: .4rem .8rem; }
 fieldset.rows table td { vertical-align: top; } fieldset.rows input[type=text], fieldset.rows input:not([type]) { width: 100%; }
 .state-within { color: var(--ok); } .state-exhausted { color: var(--bad); font-weight: 600; }
+.state-ok { color: var(--ok); } .state-refused, .state-error, .state-lost, .state-definition_drift { color: var(--bad); } .state-cancelled, .state-reserved, .state-disabled { color: var(--warn); }
+pre.diff .added { color: var(--ok); font-weight: 600; } pre.diff .removed { color: var(--bad); text-decoration: line-through; }
 svg.chart { width: 100%; max-width: 45rem; height: auto; display: block; margin: .5rem 0; }
 svg.chart .bar { fill: var(--accent); } svg.chart .axis { stroke: var(--line); }
 svg.chart .label { fill: var(--muted); font-size: 12px; }

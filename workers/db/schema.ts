@@ -2,7 +2,7 @@
  * D1 fleet tables: the single source of truth for `migrations/` (`npm run db:generate`).
  * Times are milliseconds since the epoch (server clock).
  */
-import { index, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
+import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
 export const workspaces = sqliteTable("workspaces", {
   id: text("id").primaryKey(),
@@ -58,8 +58,77 @@ export const enrollmentTokens = sqliteTable(
     /** The operator token that minted it. */
     createdBy: text("created_by"),
     revokedMs: integer("revoked_ms"),
+    /** The only host key it enrolls (hex), when an approved device code minted it; null: any key. */
+    publicKey: text("public_key"),
+    /** The registered custom agent it was issued for (`registered_agents`); the host it enrolls wraps it. */
+    agent: text("agent"),
   },
   (t) => [index("enrollment_tokens_workspace").on(t.workspaceId)],
+);
+
+/**
+ * Device codes (protocol/device.ts): a command line asked to enroll a computer or sign in an
+ * operator, and waits for an operator to approve or deny its user code in the console. Rows live
+ * minutes (`expiresMs`) and are deleted a day after they expire.
+ */
+export const deviceCodes = sqliteTable(
+  "device_codes",
+  {
+    /** The device code's id part (`oxd_<id>_<secret>`); only the secret's hash is stored. */
+    id: text("id").primaryKey(),
+    secretHash: text("secret_hash").notNull(),
+    /** Hex SHA-256 of the normalized user code (`BCDF-GHJK`). */
+    userCodeHash: text("user_code_hash").notNull(),
+    purpose: text("purpose", { enum: ["enroll", "login"] }).notNull(),
+    /** The host key the computer generated (enroll only): the token the approval yields enrolls only it. */
+    publicKey: text("public_key"),
+    hostname: text("hostname").notNull(),
+    username: text("username").notNull(),
+    os: text("os").notNull(),
+    /** JSON array of the harnesses (and agents) the computer asks to wrap. */
+    harnesses: text("harnesses").notNull(),
+    /** The workspace the command line asked for (`--workspace`): the only one it can be approved into. */
+    askedWorkspace: text("asked_workspace"),
+    /** The address the request came from (CF-Connecting-IP). */
+    address: text("address").notNull(),
+    createdMs: integer("created_ms").notNull(),
+    expiresMs: integer("expires_ms").notNull(),
+    /** Seconds between polls; raised by 5 at each `slow_down`. */
+    intervalS: integer("interval_s").notNull(),
+    lastPollMs: integer("last_poll_ms"),
+    /** 1 when the last poll came sooner than the interval (it was answered `slow_down`). */
+    lastPollFast: integer("last_poll_fast").notNull().default(0),
+    status: text("status", { enum: ["pending", "approved", "denied", "issued"] })
+      .notNull()
+      .default("pending"),
+    /** The workspace it was approved (or denied) in, by which operator token, when. */
+    workspaceId: text("workspace_id"),
+    decidedBy: text("decided_by"),
+    decidedMs: integer("decided_ms"),
+    /** The scope of the operator token a `login` approval grants. */
+    scope: text("scope", { enum: ["admin", "read"] }),
+    issuedMs: integer("issued_ms"),
+    /** The id of the token the poll that took the approval was given. */
+    issuedToken: text("issued_token"),
+  },
+  (t) => [uniqueIndex("device_codes_user_code").on(t.userCodeHash), index("device_codes_expires").on(t.expiresMs)],
+);
+
+/**
+ * Custom agents an operator registered by name (the name rules of protocol `AgentName`, never a
+ * built-in harness name). Each registration issues a one-time enrollment token for the computer
+ * that will run the agent (`enrollment_tokens.agent`).
+ */
+export const registeredAgents = sqliteTable(
+  "registered_agents",
+  {
+    workspaceId: text("workspace_id").notNull(),
+    name: text("name").notNull(),
+    createdMs: integer("created_ms").notNull(),
+    /** The operator token that registered it. */
+    createdBy: text("created_by"),
+  },
+  (t) => [primaryKey({ columns: [t.workspaceId, t.name] })],
 );
 
 export const hosts = sqliteTable(
@@ -273,4 +342,75 @@ export const spend = sqliteTable(
     index("spend_ws_day").on(t.workspaceId, t.day),
     index("spend_ws_host_day").on(t.workspaceId, t.hostId, t.day),
   ],
+);
+
+/**
+ * A workspace's tools (docs/api.md "Workspace tools"): what the hosted MCP endpoint serves. The
+ * definition served is the approved one (`defSha256`); an upstream MCP tool's live definition is
+ * re-checked against `upstreamSha256`, and a difference is held in `drift` until approved.
+ */
+export const tools = sqliteTable(
+  "tools",
+  {
+    id: text("id").primaryKey(),
+    workspaceId: text("workspace_id").notNull(),
+    name: text("name").notNull(),
+    title: text("title"),
+    description: text("description").notNull(),
+    /** JSON Schema (object) of the arguments, as approved. */
+    inputSchema: text("input_schema").notNull(),
+    /** JSON: the tool's MCP annotations, or null. */
+    annotations: text("annotations"),
+    /** JSON: the binding (`http` or `mcp`, workers/tools/schema.ts). */
+    binding: text("binding").notNull(),
+    /** JSON array of access clauses. */
+    access: text("access").notNull().default("[]"),
+    /** Charged to the workspace's budgets per call forwarded, in millionths of a US dollar. */
+    costMicrousd: integer("cost_microusd").notNull().default(0),
+    /** JSON array of call-count limits. */
+    limits: text("limits").notNull().default("[]"),
+    status: text("status", { enum: ["active", "disabled"] })
+      .notNull()
+      .default("active"),
+    /** The approved definition's digest (protocol toolDefinitionDigest of the served definition before narrowing). */
+    defSha256: text("def_sha256").notNull(),
+    /** An `mcp` tool's upstream definition digest at approval; null for `http`. */
+    upstreamSha256: text("upstream_sha256"),
+    /** JSON: the upstream definition last seen when it differed from the approved one (`{ seen_ms, sha256, definition }`, or `{ seen_ms, missing: true }`). */
+    drift: text("drift"),
+    /** When the upstream definition was last checked. */
+    checkedMs: integer("checked_ms"),
+    /** base64 of IV (12 bytes) and AES-256-GCM ciphertext of the credential; never answered. */
+    credential: text("credential"),
+    /** The id of the OXAGEN_TOOLS_KEY that encrypted `credential`. */
+    credentialKeyId: text("credential_key_id"),
+    credentialSetMs: integer("credential_set_ms"),
+    version: integer("version").notNull().default(1),
+    createdMs: integer("created_ms").notNull(),
+    updatedMs: integer("updated_ms").notNull(),
+    approvedMs: integer("approved_ms").notNull(),
+    /** The operator token that approved the served definition last. */
+    approvedBy: text("approved_by"),
+  },
+  (t) => [uniqueIndex("tools_ws_name").on(t.workspaceId, t.name), index("tools_checked").on(t.checkedMs)],
+);
+
+/**
+ * Tokens an operator issues to one agent for calling the workspace's MCP endpoint directly
+ * (`Authorization: Bearer oxt_…`): their calls are in the meter log only.
+ */
+export const toolTokens = sqliteTable(
+  "tool_tokens",
+  {
+    id: text("id").primaryKey(),
+    workspaceId: text("workspace_id").notNull(),
+    /** The agent name the token's calls are made as. */
+    agent: text("agent").notNull(),
+    secretHash: text("secret_hash").notNull(),
+    createdMs: integer("created_ms").notNull(),
+    expiresMs: integer("expires_ms").notNull(),
+    createdBy: text("created_by").notNull(),
+    revokedMs: integer("revoked_ms"),
+  },
+  (t) => [index("tool_tokens_workspace").on(t.workspaceId)],
 );

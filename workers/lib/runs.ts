@@ -1,6 +1,6 @@
 import { and, desc, eq, gte, lt, lte, or, type SQL, sql } from "drizzle-orm";
 import { z } from "zod";
-import { BUNDLE_V2_PAYLOAD_TYPE, type CoverageFacts, type Gap, GRADES, TIERS } from "../../protocol/index.ts";
+import { BUNDLE_V2_PAYLOAD_TYPE, type CoverageFacts, exportFileName, type Gap, GRADES, TIERS } from "../../protocol/index.ts";
 import { db, schema } from "../db/client.ts";
 import { AppError, notFound } from "../errors.ts";
 import { signingKey } from "../keys.ts";
@@ -174,6 +174,3 @@ export async function exportAnswer(env: Env, row: RunRow): Promise<Response> {
     headers: { "Content-Type": BUNDLE_V2_PAYLOAD_TYPE, "Content-Disposition": `attachment; filename="${exportFileName(row.id)}"` },
   });
 }
-
-/** The file name an export is downloaded as. */
-export const exportFileName = (runId: string) => `${runId}.oxagen.jsonl`;

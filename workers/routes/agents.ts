@@ -5,6 +5,7 @@ import { AgentName } from "../../protocol/index.ts";
 import { operatorAuth, type OperatorEnv } from "../auth/operator.ts";
 import { db, schema } from "../db/client.ts";
 import { setAgentPaused, withPauses } from "../lib/agent-pauses.ts";
+import { RegisterAgentRequest, registerAgent, registeredAgents } from "../lib/registered-agents.ts";
 import { valid } from "../validate.ts";
 import { agentsOf, ownHost } from "./hosts.ts";
 
@@ -26,7 +27,15 @@ export const agents = new Hono<OperatorEnv>()
     const rows = await db(c.env).select().from(schema.hosts).where(eq(schema.hosts.workspaceId, c.var.workspaceId)).all();
     const now = Date.now();
     const all = await Promise.all(rows.map((h) => agentsOf(c.env, h, now)));
-    return c.json({ agents: await withPauses(c.env, c.var.workspaceId, all.flat()) });
+    return c.json({
+      agents: await withPauses(c.env, c.var.workspaceId, all.flat()),
+      registered: await registeredAgents(c.env, c.var.workspaceId),
+    });
+  })
+  .post("/v1/agents", valid("json", RegisterAgentRequest, { what: "agent registration", empty: "refused" }), async (c) => {
+    const { name, ttl_minutes } = c.req.valid("json");
+    const registered = await registerAgent(c.env, c.var.workspaceId, c.var.tokenId, name, ttl_minutes);
+    return c.json(registered, registered.created ? 201 : 200);
   })
   .post("/v1/agents/:name/pause", valid("param", NameParam), valid("json", Target), async (c) => {
     const { host } = c.req.valid("json");

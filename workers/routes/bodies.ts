@@ -4,6 +4,7 @@ import { z } from "zod";
 import { BODY_HEADERS, BodyRole, bytesToHex, keepFor, ROUTES, RunId, Sha256Hex, sha256 } from "../../protocol/index.ts";
 import { findCredentials } from "../../protocol/redact.ts";
 import { type HostEnv, hostAuth } from "../auth/host.ts";
+import { operatorAuth, type OperatorEnv } from "../auth/operator.ts";
 import { db, schema } from "../db/client.ts";
 import { AppError, notFound } from "../errors.ts";
 import { syncRun } from "../lib/run-rows.ts";
@@ -61,5 +62,29 @@ export const bodies = new Hono<HostEnv>().put(
     if (!present) await c.env.BODIES.put(key, bytes, { sha256: sha, customMetadata: { role } });
     await stub.bodyReceived(sha, Date.now());
     return c.json({ sha256: sha, stored: !present, duplicate: present }, present ? 200 : 201);
+  },
+);
+
+/**
+ * An operator reads a body of the workspace by its SHA-256 (`oxagen export --bodies`): the bytes
+ * as they were stored, which hash to the name. One R2 read; 404 for a body the workspace does not
+ * hold (never kept, not received, or another workspace's).
+ */
+export const operatorBodies = new Hono<OperatorEnv>().get(
+  ROUTES.body.pattern,
+  operatorAuth,
+  valid("param", BodyPath, { what: "body hash in the path" }),
+  async (c) => {
+    const sha = c.req.valid("param").sha256;
+    const obj = await c.env.BODIES.get(bodyKey(c.var.workspaceId, sha));
+    if (!obj) throw notFound("body");
+    const headers: Record<string, string> = {
+      "content-type": "application/octet-stream",
+      etag: `"${sha}"`,
+      "content-length": String(obj.size),
+    };
+    const role = obj.customMetadata?.role;
+    if (role) headers[BODY_HEADERS.role] = role;
+    return c.body(obj.body, 200, headers);
   },
 );

@@ -1,27 +1,14 @@
-import { and, eq, getTableColumns, gt, isNull, type SQL, sql } from "drizzle-orm";
-import { SQLiteSyncDialect, type SQLiteTable } from "drizzle-orm/sqlite-core";
+import { and, eq, gt, isNull, sql } from "drizzle-orm";
 import { Hono } from "hono";
 import { AgentName, bytesToHex, EnrollRequest, fromHex, keyIdFor, publicKeyProblem, ROUTES } from "../../protocol/index.ts";
 import type { AppEnv } from "../request-body.ts";
 import { db, schema } from "../db/client.ts";
+import { insertWhere } from "../db/insert-where.ts";
 import { AppError } from "../errors.ts";
 import { signingKey } from "../keys.ts";
 import { agentKind } from "../lib/health.ts";
 import { newId, parseToken, secretMatches } from "../lib/tokens.ts";
 import { valid } from "../validate.ts";
-
-const dialect = new SQLiteSyncDialect();
-
-/** `INSERT INTO table (…) SELECT … WHERE condition`: a row written only when the condition holds. */
-function insertWhere<T extends SQLiteTable>(env: Env, table: T, values: T["$inferInsert"], condition: SQL): D1PreparedStatement {
-  const columns = getTableColumns(table);
-  const names = Object.keys(values).map((key) => sql.identifier(columns[key]!.name));
-  const params = Object.values(values).map((v) => sql`${v}`);
-  const q = dialect.sqlToQuery(
-    sql`INSERT INTO ${table} (${sql.join(names, sql`, `)}) SELECT ${sql.join(params, sql`, `)} WHERE ${condition}`,
-  );
-  return env.DB.prepare(q.sql).bind(...q.params);
-}
 
 const badToken = () => new AppError(401, "invalid_token", "The enrollment token is unknown, expired, revoked or already used.");
 
@@ -40,8 +27,12 @@ export const enroll = new Hono<AppEnv>().post(ROUTES.enroll, valid("json", Enrol
   const now = Date.now();
   if (!row || !secretMatches(parsed.secret, row.secretHash) || row.usedMs !== null || row.revokedMs !== null || row.expiresMs <= now)
     throw badToken();
+  // A token an approved device code minted enrolls only the key the computer asked with.
+  if (row.publicKey !== null && row.publicKey !== req.public_key)
+    throw new AppError(401, "invalid_token", "The enrollment token is bound to another host key (the one its device code was asked with).");
   const hostId = newId("h-");
-  const names = [...new Set(req.harnesses)];
+  // A token issued at an agent's registration wraps that agent on the host it enrolls.
+  const names = [...new Set([...req.harnesses, ...(row.agent !== null ? [row.agent] : [])])];
   // One transaction: the token is spent only with the host written. Of two racing enrollments only
   // one spends it, and the host and its agents are written only where it was this one.
   const spentHere = sql`EXISTS (SELECT 1 FROM ${et} WHERE ${and(eq(et.id, row.id), eq(et.usedBy, hostId))})`;

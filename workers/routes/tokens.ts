@@ -4,15 +4,14 @@ import { z } from "zod";
 import { operatorAuth, type OperatorEnv } from "../auth/operator.ts";
 import { db, schema } from "../db/client.ts";
 import { AppError, notFound } from "../errors.ts";
-import { EnrollmentTtlMinutes, mintEnrollmentToken, newToken } from "../lib/tokens.ts";
+import { DAY_MS, EnrollmentTtlMinutes, mintEnrollmentToken, newToken, OPERATOR_TOKEN_DAYS } from "../lib/tokens.ts";
 import { valid } from "../validate.ts";
 
-const DAY_MS = 24 * 60 * 60_000;
 const EnrollmentTokenRequest = z.strictObject({ ttl_minutes: EnrollmentTtlMinutes.default(60) });
 const TokenRequest = z.strictObject({
   name: z.string().min(1).max(128),
   scope: z.enum(["admin", "read"]).default("read"),
-  ttl_days: z.number().int().min(1).max(365).default(90),
+  ttl_days: z.number().int().min(1).max(365).default(OPERATOR_TOKEN_DAYS),
 });
 const IdParam = z.object({ id: z.string().regex(/^[0-9a-f]{16}$/, "not a token id") });
 
@@ -76,6 +75,18 @@ export const tokens = new Hono<OperatorEnv>()
       createdBy: c.var.tokenId,
     });
     return c.json({ id: t.id, name, scope, token: t.token, expires_ms: expiresMs }, 201);
+  })
+  .get("/v1/tokens/current", async (c) => {
+    const row = await db(c.env).select().from(ot).where(eq(ot.id, c.var.tokenId)).get();
+    if (!row) throw notFound("token");
+    return c.json({
+      id: row.id,
+      name: row.name,
+      scope: row.scope,
+      workspace: row.workspaceId,
+      created_ms: row.createdMs,
+      expires_ms: row.expiresMs,
+    });
   })
   .get("/v1/tokens", async (c) => {
     const rows = await db(c.env)

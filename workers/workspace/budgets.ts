@@ -58,8 +58,25 @@ export interface UseFilter {
   top?: number;
 }
 
+/** Tool calls' charges (workspace/tool-meter.ts): the cost of each call reserved or forwarded. */
+const TOOL_SPEND = "SELECT run_id, host_id, day, cost_microusd AS microusd, 0 AS leased FROM tool_calls WHERE cost_microusd > 0";
+
 /**
- * Each clause's spend (priced calls plus the budget leased and not yet settled) per scope
+ * A scope of a run's (its own, its host's, the workspace's) past its limit with every lease and
+ * tool charge counted; reaching a limit exactly is allowed (the next lease is refused).
+ */
+export function overLimit(
+  sql: SqlStorage,
+  clauses: BudgetClause[],
+  now: number,
+  hostId: string,
+  runId: string,
+): ExhaustedScope | undefined {
+  return leaseRoom(sql, clauses, now, hostId, runId).over;
+}
+
+/**
+ * Each clause's spend (priced calls, the budget leased and not yet settled, and tool calls' charges) per scope
  * instance in the window that holds `now`. A `run` scope or window counts per run; `host` per
  * host; `workspace` once. A host or workspace scope with no spend yet answers 0 for the host
  * asked about (or the workspace); per-run and per-host scopes without spend are not listed.
@@ -75,6 +92,9 @@ export function budgetUse(sql: SqlStorage, clauses: BudgetClause[], now: number,
       where.push("day >= ?");
       args.push(from);
     }
+    // A direct client's tool calls have no run or host: they count for the workspace only.
+    if (perRun) where.push("run_id IS NOT NULL");
+    else if (c.scope === "host") where.push("host_id IS NOT NULL");
     if (f.onlyHost !== undefined && (perRun || c.scope === "host")) {
       where.push("host_id = ?");
       args.push(f.onlyHost);
@@ -89,6 +109,7 @@ export function budgetUse(sql: SqlStorage, clauses: BudgetClause[], now: number,
         `SELECT ${group ? `${group}, ` : ""}sum(microusd) AS spent, sum(leased) AS reserved FROM (
            SELECT run_id, host_id, day, microusd, 0 AS leased FROM run_spend
            UNION ALL SELECT run_id, host_id, day, microusd, microusd AS leased FROM leases WHERE expires_ms > ${now}
+           UNION ALL ${TOOL_SPEND}
          ) ${filter} ${group ? `GROUP BY ${group}` : ""} ${group && f.top !== undefined ? `ORDER BY spent DESC, ${group}` : ""}`,
         ...args,
       )

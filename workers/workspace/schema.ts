@@ -1,9 +1,10 @@
 /** WorkspaceObject storage schema, versioned (see `lib/do-schema.ts`). */
 
 import { migrateSteps } from "../lib/do-schema.ts";
+import { TOOL_METER_STEP } from "./tool-meter.ts";
 
 /** Bump when a step is added below. */
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
 
 const STEPS: Record<number, string[]> = {
   1: [
@@ -20,6 +21,7 @@ const STEPS: Record<number, string[]> = {
     // One row: when the set of exhausted budget scopes last changed (a host policy's issued_ms never goes back).
     `CREATE TABLE meta (id INTEGER PRIMARY KEY CHECK (id = 1), changed_ms INTEGER NOT NULL, exhausted TEXT NOT NULL)`,
   ],
+  2: TOOL_METER_STEP,
 };
 
 /** Brings the object's storage to {@link SCHEMA_VERSION}. Runs inside blockConcurrencyWhile. */

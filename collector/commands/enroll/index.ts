@@ -1,15 +1,4 @@
-import { hostname } from "node:os";
-import {
-  bytesToHex,
-  EnrollAnswer,
-  ErrorAnswer,
-  fromHex,
-  keyIdFor,
-  newSecretKey,
-  publicKeyOf,
-  ROUTES,
-  TOKEN_SHAPE,
-} from "../../../protocol/index.ts";
+import { fromHex, keyIdFor, newSecretKey, TOKEN_SHAPE } from "../../../protocol/index.ts";
 import { applyHarnesses, checkHarnessConfigs, proveHookCommands, type HarnessResult } from "../../harnesses/apply.ts";
 import { hookProgram } from "../../harnesses/command.ts";
 import { harnessHealth } from "../../harnesses/health.ts";
@@ -20,12 +9,12 @@ import { parse } from "../../lib/args.ts";
 import { ExitError, UsageError } from "../../lib/errors.ts";
 import { useNodeCrypto } from "../../lib/node-crypto.ts";
 import { readHost, statePath, withHookSecret, writeHost, type HostConfig } from "../../lib/state.ts";
-import { fetchPolicy } from "../../recorder/policy-cache.ts";
 import { startRecorder } from "../../lib/recorder-process.ts";
 import { checkShellHeaders, chooseUpstreams, type UpstreamSaid, upstreamLine } from "../../harnesses/upstreams.ts";
+import { cachePolicy, register, serverUrl, signIn } from "./register.ts";
 import { choosePorts, portTrouble, type Reenroll, reenrollCheck } from "./steps.ts";
 
-export const USAGE = `usage: tacho enroll --server URL --token TOKEN [--harness LIST] [options]
+export const USAGE = `usage: tacho enroll --server URL [--token TOKEN] [--harness LIST] [options]
        tacho enroll --harness LIST            (this computer is enrolled already: wrap more harnesses)
 
 Enrolls this computer with Oxagen: creates its key, writes ~/.config/oxagen/tacho/host.json,
@@ -33,10 +22,19 @@ caches the workspace's signed policy, merges the hook entries into each harness'
 configuration, and starts the recorder. Without --harness the computer is enrolled for custom
 agents only (tacho hook --agent NAME).
 
+Without --token it signs in: it prints a short code and the console's address (and opens it in
+a browser when this computer has one); an operator with an admin token approves the code in the
+console, from any browser, seeing this computer's name, user, OS, the harnesses asked for and its
+host key; then it enrolls as with a token. Nothing is written until the code is approved; a
+denied or expired code (10 minutes) enrolls nothing.
+
   --server URL        the Oxagen server (npm start prints it, with a ready enroll line)
-  --token TOKEN       a one-time enrollment token (oxe_...): POST /v1/enrollment-tokens with an operator token
+  --token TOKEN       a one-time enrollment token (oxe_...) instead of signing in: from the console's
+                      Computers page, an agent's registration, or POST /v1/enrollment-tokens
+  --print             when signing in, only print the code and the address (never open a browser)
   --harness LIST      comma-separated: claude-code, codex, cursor, stella
-  --workspace ID      refuse unless the token enrolls into this workspace
+  --workspace ID      refuse unless the token enrolls into this workspace (signing in: the only
+                      workspace the code can be approved into)
   --hooks-port N      the recorder's loopback hook port (default: the first free one from 47110,
                       kept in host.json, so two enrollments on one computer do not share one)
   --gateway           point each wrapped harness that can use it at the model gateway
@@ -72,7 +70,8 @@ function operatorTokenProblem(program: string, token: string, server: string): s
   if (!/^oxo_/.test(token)) return null;
   return [
     `${program}: that is an operator token (oxo_...); enrolling needs a one-time enrollment token (oxe_...).`,
-    "Create one with the operator token (npm start prints a ready enroll line with one):",
+    `Enroll by signing in instead (an operator approves a code in the console): ${program} --server ${server}`,
+    "Or create an enrollment token with the operator token (npm start prints a ready enroll line with one):",
     `  curl -X POST -H "Authorization: Bearer ${token.slice(0, 8)}..." -H "content-type: application/json" -d '{}' ${server.replace(/\/+$/, "")}/v1/enrollment-tokens`,
     "Nothing was written.",
   ].join("\n");
@@ -91,20 +90,24 @@ export async function enrollWith(options: EnrollOptions): Promise<number> {
     upstream: { type: "string", multiple: true },
     force: { type: "boolean", default: false },
     "no-start": { type: "boolean", default: false },
+    print: { type: "boolean", default: false },
     json: { type: "boolean", default: false },
   });
   if (positionals.length > 0) throw new UsageError(`${options.program}: unexpected ${positionals.join(" ")}\n${USAGE}`);
   const named = harnessList(values.harness);
   const existing = readHost();
-  if (!values.token && !existing) throw new UsageError(`${options.program}: --token is required to enroll this computer\n${USAGE}`);
+  if (!values.server && !existing)
+    throw new UsageError(`${options.program}: --server is required to enroll this computer (with --token, or to sign in)\n${USAGE}`);
   if (values.token && !values.server) throw new UsageError(`${options.program}: --server is required with --token\n${USAGE}`);
+  // A server named: this computer enrolls (again), with the token or by signing in.
+  const enrolling = values.server !== undefined;
   const operator = values.token ? operatorTokenProblem(options.program, values.token, values.server!) : null;
   if (operator) throw new UsageError(operator);
   if (values.token && TOKEN_SHAPE.exec(values.token)?.[1] !== "oxe")
     throw new UsageError(
       `${options.program}: --token ${values.token.length > 12 ? `${values.token.slice(0, 12)}...` : values.token} is not an enrollment token: one is oxe_, 16 hex characters, _ and 48 more, as npm start or POST /v1/enrollment-tokens gives it (was it copied whole?). Nothing was written.`,
     );
-  const reenroll = values.token && existing ? reenrollCheck(options.program, existing, values.force ?? false) : null;
+  const reenroll = enrolling && existing ? reenrollCheck(options.program, existing, values.force ?? false) : null;
   const ports = await choosePorts(values["hooks-port"], values["gateway-port"], existing?.ports);
   // Union: a re-apply never drops a harness (only `tacho reassign --harness` does).
   const harnesses = [...new Set([...(existing?.harnesses ?? []), ...named])];
@@ -126,8 +129,12 @@ export async function enrollWith(options: EnrollOptions): Promise<number> {
   useNodeCrypto();
   let host: HostConfig;
   let policy: string;
-  if (values.token) {
-    host = { ...(await register(values.server!, values.token, harnesses, ports, values.workspace)), hook_command, gateway: routed };
+  if (enrolling) {
+    const base = serverUrl(values.server!);
+    const secret = newSecretKey();
+    const token =
+      values.token ?? (await signIn(base, secret, harnesses, values.workspace, { program: options.program, print: values.print ?? false }));
+    host = { ...(await register(base, token, secret, harnesses, ports, values.workspace)), hook_command, gateway: routed };
     // The hook secret guards this state directory's recorder: a new token keeps it (and the configs written with it).
     if (existing?.hook_secret) host.hook_secret = existing.hook_secret;
     if (upstreams.chosen) host.upstreams = upstreams.chosen;
@@ -168,77 +175,6 @@ export async function enrollWith(options: EnrollOptions): Promise<number> {
     { upstreams: upstreams.said, reenroll: reenroll?.said ?? null, listening },
   );
   return (recorder && "error" in recorder) || listening.length > 0 ? 1 : 0;
-}
-
-async function register(
-  server: string,
-  token: string,
-  harnesses: string[],
-  ports: HostConfig["ports"],
-  workspace: string | undefined,
-): Promise<HostConfig> {
-  let base: URL;
-  try {
-    base = new URL(server);
-  } catch {
-    throw new UsageError(`--server ${server} is not a URL`);
-  }
-  const secret = newSecretKey();
-  const publicKey = publicKeyOf(secret);
-  const body = { token, public_key: bytesToHex(publicKey), hostname: hostname() || "unknown", harnesses };
-  let res: Response;
-  try {
-    res = await fetch(new URL(ROUTES.enroll, base), {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify(body),
-      signal: AbortSignal.timeout(30_000),
-    });
-  } catch (err) {
-    throw new ExitError(
-      1,
-      `cannot reach ${base.origin}: ${(err as Error).cause instanceof Error ? ((err as Error).cause as Error).message : (err as Error).message}`,
-    );
-  }
-  const answer: unknown = await res.json().catch(() => null);
-  if (!res.ok) {
-    const error = ErrorAnswer.safeParse(answer);
-    const why = error.success ? error.data.message : "no reason given";
-    const hint =
-      res.status === 401
-        ? "\nAn enrollment token works once and expires: 60 minutes after it was made unless its maker chose another ttl_minutes (the one npm start prints lasts 24 hours). Create a new one with an operator token: POST /v1/enrollment-tokens (npm start prints a ready enroll line with one)."
-        : "";
-    throw new ExitError(1, `enrollment refused (HTTP ${res.status}): ${why}${hint}`);
-  }
-  const parsed = EnrollAnswer.safeParse(answer);
-  if (!parsed.success) throw new ExitError(1, `the server's enrollment answer is not one this collector understands`);
-  if (workspace && parsed.data.workspace !== workspace) {
-    throw new ExitError(1, `the token enrolls into workspace ${parsed.data.workspace}, not ${workspace}; nothing was written`);
-  }
-  return withHookSecret({
-    v: 1,
-    host_id: parsed.data.host_id,
-    workspace: parsed.data.workspace,
-    server: base.origin,
-    server_key: parsed.data.server_key,
-    secret_key: bytesToHex(secret),
-    public_key: bytesToHex(publicKey),
-    harnesses,
-    ports,
-    enrolled_ms: Date.now(),
-  });
-}
-
-async function cachePolicy(host: HostConfig): Promise<string> {
-  try {
-    const cached = await fetchPolicy(host, null, Date.now());
-    return cached === "unchanged" ? "unchanged" : cached.etag;
-  } catch (err) {
-    process.stderr.write(
-      `warning: the policy was not cached (${(err as Error).message}); until it is, tacho hook denies tool calls while the recorder is down\n`,
-    );
-    return "missing";
-  }
 }
 
 function report(

@@ -1,8 +1,8 @@
-import { spawn } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join, relative, resolve, isAbsolute } from "node:path";
 import { RunId } from "../../../protocol/index.ts";
 import { parse } from "../../lib/args.ts";
+import { openBrowser } from "../../lib/browser.ts";
 import { ExitError, UsageError } from "../../lib/errors.ts";
 import { readHost, statePath } from "../../lib/state.ts";
 
@@ -93,22 +93,4 @@ function startCwd(text: string): string | null {
 function within(dir: string, sessionDir: string): boolean {
   const rel = relative(dir, resolve(sessionDir));
   return rel === "" || (!rel.startsWith("..") && !isAbsolute(rel));
-}
-
-/** Opens the address in the desktop's browser; false when this machine has none to open it with. */
-function openBrowser(url: string): Promise<boolean> {
-  const command =
-    process.platform === "darwin"
-      ? ["open", url]
-      : process.platform === "win32"
-        ? ["cmd", "/c", "start", '""', url]
-        : process.env.DISPLAY || process.env.WAYLAND_DISPLAY
-          ? ["xdg-open", url]
-          : null;
-  if (!command) return Promise.resolve(false);
-  return new Promise((done) => {
-    const child = spawn(command[0]!, command.slice(1), { stdio: "ignore", detached: true });
-    child.once("error", () => done(false));
-    child.once("exit", (code) => done(code === 0));
-  });
 }

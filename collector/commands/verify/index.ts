@@ -62,18 +62,43 @@ export async function verify(args: string[]): Promise<number> {
   const bodiesDir = values.bodies;
   if (bodiesDir !== undefined && !isDirectory(bodiesDir)) throw new ExitError(2, `oxagen verify: --bodies ${bodiesDir} is not a folder`);
 
+  const result = verifyFile(positionals[0]!, {
+    serverKey,
+    ...(expectHead !== undefined ? { expectHead } : {}),
+    ...(bodiesDir !== undefined ? { bodiesDir } : {}),
+    progress: !values.json,
+  });
+  process.stdout.write(reportResult(result, values.json ?? false));
+  return result.exit;
+}
+
+/** How {@link verifyFile} checks a bundle file. */
+export interface VerifyFileOptions {
+  serverKey: PinnedKey[];
+  expectHead?: string;
+  /** A folder of bodies named by their sha256, checked against the record. */
+  bodiesDir?: string;
+  /** A progress bar on stderr when it is a terminal (frames read of `totalFrames`, or of an estimate). */
+  progress: boolean;
+  totalFrames?: number;
+}
+
+/** Checks a bundle file offline (the checks `oxagen verify` makes); an unreadable file is an ExitError with code 2. */
+export function verifyFile(path: string, o: VerifyFileOptions): VerifyResult {
   useNodeCrypto();
-  const bar = values.json ? null : progressBar(process.stderr);
-  const { source, close } = openBundle(positionals[0]!);
+  const bar = o.progress
+    ? progressBar(process.stderr, undefined, { unit: "frames", ...(o.totalFrames !== undefined ? { total: o.totalFrames } : {}) })
+    : null;
+  const { source, close } = openBundle(path);
   const checker =
     source.size >= PARALLEL_MIN_BYTES ? parallelChecker() : { ...localChecker(source.size, (n) => Buffer.alloc(n)), close: () => {} };
-  let result: VerifyResult;
+  const bodiesDir = o.bodiesDir;
   try {
-    result = verifySource(
+    return verifySource(
       source,
       {
-        serverKey,
-        ...(expectHead !== undefined ? { expectHead } : {}),
+        serverKey: o.serverKey,
+        ...(o.expectHead !== undefined ? { expectHead: o.expectHead } : {}),
         ...(bodiesDir !== undefined ? { body: (sha: string) => readBody(bodiesDir, sha) } : {}),
         ...(bar ? { onProgress: bar.update } : {}),
       },
@@ -84,8 +109,11 @@ export async function verify(args: string[]): Promise<number> {
     close();
     bar?.done();
   }
-  process.stdout.write(values.json ? `${JSON.stringify(toJson(result), null, 2)}\n` : render(result));
-  return result.exit;
+}
+
+/** A verification's result as `oxagen verify` prints it: the findings, what it proves, the coverage statement; or as JSON. */
+export function reportResult(result: VerifyResult, json: boolean): string {
+  return json ? `${JSON.stringify(toJson(result), null, 2)}\n` : render(result);
 }
 
 function readKey(arg: string): Uint8Array {

@@ -1,5 +1,7 @@
 /** @jsxImportSource hono/jsx */
+import type { RegisteredAgent } from "../../lib/registered-agents.ts";
 import { Action, Layout, type PageContext, State, When, Head } from "../layout.tsx";
+import { RegisteredAgents } from "./register-agent.tsx";
 
 type AgentView = {
   host_id: string;
@@ -21,6 +23,7 @@ export function AgentsPage(props: {
   hosts: { host: HostView; agents: AgentView[] }[];
   pausedEverywhere: string[];
   notice: { text: string; bad: boolean } | null;
+  registered: RegisteredAgent[];
 }) {
   const all = props.hosts.flatMap((h) => h.agents);
   const counts = new Map<string, number>();
@@ -51,7 +54,10 @@ export function AgentsPage(props: {
         </section>
       ) : null}
       {all.length === 0 ? (
-        <p class="notice">No computer is enrolled yet. Mint an enrollment token on the Computers page.</p>
+        <p class="notice">
+          No computer is enrolled yet. On the computer, run <code>tacho enroll --server URL</code> and approve its code here, or mint an
+          enrollment token on the Computers page.
+        </p>
       ) : (
         <p>
           Across the workspace:{" "}
@@ -145,6 +151,7 @@ export function AgentsPage(props: {
           </table>
         </section>
       ))}
+      <RegisteredAgents agents={props.registered} admin={props.ctx.scope === "admin"} />
     </Layout>
   );
 }

@@ -2,7 +2,7 @@
 import type { Gap } from "../../../protocol/index.ts";
 import type { BudgetUse } from "../../lib/budget-use.ts";
 import { type RunRow, runDuration, runOutcome } from "../../lib/run-rows.ts";
-import { exportFileName } from "../../lib/runs.ts";
+import { exportFileName } from "../../../protocol/index.ts";
 import { BudgetUseTable } from "../budget-use.tsx";
 import { type ModelSpend, ModelSpendTable } from "./spend-models.tsx";
 import { type FrameRowView, Timeline } from "./timeline.tsx";

@@ -2,7 +2,7 @@
 import { Layout } from "../layout.tsx";
 
 /** Sign-in: paste an operator token once; the browser keeps a session cookie, never the token. */
-export function SignInPage(props: { csrf: string; notice: string; error: string | null }) {
+export function SignInPage(props: { csrf: string; notice: string; error: string | null; next: string | null }) {
   return (
     <Layout title="Sign in" here="">
       <h1>Sign in to the Oxagen console</h1>
@@ -13,6 +13,7 @@ export function SignInPage(props: { csrf: string; notice: string; error: string 
       ) : null}
       <form method="post" action="/console/sign-in">
         <input type="hidden" name="csrf" value={props.csrf} />
+        {props.next ? <input type="hidden" name="next" value={props.next} /> : null}
         <label for="token">Operator token</label>
         <input
           id="token"

@@ -1,0 +1,94 @@
+import { bytesToHex, EnrollAnswer, ErrorAnswer, keyIdFor, publicKeyOf, ROUTES } from "../../../protocol/index.ts";
+import { signInWithCode, thisComputer } from "../../lib/device.ts";
+import { ExitError, UsageError } from "../../lib/errors.ts";
+import { unreachable } from "../../lib/http.ts";
+import { type HostConfig, withHookSecret } from "../../lib/state.ts";
+import { fetchPolicy } from "../../recorder/policy-cache.ts";
+
+export function serverUrl(server: string): URL {
+  try {
+    return new URL(server);
+  } catch {
+    throw new UsageError(`--server ${server} is not a URL`);
+  }
+}
+
+/** Signs in (protocol/device.ts) for a one-time enrollment token bound to this computer's new key. */
+export async function signIn(
+  base: URL,
+  secret: Uint8Array,
+  harnesses: string[],
+  workspace: string | undefined,
+  show: { program: string; print: boolean },
+): Promise<string> {
+  const publicKey = publicKeyOf(secret);
+  const grant = await signInWithCode(
+    base,
+    { purpose: "enroll", public_key: bytesToHex(publicKey), harnesses, ...(workspace ? { workspace } : {}) },
+    { ...show, keyId: keyIdFor(publicKey) },
+  );
+  if (grant.purpose !== "enroll") throw new ExitError(1, `${show.program}: the approval is not an enrollment`);
+  return grant.enrollment_token;
+}
+
+export async function register(
+  base: URL,
+  token: string,
+  secret: Uint8Array,
+  harnesses: string[],
+  ports: HostConfig["ports"],
+  workspace: string | undefined,
+): Promise<HostConfig> {
+  const publicKey = publicKeyOf(secret);
+  const body = { token, public_key: bytesToHex(publicKey), hostname: thisComputer().hostname, harnesses };
+  let res: Response;
+  try {
+    res = await fetch(new URL(ROUTES.enroll, base), {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(30_000),
+    });
+  } catch (err) {
+    throw new ExitError(1, unreachable(base.origin, err));
+  }
+  const answer: unknown = await res.json().catch(() => null);
+  if (!res.ok) {
+    const error = ErrorAnswer.safeParse(answer);
+    const why = error.success ? error.data.message : "no reason given";
+    const hint =
+      res.status === 401
+        ? "\nAn enrollment token works once and expires: 60 minutes after it was made unless its maker chose another ttl_minutes (the one npm start prints lasts 24 hours). Create a new one with an operator token: POST /v1/enrollment-tokens (npm start prints a ready enroll line with one)."
+        : "";
+    throw new ExitError(1, `enrollment refused (HTTP ${res.status}): ${why}${hint}`);
+  }
+  const parsed = EnrollAnswer.safeParse(answer);
+  if (!parsed.success) throw new ExitError(1, `the server's enrollment answer is not one this collector understands`);
+  if (workspace && parsed.data.workspace !== workspace) {
+    throw new ExitError(1, `the token enrolls into workspace ${parsed.data.workspace}, not ${workspace}; nothing was written`);
+  }
+  return withHookSecret({
+    v: 1,
+    host_id: parsed.data.host_id,
+    workspace: parsed.data.workspace,
+    server: base.origin,
+    server_key: parsed.data.server_key,
+    secret_key: bytesToHex(secret),
+    public_key: bytesToHex(publicKey),
+    harnesses,
+    ports,
+    enrolled_ms: Date.now(),
+  });
+}
+
+export async function cachePolicy(host: HostConfig): Promise<string> {
+  try {
+    const cached = await fetchPolicy(host, null, Date.now());
+    return cached === "unchanged" ? "unchanged" : cached.etag;
+  } catch (err) {
+    process.stderr.write(
+      `warning: the policy was not cached (${(err as Error).message}); until it is, tacho hook denies tool calls while the recorder is down\n`,
+    );
+    return "missing";
+  }
+}
