@@ -1,4 +1,4 @@
-import { emptyStats, type Gateway, startGateway } from "../gateway/index.ts";
+import { emptyMcpStats, emptyStats, type Gateway, startGateway } from "../gateway/index.ts";
 import type { BudgetLeases } from "../gateway/lease.ts";
 import type { Listening } from "../lib/loopback.ts";
 import type { HostConfig } from "../lib/state.ts";
@@ -23,6 +23,7 @@ export class Ports {
   http: Listening | null = null;
   gateway: Gateway | null = null;
   readonly gatewayStats = emptyStats();
+  readonly mcpStats = emptyMcpStats();
   #httpError: string | null = null;
   #gatewayError: string | null = null;
   /** Both ports were tried once: until then "unavailable" means "not yet". */
@@ -97,7 +98,7 @@ export class Ports {
     if (this.gateway || !h) return;
     const port = this.#host.ports.gateway;
     try {
-      this.gateway = await startGateway(this.#host, h.recorder, h.secret, this.gatewayStats, h.leases);
+      this.gateway = await startGateway(this.#host, h.recorder, h.secret, this.gatewayStats, h.leases, this.mcpStats);
       this.#gatewayError = null;
       this.#log(`model gateway on 127.0.0.1:${port}`);
     } catch (err) {
@@ -123,6 +124,7 @@ export class Ports {
         port: this.#host.ports.gateway,
         listening: gateway ? "listening" : `port unavailable: ${this.#gatewayError ?? "not started"}`,
         ...this.gatewayStats,
+        mcp: this.mcpStats,
       },
     };
   }

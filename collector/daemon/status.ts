@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import type { GatewayStats } from "../gateway/index.ts";
+import type { GatewayStats, McpStats } from "../gateway/index.ts";
 import { statePath, writeStateFile } from "../lib/state.ts";
 import type { Journal } from "../recorder/journal/index.ts";
 import type { PushStatus } from "../recorder/push.ts";
@@ -49,7 +49,7 @@ export interface RecorderStatus {
   /** When each harness's hooks last reached this recorder. */
   harness_seen_ms: Record<string, number>;
   /** The model gateway: its port, whether it listens (or why not), and what it carried since the recorder started. */
-  gateway?: { port: number; listening: string } & GatewayStats;
+  gateway?: { port: number; listening: string; mcp?: McpStats } & GatewayStats;
 }
 
 export function statusOf(o: {

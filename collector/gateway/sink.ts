@@ -8,8 +8,11 @@ import type { GatewaySession } from "./session.ts";
 export interface GatewaySink {
   /** The run a session's call belongs to (for a paused run); null for a call tied to none. */
   runId(session: GatewaySession | null): string | null;
-  /** Appends frames to the session's chain (the computer's own when null), once per id; through the recorder's one append path. Never throws: a failure is logged. */
-  record(session: GatewaySession | null, steps: Step[], t: number, id: string | null): void;
+  /**
+   * Appends frames to the session's chain (the computer's own when null), once per id (or the id a
+   * function gives for the chain they go on); through the recorder's one append path. Never throws: a failure is logged.
+   */
+  record(session: GatewaySession | null, steps: Step[], t: number, id: string | null | ((chain: string) => string)): void;
   /** The enrollment's secret every call must carry (header x-oxagen-hook-secret); null for an enrollment without one. */
   secret(): string | null;
   log(msg: string): void;

@@ -7,6 +7,7 @@ import type { ChainRecord, Journal } from "./journal/index.ts";
 import { mapEvent, type CachedPolicy, type Step } from "./mapper.ts";
 import type { HookRequest } from "./request.ts";
 
+import { gatewayToolCallId, OxagenToolRequests, oxagenToolOf } from "./oxagen-tools.ts";
 import { HarnessProcesses } from "./processes.ts";
 import { currentRun, inRun, ToolInputs, type CurrentRun } from "./runs.ts";
 
@@ -63,6 +64,8 @@ export class Recorder {
   /** Per-session memory the harness adapters keep across events (Cursor's last reply). */
   readonly #memory = new Map<string, string>();
   readonly #inputs = new ToolInputs();
+  /** PreToolUse events of Oxagen tools waiting for their call at the gateway (the session tie of a call that names none). */
+  readonly oxagenTools = new OxagenToolRequests();
   readonly #beforeHook: () => void;
   readonly #httpDown: () => string | null;
   /** Sessions already told in their record that their HTTP-posted steps cannot arrive. */
@@ -103,6 +106,7 @@ export class Recorder {
     const inSession = inRun(canon, current);
     const req = current ? this.#inputs.fill(current.chain, inSession) : inSession;
     this.sources?.before(req);
+    if (live && typeof canon.event.session_id === "string") this.oxagenTools.note(canon, canon.event.session_id);
     const plan = mapEvent(req, { hostId: this.host.host_id, policy: this.policy, ask: askBecomes(req.harness) });
     const told = plan.told;
     // A spooled step was answered by `tacho hook` offline: that answer is the one the agent had.
@@ -110,7 +114,8 @@ export class Recorder {
       !live && raw.answer !== undefined
         ? (raw.answer as Record<string, unknown>)
         : answerOf(req.harness, req.event, told.decision, told.reason);
-    let steps = plan.steps;
+    // The gateway recorded this Oxagen tool's call already (the same tool_use_id): not a second call.
+    let steps = this.#carried(plan.chain, req.event) ? plan.steps.filter((s) => s.kind !== "tool_call") : plan.steps;
     if (raw.oversize) {
       // A line an older `tacho hook` cut without hashing what it cut: its content is unknown.
       const detail = `a ${String(req.event.hook_event_name).slice(0, 64)} event of ${raw.oversize.bytes} bytes was cut by an older tacho hook (${raw.oversize.dropped_fields.join(", ").slice(0, 512)}); its content hashes are unknown`;
@@ -147,6 +152,13 @@ export class Recorder {
     this.sources?.after(req);
     this.onChange();
     return answer;
+  }
+
+  /** Whether an Oxagen tool's PostToolUse names a call whose frame the gateway wrote on this chain. */
+  #carried(chain: string, e: HookRequest["event"]): boolean {
+    if (e.hook_event_name !== "PostToolUse" && e.hook_event_name !== "PostToolUseFailure") return false;
+    const id = e.tool_use_id;
+    return oxagenToolOf(e.tool_name) !== null && typeof id === "string" && id.length > 0 && this.journal.has(gatewayToolCallId(chain, id));
   }
 
   /**
