@@ -3,11 +3,11 @@
 // server. The hooks' PreToolUse ties a call that names no session to its session; the gateway's
 // frame makes the PostToolUse the same call, not a second one (docs/collector.md, "The MCP side").
 import { sha256Hex, toolInputDigest } from "../../protocol/index.ts";
+import { OXAGEN_MCP_SERVER } from "../harnesses/mcp-server.ts";
 import type { GatewaySessionRef } from "./gateway-steps.ts";
 import type { HookRequest } from "./request.ts";
 
-/** The name `tacho enroll --gateway` gives the gateway's MCP server in each harness. */
-export const OXAGEN_MCP_SERVER = "oxagen";
+export { OXAGEN_MCP_SERVER };
 /** How a harness names an Oxagen tool in its hooks: `mcp__oxagen__<tool>`. */
 export const OXAGEN_TOOL_PREFIX = `mcp__${OXAGEN_MCP_SERVER}__`;
 
