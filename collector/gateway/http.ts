@@ -9,6 +9,7 @@ import {
   type ServerResponse,
 } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
+import { SECRET_PATH } from "../harnesses/stella/gateway.ts";
 import { HOOK_SECRET_HEADER, loopbackRequest, secretMatches, sendJson } from "../lib/loopback.ts";
 import { GATEWAY_HEADERS } from "./session.ts";
 
@@ -43,6 +44,22 @@ export function admitted(
     return false;
   }
   return true;
+}
+
+/**
+ * A request whose path begins with `/k/<secret>` (a harness that cannot send a header: Stella's
+ * provider base URL) carries the enrollment's secret there: it is taken off the path and checked as
+ * the header is; the rest of the path is the request's. Never forwarded either way.
+ */
+export function keyedUrl(req: IncomingMessage, url: URL): URL {
+  if (!url.pathname.startsWith(SECRET_PATH)) return url;
+  const rest = url.pathname.slice(SECRET_PATH.length);
+  const slash = rest.indexOf("/");
+  if (slash <= 0) return url;
+  if (req.headers[HOOK_SECRET_HEADER] === undefined) req.headers[HOOK_SECRET_HEADER] = rest.slice(0, slash);
+  const out = new URL(url.href);
+  out.pathname = rest.slice(slash);
+  return out;
 }
 
 /** Reads a request's body up to `limit` bytes; `done(null, size)` when it was larger (what was over is not held). */

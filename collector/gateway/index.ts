@@ -7,7 +7,7 @@ import { performance } from "node:perf_hooks";
 import { type Listening, listenLoopback } from "../lib/loopback.ts";
 import type { HostConfig } from "../lib/state.ts";
 import type { Recorder } from "../recorder/recorder.ts";
-import { admitted } from "./http.ts";
+import { admitted, keyedUrl } from "./http.ts";
 import type { BudgetLeases } from "./lease.ts";
 import { MCP_PATH, mcpSide } from "./mcp/handler.ts";
 import { emptyMcpStats, type McpStats } from "./mcp/rpc.ts";
@@ -33,7 +33,7 @@ export function gatewayHandler(
   return (req, res) => {
     const started = performance.now();
     const t = Date.now();
-    const url = new URL(req.url ?? "/", "http://gateway");
+    const url = keyedUrl(req, new URL(req.url ?? "/", "http://gateway"));
     if (mcp && url.pathname === MCP_PATH) {
       // No browser page may call the workspace's tools, not even one served from loopback.
       if (req.headers.origin !== undefined) {

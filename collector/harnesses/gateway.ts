@@ -9,6 +9,8 @@ import { claudeEnvText, type EnvContext, type Note, ownBaseUrl } from "./claude-
 import { forgetSetting, noteSetting, settingOf } from "./originals.ts";
 import { type ConfigFile, readConfig, writeConfig } from "./settings.ts";
 import { claudeCode } from "./claude-code/config.ts";
+import { stella } from "./stella/config.ts";
+import { stellaRouteText } from "./stella/gateway.ts";
 import { claudeMcpServer, claudeMcpServerNow, codexMcpTable, OXAGEN_MCP_SERVER } from "./mcp-server.ts";
 import { parseToml } from "./toml.ts";
 
@@ -18,15 +20,15 @@ import { parseToml } from "./toml.ts";
  * (claude-code/env.ts; a base URL of the user's own there becomes this computer's upstream and is
  * given back with the rest). Codex: a model provider in config.toml (the secret in its
  * `http_headers`), chosen by `model_provider`; another model_provider of the user's own is
- * refused and left as it is. Cursor's model calls go to Cursor's own servers and Stella documents
- * no base URL setting, so neither can be pointed at it. Removing ours gives the file's bytes back.
+ * refused and left as it is. Stella: `providers.anthropic|openai.base_url` in its user settings
+ * (stella/gateway.ts). Cursor's model calls go to Cursor's own servers, so it cannot be pointed at
+ * it. Removing ours gives the file's bytes back.
  */
-export const GATEWAY_HARNESSES = ["claude-code", "codex"] as const;
+export const GATEWAY_HARNESSES = ["claude-code", "codex", "stella"] as const;
 
 /** Why a harness is not pointed at the gateway. */
 export const NOT_ROUTED: Record<string, string> = {
   cursor: "Cursor's model calls go to Cursor's servers, not through a local proxy",
-  stella: "Stella documents no base URL setting for its model calls",
 };
 
 /** The harnesses routed through the gateway: those already, and with `add` (--gateway) every wrapped one that can be. */
@@ -154,6 +156,13 @@ export function routeHarness(host: GatewayHost, harness: string, on: boolean, wr
     applyNotes(file.path, notes);
     const changed = writeConfig(file, text);
     return { harness, config: file.path, changed, mcp: claudeMcpServer(host, on) };
+  }
+  if (harness === "stella") {
+    const file = readConfig(stella);
+    const { text, notes } = stellaRouteText(file, host, on);
+    if (!write) return { harness, config: file.path, changed: text !== null };
+    for (const note of notes) note();
+    return { harness, config: file.path, changed: writeConfig(file, text) };
   }
   if (harness === "codex") {
     const path = codexConfigPath();

@@ -288,3 +288,45 @@ describe("enroll --gateway: the workspace's tools as the MCP server oxagen", () 
     },
   );
 });
+
+describe("enroll --gateway: Stella", () => {
+  // Stella's user settings (macanderson/stella crates/stella-cli/src/settings.rs): a provider entry
+  // whose id is a built-in overrides its defaults; base_url is where its calls go.
+  const STELLA = `{\n  "providers": {\n    "zai": { "base_url": "https://api.z.ai/api/coding/paas/v4" },\n    "anthropic": { "default_model": "claude-sonnet-4-6" }\n  }\n}\n`;
+  const stellaHome = () => join(home.dir, ".stella");
+
+  it("points providers.anthropic and providers.openai at the gateway (the secret in the path), and --no-gateway gives the file back byte for byte", async () => {
+    env.STELLA_HOME = stellaHome();
+    const settings = join(stellaHome(), "settings.json");
+    put(settings, STELLA);
+    const r = await enroll("stella", "--gateway");
+    expect(r.code, r.stderr).toBe(0);
+    const secret = (JSON.parse(readFileSync(join(env.OXAGEN_HOME!, "host.json"), "utf8")) as Json).hook_secret as string;
+    const json = JSON.parse(readFileSync(settings, "utf8")) as Json;
+    const base = `http://127.0.0.1:${gatewayPort}/k/${secret}`;
+    expect(json.providers).toEqual({
+      zai: { base_url: "https://api.z.ai/api/coding/paas/v4" },
+      anthropic: { default_model: "claude-sonnet-4-6", base_url: base },
+      openai: { base_url: `${base}/v1` },
+    });
+    expect(json.hooks).toBeTruthy();
+    expect((JSON.parse(readFileSync(join(env.OXAGEN_HOME!, "host.json"), "utf8")) as Json).gateway).toEqual(["stella"]);
+    const off = await tacho("reassign", "--no-gateway");
+    expect(off.code, off.stderr).toBe(0);
+    expect((JSON.parse(readFileSync(settings, "utf8")) as Json).providers).toEqual(JSON.parse(STELLA).providers);
+    expect((await tacho("reassign", "--harness", "none")).code).toBe(0);
+    expect(readFileSync(settings, "utf8")).toBe(STELLA);
+  });
+
+  it("a base URL of the user's own for a provider the gateway carries is refused with the way forward, nothing written", async () => {
+    env.STELLA_HOME = stellaHome();
+    const settings = join(stellaHome(), "settings.json");
+    const mine = `{ "providers": { "anthropic": { "base_url": "https://llm.corp.example" } } }`;
+    put(settings, mine);
+    const r = await enroll("stella", "--gateway");
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("providers.anthropic.base_url is");
+    expect(r.stderr).toContain("--upstream anthropic=");
+    expect(readFileSync(settings, "utf8")).toBe(mine);
+  });
+});
