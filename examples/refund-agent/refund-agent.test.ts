@@ -9,7 +9,6 @@ import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/cli
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { runIdFor } from "../../protocol/index.ts";
 import {
-  claudeSession,
   daemonUp,
   drained,
   enroll,
