@@ -8,16 +8,7 @@ import { join } from "node:path";
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { runIdFor } from "../../protocol/index.ts";
-import {
-  daemonUp,
-  drained,
-  enroll,
-  eventually,
-  newComputer,
-  runDaemon,
-  stopAll,
-  type Computer,
-} from "../../test/support/e2e.ts";
+import { daemonUp, drained, enroll, eventually, newComputer, runDaemon, stopAll, type Computer } from "../../test/support/e2e.ts";
 import { NODE, TACHO } from "../../test/support/recorder.ts";
 import { startWorker, type LocalWorker } from "../../test/support/worker.ts";
 import { gatewayOf, REFUND_TOOL, RefundAgent } from "./agent.ts";
