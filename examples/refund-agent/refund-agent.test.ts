@@ -3,12 +3,21 @@
 // workspace. Every step in the record; the clause's amount cap, an operator's pause and an
 // exhausted tool budget each refusing a refund before the payments API sees it; resume; failing
 // closed when tacho does not answer; the key in nothing the agent or the record holds.
-import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { runIdFor } from "../../protocol/index.ts";
-import { daemonUp, drained, enroll, eventually, newComputer, runDaemon, stopAll, type Computer } from "../../test/support/e2e.ts";
+import {
+  daemonUp,
+  drained,
+  enroll,
+  eventually,
+  filesText,
+  newComputer,
+  runDaemon,
+  stopAll,
+  type Computer,
+} from "../../test/support/e2e.ts";
 import { NODE, TACHO } from "../../test/support/recorder.ts";
 import { startWorker, type LocalWorker } from "../../test/support/worker.ts";
 import { gatewayOf, REFUND_TOOL, RefundAgent } from "./agent.ts";
@@ -207,17 +216,8 @@ describe("the refund agent", () => {
     const record: string[] = [];
     for (const r of runs) record.push(await (await worker.api(`/v1/runs/${r.id}/export`)).text());
     record.push(await (await worker.api("/v1/tool-calls")).text(), await (await worker.api(`/v1/tools/${REFUND_TOOL}`)).text());
-    const local: string[] = [];
-    const walk = (dir: string) => {
-      for (const e of readdirSync(dir, { withFileTypes: true })) {
-        const p = join(dir, e.name);
-        if (e.isDirectory()) walk(p);
-        else if (e.isFile()) local.push(readFileSync(p, "latin1"));
-      }
-    };
-    walk(computer.home);
     expect(JSON.stringify(gatewayOf(computer.env))).not.toContain(KEY);
     expect(record.join("\n")).not.toContain(KEY);
-    expect(local.join("\n")).not.toContain(KEY);
+    expect(filesText(computer.home)).not.toContain(KEY);
   });
 });

@@ -4,10 +4,11 @@
 // calls a local payments API with a credential only the workspace holds. The run's chain holds the
 // gateway's tool_call with the meter row's call id and hashes; a call over the clause's cap is
 // refused, the model sees why, and the chain holds the policy_decision; the credential is nowhere.
-import { readdirSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { filesText } from "../support/e2e.ts";
 import { startToolUpstreams, type ToolUpstreams } from "../support/tool-upstreams.ts";
 import { type Reply, type Seen, startVendor, toolResults, type Vendor } from "../support/vendor.ts";
 import { type Computer, enrolledComputer, endedRun, HARNESS_PATH, payloadsOf, runHarness } from "./support.ts";
@@ -111,20 +112,6 @@ type Row = {
 };
 const meterRows = async (run: string) => ((await (await c.worker.api(`/v1/tool-calls?run=${run}`)).json()) as { calls: Row[] }).calls;
 
-/** Everything on this computer the recorder and the harnesses wrote (their HOME: settings, transcripts, rollouts, the journal, logs). */
-function homeText(): string {
-  const out: string[] = [];
-  const walk = (dir: string) => {
-    for (const e of readdirSync(dir, { withFileTypes: true })) {
-      const p = join(dir, e.name);
-      if (e.isDirectory()) walk(p);
-      else if (e.isFile()) out.push(readFileSync(p, "latin1"));
-    }
-  };
-  walk(c.home);
-  return out.join("\n");
-}
-
 /** Checks one harness session's record against the server's meter: one gateway frame per call, the same ids and hashes. */
 async function checkRecord(harness: string, sessionId: string, expectRefusal: boolean) {
   const { id, frames } = await endedRun(c, harness, sessionId);
@@ -184,7 +171,7 @@ describe("workspace tools through the gateway, with the real harnesses", () => {
     }
     // The key never reached the model vendor (what the model saw) nor anything on this computer.
     expect(JSON.stringify(vendor.seen)).not.toContain(SECRET);
-    expect(homeText()).not.toContain(SECRET);
+    expect(filesText(c.home)).not.toContain(SECRET);
   });
 
   it("Codex: calls the tool from its [mcp_servers.oxagen] entry; recorded once, as the meter has it; a call over the cap is refused where the model can read it", async () => {
@@ -212,6 +199,6 @@ describe("workspace tools through the gateway, with the real harnesses", () => {
       await checkRecord("codex", sessionId, refused);
     }
     expect(JSON.stringify(vendor.seen)).not.toContain(SECRET);
-    expect(homeText()).not.toContain(SECRET);
+    expect(filesText(c.home)).not.toContain(SECRET);
   });
 });

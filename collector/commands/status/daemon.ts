@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { connect } from "node:net";
+import type { McpStats } from "../../gateway/mcp/rpc.ts";
 import type { HostConfig } from "../../lib/state.ts";
 import { alive, readPid } from "../../lib/pid.ts";
 import { recorderHealth } from "../../lib/recorder-process.ts";
@@ -22,14 +23,7 @@ export interface RecorderSummary {
     last_call_ms: number | null;
     last_error: { t: number; message: string } | null;
     /** Its MCP side: the workspace's tools. */
-    mcp: {
-      calls: number;
-      refused: number;
-      catalog_unverified: number;
-      answered: number;
-      last_call_ms: number | null;
-      last_error: { t: number; message: string } | null;
-    } | null;
+    mcp: McpStats | null;
   } | null;
 }
 

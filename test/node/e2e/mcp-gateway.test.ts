@@ -6,11 +6,11 @@
 import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from "@modelcontextprotocol/client";
 import { Client as ClientV1 } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport as TransportV1 } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { readdirSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runIdFor, TOOL_META, toolInputDigest, toolOutputDigest } from "../../../protocol/index.ts";
-import { daemonUp, drained, enroll, eventually, newComputer, runDaemon, stopAll, type Computer } from "../../support/e2e.ts";
+import { daemonUp, drained, enroll, eventually, filesText, newComputer, runDaemon, stopAll, type Computer } from "../../support/e2e.ts";
 import { startToolUpstreams, type ToolUpstreams } from "../../support/tool-upstreams.ts";
 import { startWorker, type LocalWorker } from "../../support/worker.ts";
 
@@ -104,20 +104,6 @@ async function meterRows(query: string): Promise<Row[]> {
   return ((await (await worker.api(`/v1/tool-calls?${query}`)).json()) as { calls: Row[] }).calls;
 }
 
-/** Everything this computer holds: its state directory's files (journal, bodies, log). */
-function stateText(): string {
-  const out: string[] = [];
-  const walk = (dir: string) => {
-    for (const e of readdirSync(dir, { withFileTypes: true })) {
-      const p = join(dir, e.name);
-      if (e.isDirectory()) walk(p);
-      else if (e.isFile()) out.push(readFileSync(p, "latin1"));
-    }
-  };
-  walk(computer.env.OXAGEN_HOME!);
-  return out.join("\n");
-}
-
 describe("the gateway's MCP side against the real Worker", () => {
   it.each(KINDS)(
     "lists the verified catalog, carries an allowed call, a refusal and an unknown tool, and records each as the meter does (%s)",
@@ -183,7 +169,7 @@ describe("the gateway's MCP side against the real Worker", () => {
       // The credential is in no frame, no meter row, nothing on this computer.
       expect(JSON.stringify(frames)).not.toContain(SECRET);
       expect(JSON.stringify(rows)).not.toContain(SECRET);
-      expect(stateText()).not.toContain(SECRET);
+      expect(filesText(computer.env.OXAGEN_HOME!)).not.toContain(SECRET);
     },
   );
 
