@@ -13,7 +13,10 @@ const GH = "ghp_0123456789abcdefghijABCDEFGHIJ012345";
 
 const anthropic = (texts: string[]) =>
   [
-    sse("message_start", { type: "message_start", message: { id: "msg_1", model: "claude-sonnet-4-5", content: [], usage: { input_tokens: 3 } } }),
+    sse("message_start", {
+      type: "message_start",
+      message: { id: "msg_1", model: "claude-sonnet-4-5", content: [], usage: { input_tokens: 3 } },
+    }),
     sse("content_block_start", { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } }),
     ...texts.map((text) => sse("content_block_delta", { type: "content_block_delta", index: 0, delta: { type: "text_delta", text } })),
     sse("content_block_stop", { type: "content_block_stop", index: 0 }),
@@ -43,7 +46,10 @@ const carried = (response: string) => ({
 describe("a streamed response's credentials, found in its content", () => {
   it("a credential split over two deltas is caught: neither piece is in the body, one removal hashes the whole key", () => {
     const cut = 20;
-    for (const stream of [anthropic(["your key is ", KEY.slice(0, cut), `${KEY.slice(cut)} ok`]), chat(["key: ", KEY.slice(0, cut), KEY.slice(cut)])]) {
+    for (const stream of [
+      anthropic(["your key is ", KEY.slice(0, cut), `${KEY.slice(cut)} ok`]),
+      chat(["key: ", KEY.slice(0, cut), KEY.slice(cut)]),
+    ]) {
       const out = redactSse(stream);
       expect(out.text).not.toContain(KEY.slice(0, cut));
       expect(out.text).not.toContain(KEY.slice(cut, cut + 30));

@@ -9,7 +9,12 @@ function wholeTable(vendor: string, model: string, u: RecordedUsage, at: Date): 
   const cacheWrite = u.cache_write_tokens ?? 0;
   try {
     const r = calcPrice(
-      { input_tokens: u.input_tokens + cacheRead + cacheWrite, cache_read_tokens: cacheRead, cache_write_tokens: cacheWrite, output_tokens: u.output_tokens },
+      {
+        input_tokens: u.input_tokens + cacheRead + cacheWrite,
+        cache_read_tokens: cacheRead,
+        cache_write_tokens: cacheWrite,
+        output_tokens: u.output_tokens,
+      },
       model,
       { providerId: vendor, timestamp: at },
     );
