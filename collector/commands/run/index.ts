@@ -1,4 +1,4 @@
-import { formatUsd, RunId } from "../../../protocol/index.ts";
+import { formatUsd, plural, RunId } from "../../../protocol/index.ts";
 import { parse } from "../../lib/args.ts";
 import { UsageError } from "../../lib/errors.ts";
 import { EXIT, EXIT_HELP, operatorApi, printJson, when } from "../../lib/operator.ts";
@@ -34,8 +34,6 @@ interface Detail {
   paused: boolean;
   gaps: { kind: string; seq?: number; detail: string }[];
 }
-
-const plural = (n: number, noun: string) => `${n.toLocaleString("en-US")} ${noun}${n === 1 ? "" : "s"}`;
 
 /** A run id from the command line, or a usage error. */
 export function runArg(program: string, positionals: string[], usage: string): string {
