@@ -127,11 +127,11 @@ export async function login(args: string[]): Promise<number> {
     return EXIT.ok;
   }
   const lines = [
-    `signed in to ${creds.server}: workspace ${creds.workspace}, token ${creds.token_id} (${creds.scope === "admin" ? "read and change" : "read only"}), expires ${when(creds.expires_ms)}`,
+    `signed in to ${creds.server}: workspace ${creds.workspace}, token ${creds.token_id} (${creds.scope === "admin" ? "read and change" : "read only"}), ${creds.expires_ms === null ? "no expiry" : `expires ${when(creds.expires_ms)}`}`,
     `pinned the server's ${pinned.length === 1 ? "key" : `${pinned.length} keys`} (compare with what your server's operator publishes):`,
     ...pinned.map(
       (k) =>
-        `  ${k.key_id}  ed25519  ${k.fingerprint}  signing from ${when(k.not_before_ms)}${k.not_after_ms === null ? " (current)" : ` to ${when(k.not_after_ms)}`}`,
+        `  ${k.key_id}  ed25519  ${k.fingerprint}  ${k.not_before_ms === 0 ? "its first signing key" : `signing from ${when(k.not_before_ms)}`}${k.not_after_ms === null ? " (current)" : ` to ${when(k.not_after_ms)}`}`,
     ),
     `credentials: ${credentialsPath()} (mode 0600)`,
   ];
