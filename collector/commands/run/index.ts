@@ -1,4 +1,4 @@
-import { formatUsd } from "../../../protocol/index.ts";
+import { formatUsd, plural } from "../../../protocol/index.ts";
 import { parse } from "../../lib/args.ts";
 import { EXIT, EXIT_HELP, operatorApi, printJson, runArg, when } from "../../lib/operator.ts";
 
@@ -34,7 +34,6 @@ interface Detail {
   gaps: { kind: string; seq?: number; detail: string }[];
 }
 
-const plural = (n: number, noun: string) => `${n.toLocaleString("en-US")} ${noun}${n === 1 ? "" : "s"}`;
 
 export async function run(args: string[]): Promise<number> {
   const { values, positionals } = parse("oxagen run", args, { json: { type: "boolean", default: false } });
