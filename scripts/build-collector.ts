@@ -101,6 +101,7 @@ for (const [path, text] of Object.entries(files)) {
   writeFileSync(join(pkg, path), text, { mode: path.startsWith("bin/") ? 0o755 : 0o644 });
 }
 const plain = [
+  "bin/package.json",
   "bin/preflight.cjs",
   "harnesses/answers.cjs",
   ...HARNESSES.map((h) => `harnesses/${h}/answer.cjs`),
