@@ -7,6 +7,7 @@
  */
 import type { CoverageFacts } from "./assess.ts";
 import { HARNESSES } from "./ids.ts";
+import { plural } from "./words.ts";
 
 /** What a statement is made from: the run's harness, its coverage facts and its gaps. */
 export interface CoverageInput {
@@ -200,7 +201,7 @@ export function coverageStatement(input: CoverageInput): CoverageStatement {
 /** The statement as plain text, one item a line (what `oxagen verify` prints). */
 export function coverageText(s: CoverageStatement): string {
   const lines = ["Coverage statement", s.summary, "", "Recorded by:"];
-  for (const p of s.paths) lines.push(`  ${p.path} (${p.frames} frames): ${p.what}`);
+  for (const p of s.paths) lines.push(`  ${p.path} (${plural(p.frames, "frame")}): ${p.what}`);
   if (s.paths.length === 0) lines.push("  no path: the record holds no frame");
   lines.push("What the record holds:");
   for (const h of s.holds) lines.push(`  ${h.frame} x${h.count}: ${h.action}`);

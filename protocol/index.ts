@@ -35,3 +35,4 @@ export * from "./policy.ts";
 export * from "./redact.ts";
 export * from "./usd.ts";
 export * from "./tools.ts";
+export * from "./words.ts";

@@ -16,7 +16,9 @@ import { HARNESSES } from "../protocol/ids.ts";
 
 const root = join(import.meta.dirname, "..");
 // --out DIR builds elsewhere (tests build their own copy, so they never race on dist/).
-const out = resolve(parseArgs({ options: { out: { type: "string" } } }).values.out ?? join(root, "dist"));
+// --readable keeps names and lines (a CPU profile of the bundle then names its functions: bench:gateway's BENCH_CPU_PROF).
+const args = parseArgs({ options: { out: { type: "string" }, readable: { type: "boolean" } } }).values;
+const out = resolve(args.out ?? join(root, "dist"));
 const { version } = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { version: string };
 const PACKAGE = `oxagen-collector-${version}.tgz`;
 
@@ -27,7 +29,7 @@ const common: BuildOptions = {
   format: "esm",
   target: "node22",
   mainFields: ["module", "main"],
-  minify: true,
+  minify: !args.readable,
   legalComments: "none",
   logLevel: "warning",
 };
@@ -99,6 +101,7 @@ for (const [path, text] of Object.entries(files)) {
   writeFileSync(join(pkg, path), text, { mode: path.startsWith("bin/") ? 0o755 : 0o644 });
 }
 const plain = [
+  "bin/package.json",
   "bin/preflight.cjs",
   "harnesses/answers.cjs",
   ...HARNESSES.map((h) => `harnesses/${h}/answer.cjs`),

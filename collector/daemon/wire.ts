@@ -69,7 +69,10 @@ export function wire(
     },
   });
   replayer = new SpoolReplayer(recorder, spoolDir, log);
-  const leases = new BudgetLeases(httpLeaseServer(host), { idleMs: envMs("OXAGEN_LEASE_IDLE_MS", 120_000), log });
+  const leases = new BudgetLeases(httpLeaseServer(host, envMs("OXAGEN_LEASE_TIMEOUT_MS", 5000)), {
+    idleMs: envMs("OXAGEN_LEASE_IDLE_MS", 120_000),
+    log,
+  });
   const policy = new PolicyRefresher(host, recorder, () => leases.scarce());
   const push = new PolicyPush(
     host,

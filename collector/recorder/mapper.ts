@@ -1,4 +1,4 @@
-import { AgentName, hostChainId, runIdFor, type FrameKind } from "../../protocol/index.ts";
+import { AgentName, hostChainId, type Policy, runIdFor, type FrameKind } from "../../protocol/index.ts";
 import { bodyFields, makeBody, oversizeOf, type Body } from "./bodies.ts";
 import { decideEvent, type DecideContext, type DecisionRecord, type Told, toldOf } from "./decide.ts";
 import { deriveFrames } from "./derive.ts";
@@ -90,6 +90,57 @@ function hookUsage(v: unknown): Record<string, number> | undefined {
   return out.input_tokens !== undefined && out.output_tokens !== undefined ? out : undefined;
 }
 
+type StepOf = (kind: FrameKind, payload: Record<string, unknown>, bodies?: Body[]) => void;
+
+/** A SessionStart's agent_start payload. */
+function agentStart(req: HookRequest, run: RunInfo): Record<string, unknown> {
+  const e = req.event;
+  return {
+    harness: run.harness,
+    agent: run.agent ?? undefined,
+    session_id: run.session_id,
+    cwd: typeof e.cwd === "string" && e.cwd.length <= 4096 ? e.cwd : undefined,
+    source: name(e.source),
+    model: name(e.model),
+    pid: req.pid,
+  };
+}
+
+/** The last assistant message a Stop or SubagentStop carries, as a body (null: none). */
+function messageBody(e: HookRequest["event"], retention: Policy["retention"] | null): Body | null {
+  const msg = e.last_assistant_message;
+  return typeof msg === "string" || oversizeOf(msg) ? makeBody("message", msg, retention) : null;
+}
+
+/** A PostToolUse or PostToolUseFailure: its tool_call, then what its input shows (derived frames). */
+function toolCallSteps(e: HookRequest["event"], retention: Policy["retention"] | null, step: StepOf): void {
+  const tool = name(e.tool_name) ?? "unknown";
+  const toolUseId = name(e.tool_use_id);
+  const toolRef = defined({ tool_name: tool, tool_use_id: toolUseId });
+  const failed = e.hook_event_name === "PostToolUseFailure";
+  // A harness (or a custom agent) may leave the input out: the frame then names none (the
+  // recorder fills it from the PreToolUse with the same tool_use_id when it saw one).
+  const reported = e.tool_input !== undefined;
+  const input = reported ? makeBody("tool_input", e.tool_input, retention) : null;
+  const output = makeBody(failed ? "error" : "tool_output", failed ? (e.error ?? "") : (e.tool_response ?? null), retention);
+  const status = failed ? (e.is_interrupt === true ? "interrupted" : "error") : "ok";
+  const duration = typeof e.duration_ms === "number" && Number.isInteger(e.duration_ms) && e.duration_ms >= 0 ? e.duration_ms : undefined;
+  const exit = exitCodeOf(e);
+  step(
+    "tool_call",
+    {
+      ...toolRef,
+      status: exit !== undefined && exit !== 0 && !failed ? "error" : status,
+      exit_code: exit,
+      duration_ms: duration,
+      input: input?.digest,
+      output: output.digest,
+    },
+    input ? [input, output] : [output],
+  );
+  if (reported) for (const d of deriveFrames(tool, e.tool_input, toolUseId)) step(d.kind, d.payload);
+}
+
 /**
  * Maps one hook event to frames and an answer, per the coverage statement's table. Pure. The run is
  * the one its event's session id names (the recorder gives a reused id its current run's, runs.ts).
@@ -110,7 +161,7 @@ export function mapEvent(req: HookRequest, ctx: MapContext): Plan {
   const tool = name(e.tool_name) ?? "unknown";
   const toolUseId = name(e.tool_use_id);
   const toolRef = defined({ tool_name: tool, tool_use_id: toolUseId });
-  const step = (kind: FrameKind, payload: Record<string, unknown>, bodies: Body[] = []) => {
+  const step: StepOf = (kind, payload, bodies = []) => {
     plan.steps.push({ kind, payload: defined({ path: "hook", ...payload, ...bodyFields(bodies) }), bodies });
   };
   const decided = (extra: Record<string, unknown> = {}) => {
@@ -119,16 +170,7 @@ export function mapEvent(req: HookRequest, ctx: MapContext): Plan {
   };
   switch (e.hook_event_name) {
     case "SessionStart":
-      if (session)
-        step("agent_start", {
-          harness: session.run.harness,
-          agent: session.run.agent ?? undefined,
-          session_id: session.run.session_id,
-          cwd: typeof e.cwd === "string" && e.cwd.length <= 4096 ? e.cwd : undefined,
-          source: name(e.source),
-          model: name(e.model),
-          pid: req.pid,
-        });
+      if (session) step("agent_start", agentStart(req, session.run));
       decided();
       break;
     case "UserPromptSubmit": {
@@ -153,36 +195,12 @@ export function mapEvent(req: HookRequest, ctx: MapContext): Plan {
       step("harness_permission", { ...toolRef, decision: "deny" });
       break;
     case "PostToolUse":
-    case "PostToolUseFailure": {
-      const failed = e.hook_event_name === "PostToolUseFailure";
-      // A harness (or a custom agent) may leave the input out: the frame then names none (the
-      // recorder fills it from the PreToolUse with the same tool_use_id when it saw one).
-      const reported = e.tool_input !== undefined;
-      const input = reported ? makeBody("tool_input", e.tool_input, retention) : null;
-      const output = makeBody(failed ? "error" : "tool_output", failed ? (e.error ?? "") : (e.tool_response ?? null), retention);
-      const status = failed ? (e.is_interrupt === true ? "interrupted" : "error") : "ok";
-      const duration =
-        typeof e.duration_ms === "number" && Number.isInteger(e.duration_ms) && e.duration_ms >= 0 ? e.duration_ms : undefined;
-      const exit = exitCodeOf(e);
-      step(
-        "tool_call",
-        {
-          ...toolRef,
-          status: exit !== undefined && exit !== 0 && !failed ? "error" : status,
-          exit_code: exit,
-          duration_ms: duration,
-          input: input?.digest,
-          output: output.digest,
-        },
-        input ? [input, output] : [output],
-      );
-      if (reported) for (const d of deriveFrames(tool, e.tool_input, toolUseId)) step(d.kind, d.payload);
+    case "PostToolUseFailure":
+      toolCallSteps(e, retention, step);
       break;
-    }
     case "Stop":
     case "StopFailure": {
-      const msg = e.last_assistant_message;
-      const body = typeof msg === "string" || oversizeOf(msg) ? makeBody("message", msg, retention) : null;
+      const body = messageBody(e, retention);
       step("turn_end", { message: body?.digest, turn_id: name(e.prompt_id), usage: hookUsage(e.usage) }, body ? [body] : []);
       break;
     }
@@ -190,8 +208,7 @@ export function mapEvent(req: HookRequest, ctx: MapContext): Plan {
       step("subagent_start", { agent_id: name(e.agent_id), agent_type: name(e.agent_type) });
       break;
     case "SubagentStop": {
-      const msg = e.last_assistant_message;
-      const body = typeof msg === "string" || oversizeOf(msg) ? makeBody("message", msg, retention) : null;
+      const body = messageBody(e, retention);
       step("subagent_stop", { agent_id: name(e.agent_id), agent_type: name(e.agent_type), status: name(e.status) }, body ? [body] : []);
       break;
     }

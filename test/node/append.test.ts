@@ -165,6 +165,33 @@ describe("appendSteps, deferred (the gateway)", () => {
     again.close();
   });
 
+  it("an ack while gateway entries wait goes in their group commit, after them: nothing is written on the spot, and a restart reads the ack", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "oxagen-append-"));
+    const journal = new Journal(dir);
+    const rec = journal.open(RUN3, { harness: "custom", agent: null, session_id: "s3" });
+    appendSteps(journal, rec, [gap("hook")], { t: 10, lock: false, final: false, key, id: "hook-1" });
+    const onDisk = readFileSync(join(dir, `${RUN3}.jsonl`), "utf8");
+    appendSteps(journal, rec, [call("carried")], { t: 20, lock: false, final: false, key, id: "gw-1", defer: true });
+    // The server acknowledged the hook's frame: the ack joins the waiting entry's commit (written now,
+    // it would write and fsync the waiting entry on the event loop).
+    journal.ack(rec, 1, [], []);
+    expect(rec.stored).toBe(1);
+    expect(readFileSync(join(dir, `${RUN3}.jsonl`), "utf8")).toBe(onDisk);
+    await journal.settled();
+    expect(lines(dir, RUN3).map((l) => (JSON.parse(l) as { k: string; id?: string }).id ?? (JSON.parse(l) as { k: string }).k)).toEqual([
+      "open",
+      "hook-1",
+      "gw-1",
+      "ack",
+    ]);
+    expect(rec.frames.map((f) => f.seq)).toEqual([1]);
+    journal.close();
+    const again = new Journal(dir);
+    const back = again.chains.get(RUN3)!;
+    expect([back.stored, back.frames.map((f) => f.seq), again.has("gw-1")]).toEqual([1, [1], true]);
+    again.close();
+  });
+
   it("a chain holds at most MAX_DEFERRED entries waiting: the next one is written at once, with all those before it", () => {
     const dir = mkdtempSync(join(tmpdir(), "oxagen-append-"));
     const journal = new Journal(dir);

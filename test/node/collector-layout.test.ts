@@ -85,6 +85,15 @@ describe("the collector's folders", () => {
     }
   });
 
+  it("one folder per command: each command main.ts names loads commands/<its name>/index.ts", () => {
+    const main = readFileSync(join(ROOT, "main.ts"), "utf8");
+    const loads = [
+      ...main.matchAll(/"?([a-z-]+)"?: \{\s*summary: "[^"]*",\s*load: \(\) => command\(import\("\.\/commands\/([^"]+)"\)/g),
+    ].map((m) => [m[1], m[2]]);
+    expect(loads.length).toBeGreaterThan(20);
+    for (const [name, module] of loads) expect(module, `${name} loads ${module}`).toBe(`${name}/index.ts`);
+  });
+
   it("finds a cycle where there is one (the check itself)", () => {
     const graph = new Map([
       ["recorder", new Set(["gateway"])],

@@ -1,11 +1,10 @@
 // `tacho hook`: the command a harness runs on every step, so it must start near `node -e 0`.
-// Plain JS with only node:fs, node:net, node:os and node:path; no protocol/, zod,
-// node:http or fetch. The slower offline path (TS) loads only when the recorder is unreachable.
+// Plain JS with only node:fs, node:net and node:path (node:os only without $HOME); no protocol/,
+// zod, node:http, fetch or process.stdout (a stream costs a few ms to set up). The slower offline path (TS) loads only when the recorder is unreachable.
 // Whatever happens it prints exactly one JSON document and leaves the exit code 0.
 // Builtins come through process.getBuiltinModule: an ESM `import` of each costs a few ms at start.
-const { readFileSync, readSync } = process.getBuiltinModule("node:fs");
+const { readFileSync, readSync, writeSync } = process.getBuiltinModule("node:fs");
 const { connect } = process.getBuiltinModule("node:net");
-const { homedir } = process.getBuiltinModule("node:os");
 const { join } = process.getBuiltinModule("node:path");
 const { AGENT_NAME, HARNESSES, RESERVED_AGENT_NAMES, eventNameOf, refusal } = require("../../harnesses/answers.cjs");
 const { atSocket, untrustedDir } = require("../../lib/channel.cjs");
@@ -22,7 +21,10 @@ const DEFAULT_TIMEOUT_MS = 1500;
 
 /** @returns {string} */
 function stateDir() {
-  return process.env.OXAGEN_HOME || join(homedir(), ".config", "oxagen", "tacho");
+  if (process.env.OXAGEN_HOME) return process.env.OXAGEN_HOME;
+  // os.homedir() is $HOME when it is set; node:os costs a millisecond to load.
+  const home = process.env.HOME || process.getBuiltinModule("node:os").homedir();
+  return join(home, ".config", "oxagen", "tacho");
 }
 
 /**
@@ -119,39 +121,52 @@ function readHostRaw() {
 }
 
 /**
- * One request line to the recorder over its socket; resolves to its answer, or to why there is
- * none: `down` (no recorder: nothing listens), `timeout`, or `failed` (it answered without an answer).
+ * The recorder's socket, connecting at once so the connection is made while the payload is read.
+ * `ask` sends one request line and resolves to its answer, or to why there is none: `down` (no
+ * recorder: nothing listens), `timeout`, or `failed` (it answered without an answer). `close` ends
+ * it (an unused connection would keep the hook alive).
  * @param {string} dir
- * @param {string} line
- * @param {number} timeoutMs
- * @returns {Promise<Reply>}
+ * @returns {{ ask(line: string, timeoutMs: number): Promise<Reply>; close(): void }}
  */
-function ask(dir, line, timeoutMs) {
-  return new Promise((resolve) => {
-    let text = "";
-    let done = false;
-    const socket = atSocket(dir, (path) => connect({ path }));
-    /** @param {Reply} value */
-    const finish = (value) => {
-      if (done) return;
-      done = true;
-      clearTimeout(timer);
-      socket.destroy();
-      resolve(value);
-    };
-    const timer = setTimeout(() => finish({ none: "timeout" }), timeoutMs);
-    socket.setEncoding("utf8");
-    socket.on("connect", () => socket.write(`${line}\n`));
-    socket.on("data", (/** @type {string} */ chunk) => {
-      text += chunk;
-      const end = text.indexOf("\n");
-      if (end >= 0) finish(parseAnswer(text.slice(0, end)));
-    });
-    socket.on("error", (/** @type {NodeJS.ErrnoException} */ err) =>
-      finish({ none: err.code === "ENOENT" || err.code === "ECONNREFUSED" || err.code === "ENOTSOCK" ? "down" : "failed" }),
-    );
-    socket.on("close", () => finish(parseAnswer(text)));
+function dial(dir) {
+  const socket = atSocket(dir, (path) => connect({ path }));
+  let text = "";
+  /** @type {Reply | null} */
+  let result = null;
+  /** @type {(reply: Reply) => void} */
+  let deliver = () => {};
+  /** @param {Reply} reply */
+  const finish = (reply) => {
+    if (result) return;
+    result = reply;
+    socket.destroy();
+    deliver(reply);
+  };
+  socket.setEncoding("utf8");
+  socket.on("data", (/** @type {string} */ chunk) => {
+    text += chunk;
+    const end = text.indexOf("\n");
+    if (end >= 0) finish(parseAnswer(text.slice(0, end)));
   });
+  socket.on("error", (/** @type {NodeJS.ErrnoException} */ err) =>
+    finish({ none: err.code === "ENOENT" || err.code === "ECONNREFUSED" || err.code === "ENOTSOCK" ? "down" : "failed" }),
+  );
+  socket.on("close", () => finish(parseAnswer(text)));
+  return {
+    ask(line, timeoutMs) {
+      if (result) return Promise.resolve(result);
+      // Written before the connection is up, it waits in the socket until it is.
+      socket.write(`${line}\n`);
+      return new Promise((resolve) => {
+        const timer = setTimeout(() => finish({ none: "timeout" }), timeoutMs);
+        deliver = (reply) => {
+          clearTimeout(timer);
+          resolve(reply);
+        };
+      });
+    },
+    close: () => finish({ none: "closed" }),
+  };
 }
 
 // Unique per event (time, pid, 64 random bits) without loading node:crypto, which costs ~5 ms
@@ -184,6 +199,25 @@ async function decide(argv, seen) {
   const harness = flags.harness !== null && HARNESSES.includes(flags.harness) ? flags.harness : null;
   seen.harness = harness;
   const identity = identityProblem(flags);
+  const dir = stateDir();
+  const distrust = untrustedDir(dir);
+  const channel = identity || distrust ? null : dial(dir);
+  try {
+    return await decideOn(flags, harness, identity, seen, { distrust, channel });
+  } finally {
+    channel?.close();
+  }
+}
+
+/**
+ * @param {Flags} flags
+ * @param {string | null} harness
+ * @param {[string, string] | null} identity
+ * @param {Seen} seen
+ * @param {{ distrust: string | null; channel: ReturnType<typeof dial> | null }} recorder the channel, or why there is none
+ * @returns {Promise<HookAnswer>}
+ */
+async function decideOn(flags, harness, identity, seen, { distrust, channel }) {
   const { bytes, total } = await readStdin();
 
   /** @type {unknown} */
@@ -221,15 +255,28 @@ async function decide(argv, seen) {
   }
   const line = JSON.stringify(request);
 
-  const dir = stateDir();
-  const distrust = untrustedDir(dir);
   const timeoutMs = Number(process.env.TACHO_HOOK_TIMEOUT_MS) || DEFAULT_TIMEOUT_MS;
   /** @type {Reply} */
-  const online = distrust ? { none: "untrusted" } : await ask(dir, line, timeoutMs);
+  const online = channel ? await channel.ask(line, timeoutMs) : { none: "untrusted" };
   if (online.answer) return online.answer;
   seen.down = online.none === "down";
   const { offlineAnswer } = await offlinePath();
   return offlineAnswer({ host, request, line, eventName, why: online.none, ...(distrust ? { notice: distrust } : {}) });
+}
+
+/**
+ * Writes the answer to fd 1 as it is; a pipe its parent left non-blocking may take only part of it
+ * at once, and the rest then goes through process.stdout. Nobody reading (EPIPE) loses nothing.
+ * @param {string} text
+ */
+function writeOut(text) {
+  const bytes = Buffer.from(text);
+  let at = 0;
+  try {
+    while (at < bytes.length) at += writeSync(1, bytes, at);
+  } catch (err) {
+    if (/** @type {NodeJS.ErrnoException} */ (err).code !== "EPIPE") process.stdout.write(bytes.subarray(at));
+  }
 }
 
 // The slower TypeScript path, loaded only when the recorder cannot answer (one specifier: the package build rewrites it).
@@ -250,7 +297,7 @@ async function runHook(argv) {
     const message = err instanceof Error ? err.message : String(err);
     answer = refusal(seen.event, "internal", `internal error: ${message}`, seen.harness);
   }
-  process.stdout.write(`${JSON.stringify(answer)}\n`);
+  writeOut(`${JSON.stringify(answer)}\n`);
   process.exitCode = 0;
   if (seen.down) {
     // After the answer is out: start the recorder (at most once a minute), so the spool is replayed.

@@ -2,6 +2,7 @@ import type { Payload, Policy } from "../../../protocol/index.ts";
 import { bodyFields, makeBody } from "../../recorder/bodies.ts";
 import type { DecisionRecord } from "../../recorder/decide.ts";
 import type { Step } from "../../recorder/mapper.ts";
+import { redactSse } from "./sse-redact.ts";
 import type { Seen } from "./usage.ts";
 
 /** One forwarded call as the gateway saw it go by. */
@@ -25,7 +26,8 @@ export interface Carried {
 /** The `llm_call` of a call the gateway forwarded, with its request and response bodies (redacted, then hashed). */
 export function llmCallStep(c: Carried, retention: Policy["retention"] | null): Step {
   const request = makeBody("llm_request", c.request.toString("utf8"), retention);
-  const response = c.response ? makeBody("llm_response", c.response.toString("utf8"), retention) : null;
+  // A stream is scanned by its content (each delta's text, joined), not its SSE framing.
+  const response = c.response ? makeBody("llm_response", c.response.toString("utf8"), retention, c.stream ? redactSse : undefined) : null;
   const bodies = response ? [request, response] : [request];
   const payload: Payload<"llm_call"> = {
     path: "gateway",

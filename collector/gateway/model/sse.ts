@@ -22,8 +22,8 @@ export class SseSplitter {
     const out: SseEvent[] = [];
     let start = 0;
     const buf = this.#pending;
-    for (let i = Math.max(this.#from, 1); i < buf.length; i++) {
-      if (buf[i] !== LF) continue;
+    // indexOf finds each LF natively (a byte-by-byte loop here was most of the splitter's time).
+    for (let i = buf.indexOf(LF, Math.max(this.#from, 1)); i >= 0; i = buf.indexOf(LF, i + 1)) {
       // A blank line: LF LF, or CR LF CR LF (then buf[i-1] is CR and buf[i-2] is LF).
       const blank = buf[i - 1] === LF || (buf[i - 1] === CR && i >= 2 && buf[i - 2] === LF);
       if (!blank || i < start + 1) continue;

@@ -69,12 +69,12 @@ export interface Preparing {
   complete(): void;
 }
 
-/** An entry waiting for its chain's group commit (group-commit.ts). */
+/** An entry waiting for its chain's group commit (group-commit.ts), or an ack line behind such entries (entry null). */
 export interface Deferred {
   /** The file offset just past its line. */
   end: number;
   line: Buffer;
-  entry: Entry;
+  entry: Entry | null;
   bodies: BodyBytes[];
 }
 

@@ -49,6 +49,17 @@ export class GroupCommit {
     this.schedule();
   }
 
+  /**
+   * Queues a line that needs no fsync of its own (an ack) behind the chain's waiting entries: it
+   * goes in their group commit instead of writing and fsyncing them on the event loop now.
+   */
+  trail(rec: ChainRecord, line: Buffer): void {
+    rec.size += line.length;
+    rec.lines++;
+    rec.deferred.push({ end: rec.size, line, entry: null, bodies: [] });
+    this.schedule();
+  }
+
   schedule(): void {
     if (this.#scheduled) return;
     this.#scheduled = true;
@@ -75,7 +86,8 @@ export class GroupCommit {
         const bytes = Buffer.concat(todo.map((d) => d.line));
         let off = 0;
         while (off < bytes.length) off += (await writeAsync(rec.fd, bytes, off, bytes.length - off, at + off)).bytesWritten;
-        await fsyncAsync(rec.fd);
+        // Acks alone need no fsync (a crash that loses one only ships its frames again).
+        if (todo.some((d) => d.entry)) await fsyncAsync(rec.fd);
         if (rec.epoch === epoch && rec.durable < at + bytes.length) {
           rec.durable = at + bytes.length;
           this.#host.settle(rec);

@@ -183,8 +183,8 @@ export class Journal {
       let n = 0;
       try {
         this.ready(rec);
-        n = rec.deferred.length;
-        if (n) this.#write(rec, null);
+        n = rec.deferred.filter((d) => d.entry).length;
+        if (rec.deferred.length) this.#write(rec, null);
         // Their files too, now (whoever reads the files back next must find them).
         this.#store.writeAll();
       } catch (err) {
@@ -206,8 +206,12 @@ export class Journal {
     if (stored <= rec.stored && locks.length === 0 && bodies.length === 0) return;
     const line: Line & Ack = { k: "ack", stored: Math.max(stored, rec.stored), locks, bodies };
     // Not fsync'd on its own (the next fsync of the file covers it): an ack a crash loses only ships
-    // those frames and bodies again, which the server takes as duplicates.
-    this.#write(rec, line, false);
+    // those frames and bodies again, which the server takes as duplicates. Behind the gateway's
+    // waiting entries it joins their group commit (written now, it would fsync them on the event
+    // loop: each body's ack did, twice a call).
+    if (rec.deferred.length && this.#group.accepts(rec)) {
+      this.#group.trail(rec, encodeLine(line));
+    } else this.#write(rec, line, false);
     this.#applyAck(rec, line);
     const idle = rec.frames.length === 0 && rec.locks.length === 0 && rec.bodies.length === 0;
     if (rec.lines > COMPACT_AFTER_LINES || (idle && rec.lines > 50)) this.compact(rec);
@@ -292,7 +296,7 @@ export class Journal {
     try {
       writeAll(rec.fd, bytes, at);
       // Waiting entries written with it are durable only once fsync'd, whatever the line.
-      if (sync || pending.length > 0) fsyncSync(rec.fd);
+      if (sync || pending.some((d) => d.entry)) fsyncSync(rec.fd);
     } catch (err) {
       rec.epoch++;
       try {
@@ -313,6 +317,7 @@ export class Journal {
     let n = 0;
     while (rec.deferred.length && rec.deferred[0]!.end <= rec.durable) {
       const d = rec.deferred.shift()!;
+      if (!d.entry) continue;
       this.#apply(rec, d.entry);
       for (const b of d.bodies) this.#store.keep(b);
       n++;

@@ -116,15 +116,19 @@ export class Sources {
       this.#watch(req, s.chain, s.run);
       const e = req.event;
       if (typeof e.cwd === "string") this.trees.note(s.chain, e.cwd);
-      const tool = typeof e.tool_use_id === "string" ? e.tool_use_id : null;
+      // Only a Codex rollout's tool calls are checked against the hooked ones ({@link #readFile}): another
+      // harness's tool hook changes nothing here, so sources.json is not rewritten on its path.
+      const tool = s.run.harness === "codex" && typeof e.tool_use_id === "string" ? e.tool_use_id : null;
       if (
         tool &&
         (e.hook_event_name === "PostToolUse" || e.hook_event_name === "PostToolUseFailure" || e.hook_event_name === "PreToolUse")
       ) {
         const set = this.#hooked.get(s.chain) ?? new Set();
-        set.add(tool);
-        this.#hooked.set(s.chain, set);
-        this.#changed();
+        if (!set.has(tool)) {
+          set.add(tool);
+          this.#hooked.set(s.chain, set);
+          this.#changed();
+        }
       }
       if (e.hook_event_name === "Stop") this.trees.due(s.chain);
       this.save();
