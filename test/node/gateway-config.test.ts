@@ -239,9 +239,9 @@ describe("enroll --gateway: the workspace's tools as the MCP server oxagen", () 
     });
     expect(existsSync(join(home.dir, ".cursor", "mcp.json"))).toBe(false);
     const status = JSON.parse((await tacho("status", "--offline", "--json")).stdout) as Json;
-    expect(status.gateway.routed).toEqual([
-      { harness: "claude-code", configured: true, mcp_server: true },
-      { harness: "codex", configured: true, mcp_server: true },
+    expect(status.gateway.mcp_servers).toEqual([
+      { harness: "claude-code", present: true },
+      { harness: "codex", present: true },
     ]);
     expect((await tacho("status", "--offline")).stdout).toContain(
       `workspace tools (MCP server oxagen at 127.0.0.1:${gatewayPort}/mcp) for claude-code, codex`,

@@ -46,7 +46,12 @@ export async function status(args: string[]): Promise<number> {
   const stops = stopsHere(host, readPolicyFile(host)?.policy ?? null, Date.now());
   const gateway = {
     port: host.ports.gateway,
-    routed: (host.gateway ?? []).map((h) => ({ harness: h, configured: routedNow(host, h), mcp_server: mcpServerNow(host, h) })),
+    routed: (host.gateway ?? []).map((h) => ({ harness: h, configured: routedNow(host, h) })),
+    // The workspace's tools as each routed harness's MCP server `oxagen`: whether its entry is there.
+    mcp_servers: (host.gateway ?? []).flatMap((h) => {
+      const present = mcpServerNow(host, h);
+      return present === null ? [] : [{ harness: h, present }];
+    }),
     upstreams: host.upstreams ?? {},
     recorder: daemon.recorder?.gateway ?? null,
   };
@@ -115,7 +120,8 @@ function render(
     stops: Stops;
     gateway: {
       port: number;
-      routed: { harness: string; configured: boolean; mcp_server: boolean | null }[];
+      routed: { harness: string; configured: boolean }[];
+      mcp_servers: { harness: string; present: boolean }[];
       upstreams: NonNullable<HostConfig["upstreams"]>;
       recorder: RecorderSummary["gateway"];
     };
@@ -157,10 +163,10 @@ function render(
   lines.push(
     `gateway: 127.0.0.1:${g.port} ${g.recorder?.listening ?? "unknown (recorder not running)"}; model calls of ${routes || "no harness (tacho enroll --gateway)"}`,
   );
-  const tools = g.routed.filter((r) => r.mcp_server !== null);
+  const tools = g.mcp_servers;
   if (tools.length)
     lines.push(
-      `  workspace tools (MCP server oxagen at 127.0.0.1:${g.port}/mcp) for ${tools.map((r) => `${r.harness}${r.mcp_server ? "" : " (entry missing: run tacho enroll --gateway)"}`).join(", ")}`,
+      `  workspace tools (MCP server oxagen at 127.0.0.1:${g.port}/mcp) for ${tools.map((r) => `${r.harness}${r.present ? "" : " (entry missing: run tacho enroll --gateway)"}`).join(", ")}`,
     );
   for (const [vendor, u] of Object.entries(g.upstreams))
     lines.push(`  ${vendor} calls go on to ${u.url} (this computer's own upstream, from ${u.from})`);
