@@ -34,7 +34,6 @@ interface Detail {
   gaps: { kind: string; seq?: number; detail: string }[];
 }
 
-
 export async function run(args: string[]): Promise<number> {
   const { values, positionals } = parse("oxagen run", args, { json: { type: "boolean", default: false } });
   const id = runArg("oxagen run", positionals, USAGE);

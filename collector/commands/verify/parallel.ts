@@ -121,7 +121,10 @@ export class ParallelChecker implements FrameChecker {
   submit(slot: number, begin: number, end: number, job: FrameLinesJob): void {
     const order = this.#submitted++;
     this.#jobs[slot] = { ...job, start: begin, end, order };
-    if (this.#alone) return this.#runHere(slot);
+    if (this.#alone) {
+      this.#runHere(slot);
+      return;
+    }
     this.start();
     if (!this.#configured) {
       this.#port.postMessage({ chainId: job.chainId, bodies: job.bodies } satisfies ToWorker);
@@ -143,7 +146,10 @@ export class ParallelChecker implements FrameChecker {
   free(slot: number): void {
     const job = this.#jobs[slot];
     if (!job) return;
-    if (job.order >= this.#delivered && !this.#done.has(job.order)) return this.#settle(slot);
+    if (job.order >= this.#delivered && !this.#done.has(job.order)) {
+      this.#settle(slot);
+      return;
+    }
     if (this.#alone) return;
     // Answered; the worker may still be about to mark it done.
     Atomics.wait(this.#control, slotWord(slot, STATE), TAKEN, this.#waitLimit);
@@ -240,12 +246,16 @@ export class ParallelChecker implements FrameChecker {
   // the blocks still waiting here first, then waits for the worker.
   #settle(slot: number): void {
     for (;;) {
-      if (this.#alone || this.#take(slot)) return this.#runHere(slot);
+      if (this.#alone || this.#take(slot)) {
+        this.#runHere(slot);
+        return;
+      }
       const s = this.#state(slot);
       if (s === FREE) return;
       if (s === DONE) {
         this.#receive();
-        return this.#runHere(slot);
+        this.#runHere(slot);
+        return;
       }
       const other = this.#pendingSlots()[0];
       if (other !== undefined && this.#take(other)) {
