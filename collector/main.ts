@@ -41,7 +41,7 @@ const COMMANDS: Record<string, Record<string, { summary: string; load: () => Pro
       load: () => command(import("./commands/export/index.ts"), (m) => m.exportRun),
     },
     pause: { summary: "pause a run", load: () => command(import("./commands/pause/index.ts"), (m) => m.pause) },
-    resume: { summary: "resume a paused run", load: () => command(import("./commands/pause/index.ts"), (m) => m.resume) },
+    resume: { summary: "resume a paused run", load: () => command(import("./commands/resume/index.ts"), (m) => m.resume) },
     seal: {
       summary: "seal a run: lock its record with the server's key and stop its agent",
       load: () => command(import("./commands/seal/index.ts"), (m) => m.seal),

@@ -7,6 +7,7 @@
  */
 import type { CoverageFacts } from "./assess.ts";
 import { HARNESSES } from "./ids.ts";
+import { plural } from "./words.ts";
 
 /** What a statement is made from: the run's harness, its coverage facts and its gaps. */
 export interface CoverageInput {
@@ -57,7 +58,7 @@ export interface CoverageStatement {
 
 const PATH_WHAT: Record<string, string> = {
   hook: "hooks the harness fired, received by the recorder",
-  gateway: "the loopback gateway, between the harness and its model vendor",
+  gateway: "the loopback gateway, between the harness and its model vendor or the workspace's Oxagen tools",
   transcript: "the harness's own transcript or rollout file, read by the recorder",
   worktree: "the session's git worktree, reconciled by the recorder",
   recorder: "the recorder itself (gaps, crashed sessions)",
@@ -132,7 +133,7 @@ const EVERY_PATH_BLIND = [
   "Actions outside the harness: a command typed in another terminal, or another program; a file it changes in the worktree shows only as a changed path, with no author and no content.",
   "Files outside the session's git worktree, and files git ignores.",
   "MCP servers the harness calls directly: only what the harness's own hooks reported.",
-  "Calls on Oxagen's hosted MCP servers: metered in a separate log, outside the run's chain.",
+  "Calls on the workspace's Oxagen tools that do not pass through the gateway (a client calling the hosted MCP endpoint with a tool token): metered in the server's log only, outside the run's chain.",
   "A call the gateway cannot tie to a session: recorded on the computer's own chain, not in this run's record.",
   "Anything before the recorder was enrolled or the session started, and anything after the chain ends.",
 ];
@@ -200,7 +201,7 @@ export function coverageStatement(input: CoverageInput): CoverageStatement {
 /** The statement as plain text, one item a line (what `oxagen verify` prints). */
 export function coverageText(s: CoverageStatement): string {
   const lines = ["Coverage statement", s.summary, "", "Recorded by:"];
-  for (const p of s.paths) lines.push(`  ${p.path} (${p.frames} frames): ${p.what}`);
+  for (const p of s.paths) lines.push(`  ${p.path} (${plural(p.frames, "frame")}): ${p.what}`);
   if (s.paths.length === 0) lines.push("  no path: the record holds no frame");
   lines.push("What the record holds:");
   for (const h of s.holds) lines.push(`  ${h.frame} x${h.count}: ${h.action}`);

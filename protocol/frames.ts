@@ -6,6 +6,7 @@
 import { z } from "zod";
 import { FRAME_KIND_NAMES } from "./frame-check.ts";
 import { Sha256Hex } from "./ids.ts";
+import { ToolCallId } from "./tools.ts";
 
 /** Which recording path wrote a frame. */
 export const RecordingPath = z.enum(["hook", "gateway", "transcript", "worktree", "recorder", "backfill"]);
@@ -93,6 +94,8 @@ export const PAYLOADS = {
     tool_use_id: name.optional(),
     model: name.optional(),
     offline: z.literal(true).optional(),
+    /** Gateway only, subject `oxagen_tool`: the server's meter row of the refused call. */
+    call_id: ToolCallId.optional(),
   }),
   tool_requested: z.strictObject({ ...common, ...toolRef, input: z.strictObject(hashAndSize) }),
   token_denied: z.strictObject({ ...common, ...toolRef, input: z.strictObject(hashAndSize), reason: z.string().max(1024) }),
@@ -107,6 +110,8 @@ export const PAYLOADS = {
     input: z.strictObject(hashAndSize).optional(),
     output: z.strictObject(hashAndSize).optional(),
     server: name.optional(),
+    /** Gateway only: the server's meter row of a call on the workspace's Oxagen tools (`server: "oxagen"`). */
+    call_id: ToolCallId.optional(),
   }),
   command: z.strictObject({ ...common, tool_use_id: name.optional(), program: name, command: z.strictObject(hashAndSize) }),
   file_io: z.strictObject({

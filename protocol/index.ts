@@ -36,3 +36,4 @@ export * from "./redact.ts";
 export * from "./usd.ts";
 export * from "./tools.ts";
 export * from "./uploads.ts";
+export * from "./words.ts";

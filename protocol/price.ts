@@ -1,4 +1,4 @@
-import { calcPrice, findProvider } from "@pydantic/genai-prices";
+import { calcPrice, findProvider, type Provider } from "@pydantic/genai-prices";
 
 /**
  * The price table every call is priced with: the bundled data of `@pydantic/genai-prices`, never
@@ -19,9 +19,35 @@ export interface RecordedUsage {
   cache_write_tokens?: number;
 }
 
+// Finding a model in the table is most of a price's cost (each model's match rules are tried in
+// turn, about 50 µs): the model a vendor and model id resolve to is kept, and the table is then
+// asked with a provider holding only that model, which finds the same model and the same prices.
+const resolved = new Map<string, Provider | null>();
+
+function providerFor(vendor: string, model: string, at: Date): Provider | null {
+  const key = `${vendor}\u0000${model}`;
+  let p = resolved.get(key);
+  if (p === undefined) {
+    const provider = findProvider({ providerId: vendor });
+    let found: ReturnType<typeof calcPrice> = null;
+    try {
+      found = provider ? calcPrice({ input_tokens: 0, output_tokens: 0 }, model, { providerId: vendor, timestamp: at }) : null;
+    } catch {
+      found = null;
+    }
+    // Unknown (or not priceable) here: asked of the whole table each time, as before.
+    if (!provider || !found) return provider ?? null;
+    p = { ...provider, models: [found.model] };
+    if (resolved.size >= 256) resolved.clear();
+    resolved.set(key, p);
+  }
+  return p;
+}
+
 /** A call's price in millionths of a dollar, or null when the table does not know its vendor or model. */
 export function priceCall(vendor: string, model: string, usage: RecordedUsage, at: Date): number | null {
-  if (!findProvider({ providerId: vendor })) return null;
+  const provider = providerFor(vendor, model, at);
+  if (!provider) return null;
   const cacheRead = usage.cache_read_tokens ?? 0;
   const cacheWrite = usage.cache_write_tokens ?? 0;
   let result: ReturnType<typeof calcPrice>;
@@ -35,7 +61,7 @@ export function priceCall(vendor: string, model: string, usage: RecordedUsage, a
         output_tokens: usage.output_tokens,
       },
       model,
-      { providerId: vendor, timestamp: at },
+      { provider, timestamp: at },
     );
   } catch {
     // The table refuses usage it cannot price (a figure it finds inconsistent): unpriced, not $0.

@@ -118,9 +118,14 @@ export function toolInputDigest(args: unknown): ToolDigest {
  * member a protocol revision adds are left out, so both revisions hash alike.
  */
 export function toolOutputDigest(result: Record<string, unknown>): ToolDigest {
+  return toolDigest(toolOutputValue(result));
+}
+
+/** What a `tools/call` result's output digest is of: only its `content`, `structuredContent` and `isError`, those present. */
+export function toolOutputValue(result: Record<string, unknown>): Record<string, unknown> {
   const picked: Record<string, unknown> = {};
   for (const k of ["content", "structuredContent", "isError"] as const) if (result[k] !== undefined) picked[k] = result[k];
-  return toolDigest(picked);
+  return picked;
 }
 
 /** The digest of a listed tool: of the tool object without its `_meta`. */

@@ -4,17 +4,21 @@
 // Also dist/tacho.mjs, the bundle `tacho daemon start` runs in this repo when it is newer than every source.
 //
 // The package keeps the collector's own layout for the files that load before anything else
-// (bin/, lib/preflight.cjs, hook-fast/), so their relative paths hold; everything else is bundled
+// (bin/, the hook's client commands/hook/client.cjs, the harnesses' answer rules, lib/channel.cjs and
+// lib/harness-pid.js), so their relative paths hold; everything else is bundled
 // into dist/ (one level down, like collector/lib/, so collector/lib/self.ts finds bin/ from either).
 import { spawnSync } from "node:child_process";
 import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { build, type BuildOptions, type Plugin } from "esbuild";
+import { HARNESSES } from "../protocol/ids.ts";
 
 const root = join(import.meta.dirname, "..");
 // --out DIR builds elsewhere (tests build their own copy, so they never race on dist/).
-const out = resolve(parseArgs({ options: { out: { type: "string" } } }).values.out ?? join(root, "dist"));
+// --readable keeps names and lines (a CPU profile of the bundle then names its functions: bench:gateway's BENCH_CPU_PROF).
+const args = parseArgs({ options: { out: { type: "string" }, readable: { type: "boolean" } } }).values;
+const out = resolve(args.out ?? join(root, "dist"));
 const { version } = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { version: string };
 const PACKAGE = `oxagen-collector-${version}.tgz`;
 
@@ -25,7 +29,7 @@ const common: BuildOptions = {
   format: "esm",
   target: "node22",
   mainFields: ["module", "main"],
-  minify: true,
+  minify: !args.readable,
   legalComments: "none",
   logLevel: "warning",
 };
@@ -53,9 +57,13 @@ const workerUrl = (source: RegExp, worker: string, file: string): Plugin => ({
   },
 });
 const verifyWorkerUrl = workerUrl(/commands[/\\]verify[/\\]parallel\.ts$/, "worker.ts", "verify-worker.js");
-const gatewayWorkerUrl = (file: string) => workerUrl(/gateway[/\\]offload\.ts$/, "body-worker.ts", file);
+const gatewayWorkerUrl = (file: string) => workerUrl(/gateway[/\\]model[/\\]offload\.ts$/, "body-worker.ts", file);
 
-await build({ ...common, entryPoints: [join(root, "collector/gateway/body-worker.ts")], outfile: join(out, "tacho-gateway-worker.mjs") });
+await build({
+  ...common,
+  entryPoints: [join(root, "collector/gateway/model/body-worker.ts")],
+  outfile: join(out, "tacho-gateway-worker.mjs"),
+});
 await build({
   ...common,
   entryPoints: [join(root, "collector/entry.ts")],
@@ -71,7 +79,7 @@ await build({
     offline: join(root, "collector/commands/hook/offline.ts"),
     oversize: join(root, "collector/commands/hook/oversize.ts"),
     "verify-worker": join(root, "collector/commands/verify/worker.ts"),
-    "gateway-worker": join(root, "collector/gateway/body-worker.ts"),
+    "gateway-worker": join(root, "collector/gateway/model/body-worker.ts"),
   },
   ...common,
   outdir: join(pkg, "dist"),
@@ -83,16 +91,24 @@ await build({
 const files: Record<string, string> = {
   "bin/tacho.js": rewritten("collector/bin/tacho.js", [['import("../main.ts")', 'import("../dist/main.js")']]),
   "bin/oxagen.js": rewritten("collector/bin/oxagen.js", [['import("../main.ts")', 'import("../dist/main.js")']]),
-  "hook-fast/client.cjs": rewritten("collector/hook-fast/client.cjs", [
-    ['import("../commands/hook/offline.ts")', 'import("../dist/offline.js")'],
-    ['import("../commands/hook/oversize.ts")', 'import("../dist/oversize.js")'],
+  "commands/hook/client.cjs": rewritten("collector/commands/hook/client.cjs", [
+    ['import("./offline.ts")', 'import("../../dist/offline.js")'],
+    ['import("./oversize.ts")', 'import("../../dist/oversize.js")'],
   ]),
 };
 for (const [path, text] of Object.entries(files)) {
   mkdirSync(join(pkg, path, ".."), { recursive: true });
   writeFileSync(join(pkg, path), text, { mode: path.startsWith("bin/") ? 0o755 : 0o644 });
 }
-for (const path of ["lib/preflight.cjs", "hook-fast/answers.cjs", "hook-fast/channel.cjs", "hook-fast/harness-pid.js"]) {
+const plain = [
+  "bin/package.json",
+  "bin/preflight.cjs",
+  "harnesses/answers.cjs",
+  ...HARNESSES.map((h) => `harnesses/${h}/answer.cjs`),
+  "lib/channel.cjs",
+  "lib/harness-pid.js",
+];
+for (const path of plain) {
   mkdirSync(join(pkg, path, ".."), { recursive: true });
   copyFileSync(join(root, "collector", path), join(pkg, path));
 }

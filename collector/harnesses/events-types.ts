@@ -1,4 +1,6 @@
-import type { Decision, HookAnswer } from "../hook-fast/answers.cjs";
+import type { Decision, HookAnswer, Offline } from "./answers.cjs";
+
+export type { Decision, HookAnswer, Offline } from "./answers.cjs";
 
 /** A hook payload: the harness's own JSON, or the canonical (Claude-shaped) event the mapper reads. */
 export type Payload = Record<string, unknown>;
@@ -17,11 +19,14 @@ export interface NormalizeContext {
 /** A canonical event, or the reason the event is not recorded at all. */
 export type Normalized = { event: Payload } | { ignore: string };
 
-/** How one harness's hook events become the canonical event model, and its answers go back. */
+/**
+ * One harness's adapter (its folder): how its hook events become the canonical event model, and how
+ * a decision on one becomes its answer (its answer.cjs, which `tacho hook`'s fast path loads too).
+ */
 export interface EventAdapter {
   normalize(payload: Payload, ctx: NormalizeContext): Normalized;
-  /** The harness's own answer for a canonical answer to a canonical event. */
-  shapeAnswer(canonical: Payload, answer: HookAnswer): HookAnswer;
+  /** The harness's own answer to a decision on a canonical event (`offline`: what `tacho hook` adds when it answered alone). */
+  answer(canonical: Payload, decision: Decision, reason: string, offline?: Offline): HookAnswer;
   /** What a policy's `ask` becomes: Codex and Cursor cannot hold a step for a person. */
   ask: "ask" | "deny";
 }
@@ -34,14 +39,4 @@ export function str(v: unknown): string | undefined {
 export function compact(o: Payload): Payload {
   for (const k of Object.keys(o)) if (o[k] === undefined) delete o[k];
   return o;
-}
-
-/** The decision and reason a canonical PreToolUse answer carries (mapper's shape); `none` when it carries none. */
-export function toolDecision(answer: HookAnswer): { decision: Decision; reason: string } {
-  const out = (answer as { hookSpecificOutput?: { permissionDecision?: unknown; permissionDecisionReason?: unknown } }).hookSpecificOutput;
-  const d = out?.permissionDecision;
-  return {
-    decision: d === "deny" || d === "ask" || d === "allow" ? d : "none",
-    reason: typeof out?.permissionDecisionReason === "string" ? out.permissionDecisionReason : "",
-  };
 }

@@ -3,12 +3,15 @@ import { homedir } from "node:os";
 import { join } from "node:path";
 import { parse } from "smol-toml";
 import { ExitError } from "../lib/errors.ts";
-import { HOOK_SECRET_HEADER } from "../recorder/listener.ts";
+import { HOOK_SECRET_HEADER } from "../lib/loopback.ts";
 import type { HostConfig } from "../lib/state.ts";
 import { claudeEnvText, type EnvContext, type Note, ownBaseUrl } from "./claude-code/env.ts";
 import { forgetSetting, noteSetting, settingOf } from "./originals.ts";
 import { type ConfigFile, readConfig, writeConfig } from "./settings.ts";
 import { claudeCode } from "./claude-code/config.ts";
+import { stella } from "./stella/config.ts";
+import { stellaRouteText } from "./stella/gateway.ts";
+import { claudeMcpServer, claudeMcpServerNow, codexMcpTable, OXAGEN_MCP_SERVER } from "./mcp-server.ts";
 import { parseToml } from "./toml.ts";
 
 /**
@@ -17,15 +20,15 @@ import { parseToml } from "./toml.ts";
  * (claude-code/env.ts; a base URL of the user's own there becomes this computer's upstream and is
  * given back with the rest). Codex: a model provider in config.toml (the secret in its
  * `http_headers`), chosen by `model_provider`; another model_provider of the user's own is
- * refused and left as it is. Cursor's model calls go to Cursor's own servers and Stella documents
- * no base URL setting, so neither can be pointed at it. Removing ours gives the file's bytes back.
+ * refused and left as it is. Stella: `providers.anthropic|openai.base_url` in its user settings
+ * (stella/gateway.ts). Cursor's model calls go to Cursor's own servers, so it cannot be pointed at
+ * it. Removing ours gives the file's bytes back.
  */
-export const GATEWAY_HARNESSES = ["claude-code", "codex"] as const;
+export const GATEWAY_HARNESSES = ["claude-code", "codex", "stella"] as const;
 
 /** Why a harness is not pointed at the gateway. */
 export const NOT_ROUTED: Record<string, string> = {
   cursor: "Cursor's model calls go to Cursor's servers, not through a local proxy",
-  stella: "Stella documents no base URL setting for its model calls",
 };
 
 /** The harnesses routed through the gateway: those already, and with `add` (--gateway) every wrapped one that can be. */
@@ -46,6 +49,8 @@ export interface GatewayResult {
   harness: string;
   config: string;
   changed: boolean;
+  /** The workspace's tools as the harness's MCP server `oxagen` (mcp-server.ts), when it is in another file. */
+  mcp?: { config: string; changed: boolean };
 }
 
 /** The context claude-code/env.ts edits settings.json in. */
@@ -96,7 +101,11 @@ function codexText(path: string, text: string | null, host: GatewayHost, on: boo
   const url = on ? gatewayUrl(host) : null;
   const before = text ?? "";
   const bare = cutBlock(cutBlock(before, TOP_BEGIN, TOP_END), TABLE_BEGIN, TABLE_END);
-  const theirs = parseToml(path, bare) as { model_provider?: unknown; model_providers?: Record<string, unknown> };
+  const theirs = parseToml(path, bare) as {
+    model_provider?: unknown;
+    model_providers?: Record<string, unknown>;
+    mcp_servers?: Record<string, unknown>;
+  };
   if (url !== null && theirs.model_provider !== undefined)
     throw new ExitError(
       1,
@@ -106,6 +115,11 @@ function codexText(path: string, text: string | null, host: GatewayHost, on: boo
     throw new ExitError(
       1,
       `${path}: [model_providers.${PROVIDER}] is defined outside tacho's block; remove it and run the command again (nothing was written)`,
+    );
+  if (url !== null && theirs.mcp_servers?.[OXAGEN_MCP_SERVER] !== undefined)
+    throw new ExitError(
+      1,
+      `${path}: [mcp_servers.${OXAGEN_MCP_SERVER}] is there already and tacho did not write it; tacho leaves it as it is. Rename or remove it and run the command again (nothing was written)`,
     );
   let next = bare;
   if (url !== null) {
@@ -118,6 +132,9 @@ function codexText(path: string, text: string | null, host: GatewayHost, on: boo
       `env_key = "OPENAI_API_KEY"`,
       `wire_api = "responses"`,
       ...(host.hook_secret ? [`http_headers = { ${JSON.stringify(HOOK_SECRET_HEADER)} = ${JSON.stringify(host.hook_secret)} }`] : []),
+      // The workspace's Oxagen tools, in the same block: removed with it, byte for byte.
+      "",
+      ...codexMcpTable(host),
       TABLE_END,
     ].join("\n");
     // After a text with no final newline the table has none either: that is how removing it gives that text back.
@@ -132,9 +149,19 @@ export function routeHarness(host: GatewayHost, harness: string, on: boolean, wr
   if (harness === "claude-code") {
     const file = readConfig(claudeCode);
     const { text, notes } = claudeEnvText(claudeContext(file, host), on);
-    if (!write) return { harness, config: file.path, changed: text !== null };
+    // Checked before either file is written: an `oxagen` server of the user's own refuses the whole change.
+    const mcp = claudeMcpServer(host, on, false);
+    if (!write) return { harness, config: file.path, changed: text !== null, mcp };
     // Noted before the file is written: a crash between the two leaves a note of nothing, never a change without its note.
     applyNotes(file.path, notes);
+    const changed = writeConfig(file, text);
+    return { harness, config: file.path, changed, mcp: claudeMcpServer(host, on) };
+  }
+  if (harness === "stella") {
+    const file = readConfig(stella);
+    const { text, notes } = stellaRouteText(file, host, on);
+    if (!write) return { harness, config: file.path, changed: text !== null };
+    for (const note of notes) note();
     return { harness, config: file.path, changed: writeConfig(file, text) };
   }
   if (harness === "codex") {
@@ -165,4 +192,12 @@ export function routedNow(host: GatewayHost, harness: string): boolean {
   } catch {
     return false;
   }
+}
+
+/** Whether the harness has the workspace's tools as its MCP server `oxagen` (tacho status); null for a harness that gets none. */
+export function mcpServerNow(host: GatewayHost, harness: string): boolean | null {
+  if (harness === "claude-code") return claudeMcpServerNow(host);
+  // Codex's table is in tacho's gateway block: there exactly when the block is.
+  if (harness === "codex") return routedNow(host, harness);
+  return null;
 }

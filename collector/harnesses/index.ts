@@ -1,4 +1,4 @@
-import { HARNESSES } from "../hook-fast/answers.cjs";
+import { HARNESSES } from "./answers.cjs";
 import { UsageError } from "../lib/errors.ts";
 import { claudeCode } from "./claude-code/config.ts";
 import { codex } from "./codex/config.ts";

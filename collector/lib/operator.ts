@@ -3,8 +3,9 @@ import { existsSync, readFileSync, rmSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
-import { fromHex, ServerKeyEntry } from "../../protocol/index.ts";
-import { ExitError } from "./errors.ts";
+import { fromHex, RunId, ServerKeyEntry } from "../../protocol/index.ts";
+import { parse } from "./args.ts";
+import { ExitError, UsageError } from "./errors.ts";
 import { refusal, requestJson, unreachable } from "./http.ts";
 import { writeFileAtomic } from "./state.ts";
 
@@ -167,4 +168,29 @@ export function propagationText(
   for (const n of p.not_applied) lines.push(`  not yet on ${n.hostname} (${n.host_id}): ${n.why}`);
   if (p.more > 0) lines.push(`  and ${p.more} more`);
   return `${lines.join("\n")}\n`;
+}
+
+/** A run id from the command line, or a usage error. */
+export function runArg(program: string, positionals: string[], usage: string): string {
+  if (positionals.length !== 1) throw new UsageError(`${program}: name exactly one run\n${usage}`);
+  const id = positionals[0]!;
+  if (!RunId.safeParse(id).success) throw new UsageError(`${program}: ${id} is not a run id (run_ and 32 hex; oxagen runs lists them)`);
+  return id;
+}
+
+/** `oxagen pause|resume|seal RUN`: one POST on the run, its propagation printed (or the answer, --json). */
+export async function runAction(action: "pause" | "resume" | "seal", args: string[], usage: string): Promise<number> {
+  const program = `oxagen ${action}`;
+  const { values, positionals } = parse(program, args, { json: { type: "boolean", default: false } });
+  const id = runArg(program, positionals, usage);
+  const answer = await operatorApi(program).json<{ propagation?: Parameters<typeof propagationText>[0] }>(`/v1/runs/${id}/${action}`, {
+    method: "POST",
+    body: {},
+  });
+  if (values.json) printJson(answer);
+  else
+    process.stdout.write(
+      `${action === "pause" ? "paused" : action === "resume" ? "resumed" : "sealed"} ${id}: ${propagationText(answer.propagation)}`,
+    );
+  return EXIT.ok;
 }

@@ -53,7 +53,7 @@ export const HostConfig = z.strictObject({
   /**
    * The developer's own upstream per vendor (a base URL that was in the harness's settings or in
    * the environment enroll ran in, or `--upstream`): the gateway forwards there before the
-   * workspace policy's `upstreams` (collector/gateway/index.ts `upstreamOf`).
+   * workspace policy's `upstreams` (collector/gateway/model/sink.ts `upstreamOf`).
    */
   upstreams: z.strictObject({ anthropic: HostUpstream.optional(), openai: HostUpstream.optional() }).optional(),
   /**

@@ -1,5 +1,5 @@
 import { ChainWriter, type FrameKind, type Payload, type SignedLock } from "../../protocol/index.ts";
-import type { BodyBytes, ChainRecord, Journal, JournalFrame, PendingBody } from "./journal.ts";
+import type { BodyBytes, ChainRecord, Journal, JournalFrame, PendingBody } from "./journal/index.ts";
 import type { Step } from "./mapper.ts";
 
 /** The host's signing identity, for the lock that may close an append. */
@@ -17,9 +17,10 @@ export interface AppendOptions {
   key: LockKey;
   /** The lock's time when later than the last frame's (a backfill locks when it runs, not when the session ran). */
   lockT?: number;
-  /** The event id this entry records exactly once, and the answer it gave. */
+  /** The event id this entry records exactly once, the answer it gave, and whether that answer refused a tool call. */
   id?: string | null;
   answer?: unknown;
+  refused?: boolean | undefined;
   /**
    * Durable by the journal's next group commit instead of before this returns (the gateway's calls,
    * whose client already has its answer): the steps take their place in the chain and their id now.
@@ -68,7 +69,12 @@ export function appendSteps(journal: Journal, rec: ChainRecord, steps: (Step & {
     throw err;
   }
   const id = opts.id ?? null;
-  const entry = { ...(id !== null ? { id, answer: opts.answer ?? {} } : {}), frames, locks, bodies };
+  const entry = {
+    ...(id !== null ? { id, answer: opts.answer ?? {}, ...(opts.refused ? { refused: true as const } : {}) } : {}),
+    frames,
+    locks,
+    bodies,
+  };
   journal.commit(rec, entry, before, defer ? bytes : undefined);
   return frames;
 }

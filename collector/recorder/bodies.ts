@@ -1,5 +1,5 @@
 import { bodyRef, keepFor, sha256Hex, utf8, type BodyRef, type Policy, type Redaction } from "../../protocol/index.ts";
-import { redact } from "../../protocol/redact.ts";
+import { type RedactResult, redact } from "../../protocol/redact.ts";
 
 type Role = BodyRef["role"];
 
@@ -17,8 +17,16 @@ export function bodyText(value: unknown): string {
   return JSON.stringify(value ?? null) ?? "null";
 }
 
-/** Redacts, then hashes: credentials never reach a hash, a frame or the disk. */
-export function makeBody(role: Role, value: unknown, retention: Policy["retention"] | null): Body {
+/**
+ * Redacts, then hashes: credentials never reach a hash, a frame or the disk. `redactor` is how the
+ * text is scanned (the gateway's streamed responses: by their content, collector/gateway/model/sse-redact.ts).
+ */
+export function makeBody(
+  role: Role,
+  value: unknown,
+  retention: Policy["retention"] | null,
+  redactor: (text: string) => RedactResult = redact,
+): Body {
   const cut = oversizeOf(value);
   if (cut) {
     // `tacho hook` hashed the real bytes (same rule as below) and kept only their digest.
@@ -27,7 +35,7 @@ export function makeBody(role: Role, value: unknown, retention: Policy["retentio
     return { ref, digest: { sha256: cut.sha256, size: cut.size }, redactions, bytes: null };
   }
   const text = bodyText(value).toWellFormed();
-  const red = redact(text);
+  const red = redactor(text);
   const bytes = utf8(red.text);
   const ref = bodyRef(role, bytes, keepFor(retention, role));
   return {

@@ -1,5 +1,5 @@
 import { decideModel, decideTool, type Payload as FramePayload, type Policy, stopOf } from "../../protocol/index.ts";
-import { decisionAnswer, type HookAnswer } from "../hook-fast/answers.cjs";
+import type { Decision } from "../harnesses/answers.cjs";
 import { oversizeOf } from "./bodies.ts";
 
 /** A cached policy that verified under the pinned server key, and its ETag. */
@@ -23,10 +23,16 @@ export interface DecideContext {
 /** The `policy_decision` an event records (its payload without `path`, bodies and tool reference). */
 export type DecisionRecord = Pick<FramePayload<"policy_decision">, "subject" | "decision" | "mode" | "reason" | "rule" | "policy_etag">;
 
-/** What the policy says about one event: the canonical (Claude-shaped) answer and what it records. */
-export interface Verdict {
-  answer: HookAnswer;
-  record: DecisionRecord | null;
+/** What a harness is told of a decision: its decision and reason. */
+export interface Told {
+  decision: Decision;
+  reason: string;
+}
+
+/** What a harness is told of a recorded decision: the decision when enforced; none in observe mode (recorded, not answered) or when nothing was decided. */
+export function toldOf(record: DecisionRecord | null): Told {
+  if (record?.mode !== "enforce") return { decision: "none", reason: "" };
+  return { decision: record.decision, reason: record.reason ?? "" };
 }
 
 // The events where a harness waits for a decision before it goes on, and what each decides.
@@ -48,29 +54,36 @@ const SUBJECT: Record<string, DecisionRecord["subject"]> = {
  *   tools, prompts and approvals (a session may still start, and is refused at its first step);
  * - otherwise the first tool clause that matches decides, then the policy's default, which is
  *   `none` for new workspaces: no permission decision, so the harness's own flow runs;
- * - observe mode records the decision and answers nothing.
+ * - observe mode records the decision and answers nothing ({@link toldOf}).
+ *
+ * Null when the event waits for no decision, or nothing decides it. Each harness's adapter turns
+ * the decision into its answer (collector/harnesses/<harness>/answer.cjs).
  */
-export function decideEvent(event: Record<string, unknown>, runId: string | null, ctx: DecideContext): Verdict {
+export function decideEvent(event: Record<string, unknown>, runId: string | null, ctx: DecideContext): DecisionRecord | null {
   const name = String(event.hook_event_name);
   const subject = SUBJECT[name];
-  if (!subject) return { answer: {}, record: null };
+  if (!subject) return null;
   const etag = ctx.policy?.etag;
-  const refuse = (reason: string, rule: string, mode: "enforce" | "observe" = "enforce"): Verdict => ({
-    answer: mode === "enforce" ? decisionAnswer(name, "deny", reason) : {},
-    record: { subject, decision: "deny", mode, reason: reason.slice(0, 1024), rule, ...(etag ? { policy_etag: etag } : {}) },
+  const decided = (decision: Decision, reason: string, rule: string, mode: "enforce" | "observe" = "enforce"): DecisionRecord => ({
+    subject,
+    decision,
+    mode,
+    reason: reason.slice(0, 1024),
+    rule,
+    ...(etag ? { policy_etag: etag } : {}),
   });
-  if (runId === null) return refuse("the hook's payload has no usable session_id, so Oxagen cannot attribute this step", "no_session");
+  if (runId === null)
+    return decided("deny", "the hook's payload has no usable session_id, so Oxagen cannot attribute this step", "no_session");
   const tool = name === "PreToolUse";
   const policy = ctx.policy?.policy;
-  if (!policy) {
-    if (tool) return refuse("no verified policy from Oxagen is cached, so this tool call cannot be checked", "no_policy");
-    return { answer: {}, record: null };
-  }
+  if (!policy)
+    return tool ? decided("deny", "no verified policy from Oxagen is cached, so this tool call cannot be checked", "no_policy") : null;
   const stop = stopOf(policy, { hostId: ctx.hostId, runId, agent: ctx.agent ?? null, now: ctx.now ?? Date.now() });
-  if (stop && !(stop.rule === "budget" && name === "SessionStart")) return refuse(stop.reason, stop.rule, policy.mode);
-  if (!tool) return { answer: {}, record: null };
+  if (stop && !(stop.rule === "budget" && name === "SessionStart")) return decided("deny", stop.reason, stop.rule, policy.mode);
+  if (!tool) return null;
   const oversize = oversizeOf(event.tool_input);
-  if (oversize) return refuse(`the tool call's input (${oversize.size} bytes) is over the 1 MiB Oxagen can check`, "oversize", policy.mode);
+  if (oversize)
+    return decided("deny", `the tool call's input (${oversize.size} bytes) is over the 1 MiB Oxagen can check`, "oversize", policy.mode);
   const input = event.tool_input as { command?: unknown } | null | undefined;
   const command = input && typeof input === "object" && typeof input.command === "string" ? input.command : undefined;
   const toolName = typeof event.tool_name === "string" && event.tool_name.length > 0 ? event.tool_name : "unknown";
@@ -82,31 +95,14 @@ export function decideEvent(event: Record<string, unknown>, runId: string | null
     toolName,
     ...(command !== undefined ? { command } : {}),
   });
-  let { decision, reason } = d;
-  if (decision === "ask" && ctx.ask === "deny" && policy.mode === "enforce") {
-    decision = "deny";
-    reason = `the policy asks a person to approve this tool call, and this harness cannot ask: refused. ${reason}`;
-  }
-  const record: DecisionRecord = {
-    subject,
-    decision,
-    mode: policy.mode,
-    reason: reason.slice(0, 1024),
-    rule: d.rule,
-    ...(etag ? { policy_etag: etag } : {}),
-  };
-  const answered = policy.mode === "observe" || decision === "none" ? {} : decisionAnswer(name, decision, reason);
-  return { answer: answered, record };
-}
-
-/** The decision a canonical answer carries on a veto event: deny, ask, allow, or none (no decision). */
-export function answeredDecision(event: string, answer: unknown): DecisionRecord["decision"] {
-  const a = (answer ?? {}) as Record<string, unknown>;
-  const out = a.hookSpecificOutput as { permissionDecision?: unknown; decision?: { behavior?: unknown } } | undefined;
-  const d = out?.permissionDecision ?? out?.decision?.behavior;
-  if (d === "allow" || d === "deny" || d === "ask") return d;
-  if ((event === "UserPromptSubmit" && a.decision === "block") || (event === "SessionStart" && a.continue === false)) return "deny";
-  return "none";
+  if (d.decision === "ask" && ctx.ask === "deny" && policy.mode === "enforce")
+    return decided(
+      "deny",
+      `the policy asks a person to approve this tool call, and this harness cannot ask: refused. ${d.reason}`,
+      d.rule,
+      policy.mode,
+    );
+  return decided(d.decision, d.reason, d.rule, policy.mode);
 }
 
 /** What the gateway checks before it forwards a model call (see {@link decideModelCall}). */

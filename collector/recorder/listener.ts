@@ -1,15 +1,21 @@
-import { timingSafeEqual } from "node:crypto";
 import { chmodSync, mkdirSync, rmSync, statSync } from "node:fs";
-import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from "node:http";
-import { connect, createServer, type Server, type Socket } from "node:net";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { connect, createServer, type Socket } from "node:net";
 import { join } from "node:path";
-import { atSocket } from "../hook-fast/channel.cjs";
+import { atSocket } from "../lib/channel.cjs";
+import {
+  closer,
+  HOOK_SECRET_HEADER,
+  type Listening,
+  listenLoopback,
+  loopbackRequest,
+  secretMatches,
+  sendJson,
+  track,
+} from "../lib/loopback.ts";
 
 /** The most a request (line or HTTP body) may carry. */
 export const MAX_REQUEST_BYTES = 16 * 1024 * 1024;
-
-/** The header an HTTP hook proves its enrollment with (host.json `hook_secret`). */
-export const HOOK_SECRET_HEADER = "x-oxagen-hook-secret";
 
 export interface SocketHandlers {
   /** One line-protocol request (already parsed JSON); returns the answer object. */
@@ -27,29 +33,6 @@ export interface HttpHandlers {
   /** What GET /healthz reports. */
   health(): unknown;
   log(msg: string): void;
-}
-
-export interface Listening {
-  server: Server;
-  close(): Promise<void>;
-}
-
-function closer(server: Server, sockets: Set<Socket>, after?: () => void): () => Promise<void> {
-  // Closing must not wait for a client that keeps its end open: every answer already went out.
-  return () =>
-    new Promise<void>((done) => {
-      server.close(() => {
-        after?.();
-        done();
-      });
-      for (const s of sockets) s.destroy();
-    });
-}
-
-function track(sockets: Set<Socket>, socket: Socket): void {
-  sockets.add(socket);
-  socket.on("close", () => sockets.delete(socket));
-  socket.on("error", () => socket.destroy());
 }
 
 function inUse(message: string): Error {
@@ -163,25 +146,6 @@ function onLine(socket: Socket, handlers: SocketHandlers): void {
   });
 }
 
-/** True for a Host or Origin naming this loopback port (stops DNS rebinding from a browser). */
-function loopbackAuthority(value: string, port: number): boolean {
-  const hosts = [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`];
-  return hosts.includes(
-    value
-      .toLowerCase()
-      .replace(/^https?:\/\//, "")
-      .replace(/\/$/, ""),
-  );
-}
-
-/** Whether a request header carries the enrollment's secret (compared in constant time). */
-export function secretMatches(given: string | string[] | undefined, secret: string): boolean {
-  if (typeof given !== "string") return false;
-  const a = Buffer.from(given);
-  const b = Buffer.from(secret);
-  return a.length === b.length && timingSafeEqual(a, b);
-}
-
 /**
  * The HTTP hook port on loopback (Claude Code posts its PostToolUse hooks here): only HTTP, only
  * from loopback peers, only with a loopback Host and Origin (DNS rebinding), and a hook must carry
@@ -191,49 +155,9 @@ export function listenHttp(port: number, handlers: HttpHandlers): Promise<Listen
   return listenLoopback(port, (req, res) => onHttp(req, res, port, handlers));
 }
 
-/**
- * An HTTP server on 127.0.0.1:`port` that drops every connection from a peer that is not on
- * loopback (the hook port and the gateway). Host and Origin are each handler's to check
- * ({@link loopbackRequest}).
- */
-export function listenLoopback(port: number, handle: (req: IncomingMessage, res: ServerResponse) => void): Promise<Listening> {
-  const sockets = new Set<Socket>();
-  const http = createHttpServer({ maxHeaderSize: 16 * 1024 }, handle);
-  // A harness keeps its connection to the gateway (and hook port) open between calls; Node's 5 s
-  // would close one just as a call is sent on it (the client sees a reset it does not retry, for a
-  // POST). Past a minute, and longer than clients' own idle limits (undici's 4 s), the client closes first.
-  http.keepAliveTimeout = 65_000;
-  const server = createServer((socket) => {
-    if (!LOOPBACK.has(socket.remoteAddress ?? "")) {
-      socket.destroy();
-      return;
-    }
-    track(sockets, socket);
-    // Small writes (a stream's events) go out at once, not after the peer's delayed ACK.
-    socket.setNoDelay(true);
-    http.emit("connection", socket);
-  });
-  return new Promise((resolve, reject) => {
-    server.once("error", reject);
-    server.listen({ port, host: "127.0.0.1", exclusive: true }, () => {
-      server.off("error", reject);
-      resolve({ server, close: closer(server, sockets) });
-    });
-  });
-}
-
-const LOOPBACK = new Set(["127.0.0.1", "::1", "::ffff:127.0.0.1"]);
-
+// Each hook its own connection: an answer closes it.
 function send(res: ServerResponse, status: number, body: unknown): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text), connection: "close" });
-  res.end(text);
-}
-
-/** True when a request's Host names this loopback port and its Origin, when it has one, does too. */
-export function loopbackRequest(req: IncomingMessage, port: number): boolean {
-  const origin = req.headers.origin;
-  return loopbackAuthority(req.headers.host ?? "", port) && (origin === undefined || loopbackAuthority(origin, port));
+  sendJson(res, status, body, { connection: "close" });
 }
 
 function onHttp(req: IncomingMessage, res: ServerResponse, port: number, handlers: HttpHandlers): void {

@@ -1,29 +1,11 @@
-import { AgentName, hostChainId, runIdFor, type FrameKind } from "../../protocol/index.ts";
+import { AgentName, hostChainId, type Policy, runIdFor, type FrameKind } from "../../protocol/index.ts";
 import { bodyFields, makeBody, oversizeOf, type Body } from "./bodies.ts";
-import { answeredDecision, decideEvent, type DecideContext, type DecisionRecord } from "./decide.ts";
+import { decideEvent, type DecideContext, type DecisionRecord, type Told, toldOf } from "./decide.ts";
 import { deriveFrames } from "./derive.ts";
-import type { RunInfo } from "./journal.ts";
+import type { RunInfo } from "./journal/index.ts";
+import { type HookRequest, toldBySpooledAnswer } from "./request.ts";
 
 export type { CachedPolicy } from "./decide.ts";
-
-/** One hook event as the wire carries it (docs/collector.md); `answer` only on spooled lines. */
-export interface HookRequest {
-  id: string | null;
-  t: number;
-  source: string;
-  harness: string | null;
-  agent: string | null;
-  event: Record<string, unknown>;
-  spooled_ms?: number;
-  /** Only on spool lines of an older `tacho hook`, which cut a payload over 1 MiB without hashing what it cut. */
-  oversize?: { bytes: number; dropped_fields: string[] };
-  answer?: unknown;
-  /** Spooled lines only: the decision `tacho hook` made offline, recorded as it was made. */
-  verdict?: DecisionRecord;
-  /** The harness process the hook ran under, and its start time (wire `pid`, `pid_start`). */
-  pid?: number;
-  pid_start?: string;
-}
 
 export interface Step {
   kind: FrameKind;
@@ -33,14 +15,15 @@ export interface Step {
 
 /**
  * What one event does: the chain it goes on (its session's run; the computer's own chain when it
- * names no usable session), the frames to append (each with its bodies), the answer, and whether
- * the session ends.
+ * names no usable session), the frames to append (each with its bodies), the policy's decision on
+ * it as its harness is told it (Recorder turns it into the harness's answer; a step `tacho hook`
+ * answered offline was told what it decided then), and whether the session ends.
  */
 export interface Plan {
   chain: string;
   run: RunInfo | null;
   steps: Step[];
-  answer: Record<string, unknown>;
+  told: Told;
   final: boolean;
 }
 
@@ -58,8 +41,8 @@ function defined<T extends Record<string, unknown>>(o: T): T {
   return o;
 }
 
-/** The session an event belongs to: harness label (harness name or custom agent name), run id and run meta. */
-export function sessionOf(req: HookRequest, hostId: string): { chain: string; run: RunInfo } | null {
+/** The run an event's own session id names (its first run: a reused id's current run is runs.ts `currentRun`): chain id and run meta; null when it names no usable session. */
+export function namedRun(req: HookRequest, hostId: string): { chain: string; run: RunInfo } | null {
   const label = req.harness ?? req.agent;
   const session = name(req.event.session_id);
   if (!label || !AgentName.safeParse(label).success || !session) return null;
@@ -67,19 +50,23 @@ export function sessionOf(req: HookRequest, hostId: string): { chain: string; ru
   return { chain: runIdFor(hostId, label, session), run: { harness: label, agent, session_id: session } };
 }
 
+/** A step `tacho hook` answered offline: a spooled line with the answer it printed. */
+function spooledAnswer(req: HookRequest): boolean {
+  return req.spooled_ms !== undefined && req.answer !== undefined;
+}
+
 /**
- * The decision a spooled line records: what `tacho hook` decided offline (its `verdict`; older
- * lines carry only the answer it printed), marked offline.
+ * The decision a step records: for a step `tacho hook` answered offline (a spooled line with its
+ * answer), the one it made then (its `verdict`; a line from before lines carried one: what its
+ * answer told, marked `offline`); otherwise the policy's.
  */
-function spooledRecord(req: HookRequest, computed: DecisionRecord | null): DecisionRecord | null {
-  if (req.spooled_ms === undefined || req.answer === undefined) return computed;
+function recordedDecision(req: HookRequest, computed: DecisionRecord | null): DecisionRecord | null {
+  if (!spooledAnswer(req)) return computed;
   if (req.verdict) return req.verdict;
-  const event = String(req.event.hook_event_name);
-  const decision = answeredDecision(event, req.answer);
-  if (!computed && decision === "none") return null;
-  const out = (req.answer as { hookSpecificOutput?: { permissionDecisionReason?: unknown } }).hookSpecificOutput;
-  const reason = typeof out?.permissionDecisionReason === "string" ? out.permissionDecisionReason : (computed?.reason ?? "");
-  return { subject: computed?.subject ?? "tool", decision, mode: computed?.mode ?? "enforce", reason, rule: "offline" };
+  const told = toldBySpooledAnswer(String(req.event.hook_event_name), req.answer);
+  if (!computed && told.decision === "none") return null;
+  const reason = told.reason ?? computed?.reason ?? "";
+  return { subject: computed?.subject ?? "tool", decision: told.decision, mode: computed?.mode ?? "enforce", reason, rule: "offline" };
 }
 
 function exitCodeOf(e: Record<string, unknown>): number | undefined {
@@ -103,46 +90,87 @@ function hookUsage(v: unknown): Record<string, number> | undefined {
   return out.input_tokens !== undefined && out.output_tokens !== undefined ? out : undefined;
 }
 
+type StepOf = (kind: FrameKind, payload: Record<string, unknown>, bodies?: Body[]) => void;
+
+/** A SessionStart's agent_start payload. */
+function agentStart(req: HookRequest, run: RunInfo): Record<string, unknown> {
+  const e = req.event;
+  return {
+    harness: run.harness,
+    agent: run.agent ?? undefined,
+    session_id: run.session_id,
+    cwd: typeof e.cwd === "string" && e.cwd.length <= 4096 ? e.cwd : undefined,
+    source: name(e.source),
+    model: name(e.model),
+    pid: req.pid,
+  };
+}
+
+/** The last assistant message a Stop or SubagentStop carries, as a body (null: none). */
+function messageBody(e: HookRequest["event"], retention: Policy["retention"] | null): Body | null {
+  const msg = e.last_assistant_message;
+  return typeof msg === "string" || oversizeOf(msg) ? makeBody("message", msg, retention) : null;
+}
+
+/** A PostToolUse or PostToolUseFailure: its tool_call, then what its input shows (derived frames). */
+function toolCallSteps(e: HookRequest["event"], retention: Policy["retention"] | null, step: StepOf): void {
+  const tool = name(e.tool_name) ?? "unknown";
+  const toolUseId = name(e.tool_use_id);
+  const toolRef = defined({ tool_name: tool, tool_use_id: toolUseId });
+  const failed = e.hook_event_name === "PostToolUseFailure";
+  // A harness (or a custom agent) may leave the input out: the frame then names none (the
+  // recorder fills it from the PreToolUse with the same tool_use_id when it saw one).
+  const reported = e.tool_input !== undefined;
+  const input = reported ? makeBody("tool_input", e.tool_input, retention) : null;
+  const output = makeBody(failed ? "error" : "tool_output", failed ? (e.error ?? "") : (e.tool_response ?? null), retention);
+  const status = failed ? (e.is_interrupt === true ? "interrupted" : "error") : "ok";
+  const duration = typeof e.duration_ms === "number" && Number.isInteger(e.duration_ms) && e.duration_ms >= 0 ? e.duration_ms : undefined;
+  const exit = exitCodeOf(e);
+  step(
+    "tool_call",
+    {
+      ...toolRef,
+      status: exit !== undefined && exit !== 0 && !failed ? "error" : status,
+      exit_code: exit,
+      duration_ms: duration,
+      input: input?.digest,
+      output: output.digest,
+    },
+    input ? [input, output] : [output],
+  );
+  if (reported) for (const d of deriveFrames(tool, e.tool_input, toolUseId)) step(d.kind, d.payload);
+}
+
 /**
  * Maps one hook event to frames and an answer, per the coverage statement's table. Pure. The run is
  * the one its event's session id names (the recorder gives a reused id its current run's, runs.ts).
  */
 export function mapEvent(req: HookRequest, ctx: MapContext): Plan {
   const e = req.event;
-  const session = sessionOf(req, ctx.hostId);
-  const verdict = decideEvent(e, session?.chain ?? null, { ...ctx, agent: session?.run.harness ?? null });
+  const session = namedRun(req, ctx.hostId);
+  const decision = decideEvent(e, session?.chain ?? null, { ...ctx, agent: session?.run.harness ?? null });
+  const record = recordedDecision(req, decision);
   const plan: Plan = {
     chain: session?.chain ?? hostChainId(ctx.hostId),
     run: session?.run ?? null,
     steps: [],
-    answer: verdict.answer,
+    told: toldOf(spooledAnswer(req) ? record : decision),
     final: false,
   };
-  const record = spooledRecord(req, verdict.record);
   const retention = ctx.policy?.policy.retention ?? null;
   const tool = name(e.tool_name) ?? "unknown";
   const toolUseId = name(e.tool_use_id);
   const toolRef = defined({ tool_name: tool, tool_use_id: toolUseId });
-  const step = (kind: FrameKind, payload: Record<string, unknown>, bodies: Body[] = []) => {
+  const step: StepOf = (kind, payload, bodies = []) => {
     plan.steps.push({ kind, payload: defined({ path: "hook", ...payload, ...bodyFields(bodies) }), bodies });
   };
   const decided = (extra: Record<string, unknown> = {}) => {
     if (!record) return;
-    const offline = req.spooled_ms !== undefined && req.answer !== undefined;
-    step("policy_decision", { ...record, ...extra, offline: offline ? true : undefined });
+    step("policy_decision", { ...record, ...extra, offline: spooledAnswer(req) ? true : undefined });
   };
   switch (e.hook_event_name) {
     case "SessionStart":
-      if (session)
-        step("agent_start", {
-          harness: session.run.harness,
-          agent: session.run.agent ?? undefined,
-          session_id: session.run.session_id,
-          cwd: typeof e.cwd === "string" && e.cwd.length <= 4096 ? e.cwd : undefined,
-          source: name(e.source),
-          model: name(e.model),
-          pid: req.pid,
-        });
+      if (session) step("agent_start", agentStart(req, session.run));
       decided();
       break;
     case "UserPromptSubmit": {
@@ -167,36 +195,12 @@ export function mapEvent(req: HookRequest, ctx: MapContext): Plan {
       step("harness_permission", { ...toolRef, decision: "deny" });
       break;
     case "PostToolUse":
-    case "PostToolUseFailure": {
-      const failed = e.hook_event_name === "PostToolUseFailure";
-      // A harness (or a custom agent) may leave the input out: the frame then names none (the
-      // recorder fills it from the PreToolUse with the same tool_use_id when it saw one).
-      const reported = e.tool_input !== undefined;
-      const input = reported ? makeBody("tool_input", e.tool_input, retention) : null;
-      const output = makeBody(failed ? "error" : "tool_output", failed ? (e.error ?? "") : (e.tool_response ?? null), retention);
-      const status = failed ? (e.is_interrupt === true ? "interrupted" : "error") : "ok";
-      const duration =
-        typeof e.duration_ms === "number" && Number.isInteger(e.duration_ms) && e.duration_ms >= 0 ? e.duration_ms : undefined;
-      const exit = exitCodeOf(e);
-      step(
-        "tool_call",
-        {
-          ...toolRef,
-          status: exit !== undefined && exit !== 0 && !failed ? "error" : status,
-          exit_code: exit,
-          duration_ms: duration,
-          input: input?.digest,
-          output: output.digest,
-        },
-        input ? [input, output] : [output],
-      );
-      if (reported) for (const d of deriveFrames(tool, e.tool_input, toolUseId)) step(d.kind, d.payload);
+    case "PostToolUseFailure":
+      toolCallSteps(e, retention, step);
       break;
-    }
     case "Stop":
     case "StopFailure": {
-      const msg = e.last_assistant_message;
-      const body = typeof msg === "string" || oversizeOf(msg) ? makeBody("message", msg, retention) : null;
+      const body = messageBody(e, retention);
       step("turn_end", { message: body?.digest, turn_id: name(e.prompt_id), usage: hookUsage(e.usage) }, body ? [body] : []);
       break;
     }
@@ -204,8 +208,7 @@ export function mapEvent(req: HookRequest, ctx: MapContext): Plan {
       step("subagent_start", { agent_id: name(e.agent_id), agent_type: name(e.agent_type) });
       break;
     case "SubagentStop": {
-      const msg = e.last_assistant_message;
-      const body = typeof msg === "string" || oversizeOf(msg) ? makeBody("message", msg, retention) : null;
+      const body = messageBody(e, retention);
       step("subagent_stop", { agent_id: name(e.agent_id), agent_type: name(e.agent_type), status: name(e.status) }, body ? [body] : []);
       break;
     }

@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import { processStart } from "../hook-fast/harness-pid.js";
+import { processStart } from "../lib/harness-pid.js";
 
 /** A session's harness process: its pid and start time (null when unknown). */
 export interface HarnessProc {

@@ -2,7 +2,7 @@ import { ROUTES } from "../../protocol/index.ts";
 import { hostAuth } from "../lib/server.ts";
 import type { HostConfig } from "../lib/state.ts";
 
-/** How the push connection behaves; every figure can be set for tests (OXAGEN_PUSH_* in daemon.ts). */
+/** How the push connection behaves; every figure can be set for tests (OXAGEN_PUSH_* in daemon/wire.ts). */
 export interface PushOptions {
   /** First reconnect delay; doubles per failed attempt up to `maxMs`, with jitter. */
   baseMs: number;

@@ -1,10 +1,13 @@
-import { fromHex, hostChainId, PAYLOADS, type FrameKind, type Payload } from "../../protocol/index.ts";
+import { fromHex, hostChainId, type FrameKind, type Payload } from "../../protocol/index.ts";
 import { appendSteps } from "./append.ts";
-import { askBecomes, neutralAnswer, normalizeEvent, shapeAnswer } from "../harnesses/events.ts";
+import { answerOf, askBecomes, neutralAnswer, normalizeEvent } from "../harnesses/events.ts";
 import type { HostConfig } from "../lib/state.ts";
-import type { DecisionRecord } from "./decide.ts";
-import type { ChainRecord, Journal, Preparing } from "./journal.ts";
-import { mapEvent, type CachedPolicy, type HookRequest, type Step } from "./mapper.ts";
+import { gatewayRequest, type GatewaySessionRef, type LaterStep, prepareLater } from "./gateway-steps.ts";
+import type { ChainRecord, Journal } from "./journal/index.ts";
+import { mapEvent, type CachedPolicy, type Step } from "./mapper.ts";
+import type { HookRequest } from "./request.ts";
+
+import { gatewayToolCallId, OxagenToolRequests, oxagenToolOf } from "./oxagen-tools.ts";
 import { HarnessProcesses } from "./processes.ts";
 import { currentRun, inRun, ToolInputs, type CurrentRun } from "./runs.ts";
 
@@ -15,53 +18,44 @@ export function quietLimitMs(harness: string): number {
   return (harness === "cursor" ? 1 : 6) * 3600_000;
 }
 
-// What a spooled line says `tacho hook` decided offline: a policy_decision's own fields.
-const VERDICT = PAYLOADS.policy_decision.pick({ subject: true, decision: true, mode: true, reason: true, rule: true, policy_etag: true });
+/** Harnesses whose hook entries post some steps over HTTP (collector/harnesses/claude-code/config.ts HTTP_EVENTS). */
+const HTTP_HOOK_HARNESSES = new Set(["claude-code"]);
 
-/** Parses a line-protocol request; null when it is not one. */
-export function parseRequest(value: unknown): HookRequest | null {
-  if (value === null || typeof value !== "object") return null;
-  const r = value as Record<string, unknown>;
-  if (r.v !== 1 || r.event === null || typeof r.event !== "object" || Array.isArray(r.event)) return null;
-  const str = (v: unknown) => (typeof v === "string" && v.length > 0 && v.length <= 128 ? v : null);
-  const req: HookRequest = {
-    id: typeof r.id === "string" && /^[0-9a-zA-Z_-]{1,64}$/.test(r.id) ? r.id : null,
-    t: typeof r.t === "number" && Number.isSafeInteger(r.t) && r.t > 0 ? r.t : Date.now(),
-    source: str(r.source) ?? "command",
-    harness: str(r.harness),
-    agent: str(r.agent),
-    event: r.event as Record<string, unknown>,
-  };
-  if (typeof r.spooled_ms === "number") req.spooled_ms = r.spooled_ms;
-  const verdict = VERDICT.safeParse(r.verdict);
-  if (verdict.success) req.verdict = verdict.data as DecisionRecord;
-  const o = r.oversize as { bytes?: unknown; dropped_fields?: unknown } | undefined;
-  if (o && typeof o === "object" && typeof o.bytes === "number" && Array.isArray(o.dropped_fields)) {
-    req.oversize = { bytes: o.bytes, dropped_fields: o.dropped_fields.filter((f): f is string => typeof f === "string").slice(0, 64) };
-  }
-  if (typeof r.pid === "number" && Number.isSafeInteger(r.pid) && r.pid > 1) req.pid = r.pid;
-  if (typeof r.pid_start === "string" && r.pid_start.length <= 64) req.pid_start = r.pid_start;
-  if (r.answer !== undefined) req.answer = r.answer;
-  return req;
+/** The recorder's other sources, told of each recorded event before and after it (sources/index.ts). */
+export interface SourceHooks {
+  before(req: HookRequest): void;
+  after(req: HookRequest): void;
+  ending(chain: string): void;
+}
+
+/** What a recorder works with besides its journal, host and policy (the daemon gives each; a test, what it needs). */
+export interface RecorderOptions {
+  log?: (msg: string) => void;
+  /** Harness processes of sessions that reported one; a session whose process is gone is ended. */
+  processes?: HarnessProcesses;
+  /** Told when frames are durable and may ship. */
+  onChange?: () => void;
+  /** The usage logs and worktree, made with the recorder whose chains they read. */
+  sources?: (recorder: Recorder) => SourceHooks;
+  /** Called before each live hook: the daemon replays whatever waits in the spool first (replay.ts). */
+  beforeHook?: () => void;
+  /** Why the HTTP hook port is not listening now, or null when it is (daemon/ports.ts). */
+  httpDown?: () => string | null;
 }
 
 /**
  * The recorder's core: turns hook events into frames on one chain per session, journaled before
  * the answer leaves. Synchronous on purpose: one event is fully durable before the next starts.
  */
-/** Harnesses whose hook entries post some steps over HTTP (collector/harnesses/claude-code/config.ts HTTP_EVENTS). */
-const HTTP_HOOK_HARNESSES = new Set(["claude-code"]);
-
 export class Recorder {
+  /** The verified policy every decision is made from; the daemon's policy refresher replaces it. */
   policy: CachedPolicy | null;
   readonly journal: Journal;
   readonly host: HostConfig;
-  onChange: () => void = () => {};
-  /** The usage logs and worktree, told of each recorded event before and after it (sources/index.ts). */
-  sources: { before(req: HookRequest): void; after(req: HookRequest): void; ending(chain: string): void } | null = null;
-  log: (msg: string) => void = () => {};
-  /** Harness processes of sessions that reported one; a session whose process is gone is ended. */
-  processes = new HarnessProcesses(null, () => {});
+  readonly onChange: () => void;
+  readonly sources: SourceHooks | null;
+  readonly log: (msg: string) => void;
+  readonly processes: HarnessProcesses;
   readonly #secret: Uint8Array;
   /** Chains a retired key began: they are locked with it to the end (see HostConfig.previous_keys). */
   readonly #chainKeys = new Map<string, Uint8Array>();
@@ -70,21 +64,27 @@ export class Recorder {
   /** Per-session memory the harness adapters keep across events (Cursor's last reply). */
   readonly #memory = new Map<string, string>();
   readonly #inputs = new ToolInputs();
-  /** Called before each live hook: replays whatever waits in the spool first (replay.ts). */
-  beforeHook: () => void = () => {};
-  /** Why the HTTP hook port is not listening now, or null when it is (daemon.ts). */
-  httpDown: () => string | null = () => null;
+  /** PreToolUse events of Oxagen tools waiting for their call at the gateway (the session tie of a call that names none). */
+  readonly oxagenTools = new OxagenToolRequests();
+  readonly #beforeHook: () => void;
+  readonly #httpDown: () => string | null;
   /** Sessions already told in their record that their HTTP-posted steps cannot arrive. */
   readonly #toldHttpDown = new Set<string>();
 
-  constructor(journal: Journal, host: HostConfig, policy: CachedPolicy | null) {
+  constructor(journal: Journal, host: HostConfig, policy: CachedPolicy | null, opts: RecorderOptions = {}) {
     this.journal = journal;
     this.host = host;
     this.policy = policy;
+    this.log = opts.log ?? (() => {});
+    this.processes = opts.processes ?? new HarnessProcesses(null, () => {});
+    this.onChange = opts.onChange ?? (() => {});
+    this.#beforeHook = opts.beforeHook ?? (() => {});
+    this.#httpDown = opts.httpDown ?? (() => null);
     this.#secret = fromHex(host.secret_key, 32);
     journal.onDurable = () => this.onChange();
     journal.onError = (err) => this.log(err.message);
     for (const k of host.previous_keys ?? []) for (const chain of k.chains) this.#chainKeys.set(chain, fromHex(k.secret_key, 32));
+    this.sources = opts.sources?.(this) ?? null;
   }
 
   /** The request with its event in the canonical shape the mapper reads; null when it is not recorded. */
@@ -97,7 +97,7 @@ export class Recorder {
   /** Records one event (exactly once per id) and returns the hook's answer in the harness's shape. */
   handle(raw: HookRequest): Record<string, unknown> {
     const live = raw.spooled_ms === undefined;
-    if (live) this.beforeHook();
+    if (live) this.#beforeHook();
     if (raw.id !== null && this.journal.has(raw.id)) return this.journal.answered(raw.id) as Record<string, unknown>;
     if (raw.harness && live) this.seen[raw.harness] = Date.now();
     const canon = this.canonical(raw);
@@ -106,18 +106,23 @@ export class Recorder {
     const inSession = inRun(canon, current);
     const req = current ? this.#inputs.fill(current.chain, inSession) : inSession;
     this.sources?.before(req);
+    if (live && typeof canon.event.session_id === "string") this.oxagenTools.note(canon, canon.event.session_id);
     const plan = mapEvent(req, { hostId: this.host.host_id, policy: this.policy, ask: askBecomes(req.harness) });
+    const told = plan.told;
     // A spooled step was answered by `tacho hook` offline: that answer is the one the agent had.
     const answer =
-      !live && raw.answer !== undefined ? (raw.answer as Record<string, unknown>) : shapeAnswer(req.harness, req.event, plan.answer);
-    let steps = plan.steps;
+      !live && raw.answer !== undefined
+        ? (raw.answer as Record<string, unknown>)
+        : answerOf(req.harness, req.event, told.decision, told.reason);
+    // The gateway recorded this Oxagen tool's call already (the same tool_use_id): not a second call.
+    let steps = this.#carried(plan.chain, req.event) ? plan.steps.filter((s) => s.kind !== "tool_call") : plan.steps;
     if (raw.oversize) {
       // A line an older `tacho hook` cut without hashing what it cut: its content is unknown.
       const detail = `a ${String(req.event.hook_event_name).slice(0, 64)} event of ${raw.oversize.bytes} bytes was cut by an older tacho hook (${raw.oversize.dropped_fields.join(", ").slice(0, 512)}); its content hashes are unknown`;
       steps = [{ kind: "telemetry_gap", payload: { path: "recorder", cause: "other", detail }, bodies: [] }];
     }
     if (steps.length === 0) return answer;
-    const down = live && HTTP_HOOK_HARNESSES.has(req.harness ?? "") ? this.httpDown() : null;
+    const down = live && HTTP_HOOK_HARNESSES.has(req.harness ?? "") ? this.#httpDown() : null;
     if (down !== null && !this.#toldHttpDown.has(plan.chain)) {
       // Claude Code posts its tool results over HTTP: while nothing of ours listens there, they are lost, and the record says so.
       this.#toldHttpDown.add(plan.chain);
@@ -129,7 +134,7 @@ export class Recorder {
     } else if (down === null) this.#toldHttpDown.delete(plan.chain);
     const rec = this.#open(plan.chain, plan.run, current, req);
     try {
-      this.#commit(rec, steps, req.t, { id: req.id, answer, final: plan.final });
+      this.#commit(rec, steps, req.t, { id: req.id, answer, refused: told.decision === "deny", final: plan.final });
     } catch (err) {
       this.log(`event ${String(req.event.hook_event_name)} for ${plan.chain} not recorded: ${(err as Error).message}`);
       const detail = `a ${String(req.event.hook_event_name).slice(0, 64)} event could not be recorded: ${(err as Error).message}`.slice(
@@ -147,6 +152,13 @@ export class Recorder {
     this.sources?.after(req);
     this.onChange();
     return answer;
+  }
+
+  /** Whether an Oxagen tool's PostToolUse names a call whose frame the gateway wrote on this chain. */
+  #carried(chain: string, e: HookRequest["event"]): boolean {
+    if (e.hook_event_name !== "PostToolUse" && e.hook_event_name !== "PostToolUseFailure") return false;
+    const id = e.tool_use_id;
+    return oxagenToolOf(e.tool_name) !== null && typeof id === "string" && id.length > 0 && this.journal.has(gatewayToolCallId(chain, id));
   }
 
   /**
@@ -174,7 +186,8 @@ export class Recorder {
         0,
         1024,
       );
-    const wasRefused = refusedIn(this.journal.answered(raw.id));
+    // What the live answer did with the call (the decision the recorder told the harness then).
+    const wasRefused = this.journal.refused(raw.id);
     const steps = plan.steps.filter((s) => s === decision || (s.kind === "token_denied") !== wasRefused);
     const rec = this.#open(plan.chain, plan.run, current, req);
     this.#commit(rec, steps, req.t, { id, answer: raw.answer, final: false });
@@ -196,7 +209,7 @@ export class Recorder {
   /**
    * Frames of the gateway: on the current run of the session a call named in its headers (opened
    * if new, as a hook would), or on the computer's own chain for a call that names none. Once per `id`
-   * (a function of the chain: the id of a call's identity there, see gateway/record.ts `callKey`).
+   * (a function of the chain: the id of a call's identity there, see recorder/carried.ts `callKey`).
    * Deferred (the caller already has its answer): the frames and the id are taken now, in chain
    * order, and made durable by the journal's group commit just after (docs/collector.md, "The journal").
    * A {@link LaterStep} takes its place and id now and is appended when its frame is ready, or
@@ -226,7 +239,10 @@ export class Recorder {
         return false;
       }
     }
-    this.#prepare(rec, steps, later, t, id);
+    prepareLater(this.journal, rec, steps, later, id, {
+      commit: (step) => this.#commit(rec, [step], t, { id, final: false, defer: true, prepared: true }),
+      lost: (err) => this.#lost(rec, steps, err, t),
+    });
     return true;
   }
 
@@ -243,39 +259,6 @@ export class Recorder {
     } catch (again) {
       this.log(`gateway: neither a carried call nor its gap could be recorded on ${rec.chain}: ${(again as Error).message}`);
     }
-  }
-
-  #prepare(rec: ChainRecord, call: LaterStep, later: Promise<Step> | null, t: number, id: string | null): void {
-    let step: Step | null = later ? null : call.now();
-    const p: Preparing = {
-      id,
-      prepared: step !== null,
-      complete: () => {
-        const at = rec.preparing.indexOf(p);
-        if (at < 0) return;
-        rec.preparing.splice(at, 1);
-        try {
-          this.#commit(rec, [step ?? call.now()], t, { id, final: false, defer: true, prepared: true });
-        } catch (err) {
-          if (id !== null) this.journal.release(rec, id);
-          this.#lost(rec, call, err as Error, t);
-        }
-      },
-    };
-    this.journal.prepare(rec, p);
-    later
-      ?.then(
-        (s) => {
-          step = s;
-        },
-        () => {},
-      )
-      .finally(() => {
-        // Completed in place meanwhile (a hook came first): the worker's step is not used.
-        if (!rec.preparing.includes(p)) return;
-        p.prepared = true;
-        this.journal.ready(rec, true);
-      });
   }
 
   /** The run a session named by the gateway belongs to now; null when it names none. */
@@ -297,8 +280,8 @@ export class Recorder {
     return canon && current ? this.#open(current.chain, current.run, current, inRun(canon, current)) : null;
   }
 
-  /** The session a (raw) request belongs to, after normalizing: its current run; null when it names none or is not recorded. */
-  sessionOf(req: HookRequest): CurrentRun | null {
+  /** The current run of a (raw) request's session, after normalizing; null when it names none or is not recorded. */
+  currentRunOf(req: HookRequest): CurrentRun | null {
     const canon = this.canonical(req, false);
     return canon ? currentRun(this.journal, this.host, canon) : null;
   }
@@ -392,7 +375,7 @@ export class Recorder {
     rec: ChainRecord,
     steps: Step[],
     t0: number,
-    opts: { id: string | null; answer?: unknown; final: boolean; defer?: boolean; prepared?: boolean },
+    opts: { id: string | null; answer?: unknown; refused?: boolean; final: boolean; defer?: boolean; prepared?: boolean },
   ): void {
     const key = { secretKey: this.#chainKeys.get(rec.chain) ?? this.#secret, hostId: this.host.host_id };
     appendSteps(this.journal, rec, steps, {
@@ -402,37 +385,9 @@ export class Recorder {
       key,
       id: opts.id,
       answer: opts.answer,
+      refused: opts.refused,
       defer: opts.defer,
       prepared: opts.prepared,
     });
   }
-}
-
-/**
- * One step whose frame may be prepared off the event loop: `later` starts that (null: not worth
- * it) and resolves to the step `now` makes on this thread, which is used when `later` fails or
- * the step must be in place before something else is written.
- */
-export interface LaterStep {
-  now(): Step;
-  later(): Promise<Step> | null;
-  /** Told when the step could not be appended after all. */
-  onError(err: Error): void;
-}
-
-/** A session as a gateway call names it in its headers. */
-export interface GatewaySessionRef {
-  harness: string;
-  agent: string | null;
-  sessionId: string;
-}
-
-function gatewayRequest(s: GatewaySessionRef, t: number): HookRequest {
-  return { id: null, t, source: "gateway", harness: s.harness, agent: s.agent, event: { session_id: s.sessionId } };
-}
-
-/** True when a hook answer (in any harness's shape) refused the step. */
-function refusedIn(answer: unknown): boolean {
-  const a = (answer ?? {}) as { hookSpecificOutput?: { permissionDecision?: unknown }; permission?: unknown; action?: unknown };
-  return a.hookSpecificOutput?.permissionDecision === "deny" || a.permission === "deny" || a.action === "deny";
 }

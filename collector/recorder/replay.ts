@@ -1,7 +1,8 @@
 import { hostChainId } from "../../protocol/index.ts";
-import type { ChainRecord } from "./journal.ts";
-import type { HookRequest } from "./mapper.ts";
-import { parseRequest, type Recorder } from "./recorder.ts";
+import type { ChainRecord } from "./journal/index.ts";
+import type { HookRequest } from "./request.ts";
+import type { Recorder } from "./recorder.ts";
+import { parseRequest } from "./request.ts";
 import { spoolWaiting, takeSpool } from "./spool.ts";
 
 /** How many replays a spooled line gets before it is given up as a recorded gap. */
@@ -116,7 +117,7 @@ export class SpoolReplayer {
    */
   #replay(req: HookRequest, gap: (chain: ChainRecord | null | undefined) => void): void {
     const rec = this.#recorder;
-    const s = rec.sessionOf(req);
+    const s = rec.currentRunOf(req);
     if (!s) {
       rec.handle(req);
       return;

@@ -1,7 +1,8 @@
 import type { HostConfig } from "../lib/state.ts";
 import { bodySize } from "./bodies.ts";
-import type { Journal, RunInfo } from "./journal.ts";
-import { sessionOf, type HookRequest } from "./mapper.ts";
+import type { Journal, RunInfo } from "./journal/index.ts";
+import { namedRun } from "./mapper.ts";
+import type { HookRequest } from "./request.ts";
 
 /** A session's current run: its chain and run meta, and the run it follows when its id was reused. */
 export interface CurrentRun {
@@ -18,13 +19,13 @@ export interface CurrentRun {
  * (docs/collector.md, "Sessions and runs").
  */
 export function currentRun(journal: Journal, host: HostConfig, req: HookRequest): CurrentRun | null {
-  const base = sessionOf(req, host.host_id);
+  const base = namedRun(req, host.host_id);
   if (!base) return null;
   let s = base;
   let follows: string | null = null;
   for (let n = 2; journal.chains.get(s.chain)?.writer.state.final; n++) {
     follows = s.chain;
-    s = sessionOf({ ...req, event: { ...req.event, session_id: nthRun(base.run.session_id, n) } }, host.host_id)!;
+    s = namedRun({ ...req, event: { ...req.event, session_id: nthRun(base.run.session_id, n) } }, host.host_id)!;
   }
   return { ...s, follows };
 }

@@ -11,7 +11,7 @@ import {
 } from "../../protocol/index.ts";
 import { hostFetch } from "../lib/server.ts";
 import type { HostConfig } from "../lib/state.ts";
-import { lockSeqOf, type ChainRecord, type Journal, type JournalFrame } from "./journal.ts";
+import { lockSeqOf, type ChainRecord, type Journal, type JournalFrame } from "./journal/index.ts";
 
 export interface ShipperOptions {
   /** First retry delay (default 1 s); each next one ×1.5 ±20 %, up to `maxMs` (default 60 s). */

@@ -1,7 +1,13 @@
 // A small custom agent that issues refunds, with every step sent through `tacho hook --agent`.
-// It fails closed: when tacho does not answer (not installed, crashed, unreadable answer), the
-// refund is not issued.
+// It holds no credential: the payments API is the workspace's Oxagen tool `issue_refund`, called
+// through the recorder's gateway (MCP at http://127.0.0.1:<gateway port>/mcp), and the server puts
+// the API key on the request. It fails closed: when tacho does not answer (not installed, crashed,
+// unreadable answer), the refund is not issued.
 import { spawnSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { homedir } from "node:os";
+import { join } from "node:path";
+import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 
 export interface RefundRequest {
   order: string;
@@ -12,9 +18,15 @@ export interface RefundRequest {
 
 export type Outcome = { status: "refunded"; refund_id: string } | { status: "refused"; reason: string };
 
+/** Where this computer's gateway serves the workspace's tools, and the enrollment's secret it takes. */
+export interface GatewayAddress {
+  url: string;
+  secret: string;
+}
+
 export interface AgentOptions {
-  /** The payments API's base URL. */
-  payments: string;
+  /** The gateway (see {@link gatewayOf}). */
+  gateway: GatewayAddress;
   /** This run's own id; Oxagen files the run under it. */
   session: string;
   /** The agent's name in the record (`tacho hook --agent NAME`). */
@@ -24,6 +36,18 @@ export interface AgentOptions {
   /** tacho's environment (where it finds the enrollment: `OXAGEN_HOME`); this process's by default. */
   env?: NodeJS.ProcessEnv;
 }
+
+/** The gateway of the enrollment tacho uses (its host.json: the gateway port and the secret the harness settings carry). */
+export function gatewayOf(env: NodeJS.ProcessEnv = process.env): GatewayAddress {
+  const dir = env.OXAGEN_HOME || join(env.HOME || homedir(), ".config", "oxagen", "tacho");
+  const host = JSON.parse(readFileSync(join(dir, "host.json"), "utf8")) as { ports: { gateway: number }; hook_secret?: string };
+  if (!host.hook_secret) throw new Error("this enrollment has no gateway secret yet: run tacho enroll --gateway");
+  return { url: `http://127.0.0.1:${host.ports.gateway}/mcp`, secret: host.hook_secret };
+}
+
+/** The tool's name as the workspace defines it, and as the agent's hooks name it (`mcp__oxagen__<tool>`, as Claude Code does). */
+export const REFUND_TOOL = "issue_refund";
+const HOOK_TOOL = `mcp__oxagen__${REFUND_TOOL}`;
 
 /** tacho gave no usable answer: the step must not go ahead. */
 export class TachoUnavailable extends Error {}
@@ -64,6 +88,7 @@ function refusal(event: string, a: Answer): string | null {
 export class RefundAgent {
   readonly #o: Required<AgentOptions>;
   #calls = 0;
+  #client: Client | null = null;
 
   constructor(options: AgentOptions) {
     this.#o = { name: "refunds", tacho: ["tacho"], env: process.env, ...options };
@@ -74,34 +99,45 @@ export class RefundAgent {
     return refusal(event, answer);
   }
 
+  /** The MCP client of the workspace's tools, through the gateway, naming this run (connected once). */
+  async #tools(): Promise<Client> {
+    if (this.#client) return this.#client;
+    const headers = {
+      "x-oxagen-hook-secret": this.#o.gateway.secret,
+      "x-oxagen-agent": this.#o.name,
+      "x-oxagen-session-id": this.#o.session,
+    };
+    const client = new Client({ name: "refund-agent", version: "1.0.0" });
+    await client.connect(new StreamableHTTPClientTransport(new URL(this.#o.gateway.url), { requestInit: { headers } }));
+    this.#client = client;
+    return client;
+  }
+
   /** Starts the run; throws when Oxagen stops it before it begins. */
   start(): void {
     const stopped = this.#step("SessionStart", { cwd: process.cwd() });
     if (stopped) throw new Error(`the run was stopped before it began: ${stopped}`);
   }
 
-  /** Handles one refund request: the prompt, then the refund tool call, gated before it reaches the payments API. */
+  /** Handles one refund request: the prompt, then the refund tool call, gated by the hook and by the workspace's server. */
   async handle(req: RefundRequest): Promise<Outcome> {
     try {
       const blocked = this.#step("UserPromptSubmit", { prompt: req.message });
       if (blocked) return { status: "refused", reason: blocked };
       const id = `call-${++this.#calls}`;
       const input = { order: req.order, amount_cents: req.amount_cents };
-      const denied = this.#step("PreToolUse", { tool_name: "issue_refund", tool_input: input, tool_use_id: id });
+      const denied = this.#step("PreToolUse", { tool_name: HOOK_TOOL, tool_input: input, tool_use_id: id });
       if (denied) return { status: "refused", reason: denied };
-      const res = await fetch(`${this.#o.payments}/v1/refunds`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify(input),
-      });
-      const body = (await res.json()) as { id?: string; error?: string };
-      this.#step("PostToolUse", {
-        tool_name: "issue_refund",
-        tool_input: input,
-        tool_use_id: id,
-        tool_response: { status: res.status, ...body },
-      });
-      if (!res.ok || !body.id) return { status: "refused", reason: `the payments API refused: ${body.error ?? res.status}` };
+      const result = (await (await this.#tools()).callTool({ name: REFUND_TOOL, arguments: input })) as {
+        isError?: boolean;
+        content?: { type: string; text?: string }[];
+      };
+      const text = result.content?.find((c) => c.type === "text")?.text ?? "";
+      this.#step("PostToolUse", { tool_name: HOOK_TOOL, tool_input: input, tool_use_id: id, tool_response: result });
+      // A refusal by the workspace (its clauses, a pause, a budget) or the API's own error: the model-readable reason.
+      if (result.isError) return { status: "refused", reason: text };
+      const body = JSON.parse(text) as { id?: string; error?: string };
+      if (!body.id) return { status: "refused", reason: `the payments API refused: ${body.error ?? text}` };
       return { status: "refunded", refund_id: body.id };
     } catch (err) {
       if (err instanceof TachoUnavailable) return { status: "refused", reason: `fails closed: ${err.message}` };
@@ -116,7 +152,8 @@ export class RefundAgent {
   }
 
   /** Ends the run. */
-  end(): void {
+  async end(): Promise<void> {
+    await this.#client?.close();
     this.#step("SessionEnd", { reason: "done" });
   }
 }

@@ -1,15 +1,18 @@
-// The refund agent against the real Worker and a real recorder: every step in the record, an
-// operator's pause denying the next refund before it reaches the payments API, resume, a budget
-// refusal, and failing closed when tacho does not answer.
+// The refund agent against the real Worker and a real recorder: the payments API is the
+// workspace's Oxagen tool issue_refund, called through the recorder's gateway, its key only in the
+// workspace. Every step in the record; the clause's amount cap, an operator's pause and an
+// exhausted tool budget each refusing a refund before the payments API sees it; resume; failing
+// closed when tacho does not answer; the key in nothing the agent or the record holds.
 import { join } from "node:path";
+import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { runIdFor } from "../../protocol/index.ts";
 import {
-  claudeSession,
   daemonUp,
   drained,
   enroll,
   eventually,
+  filesText,
   newComputer,
   runDaemon,
   stopAll,
@@ -17,8 +20,11 @@ import {
 } from "../../test/support/e2e.ts";
 import { NODE, TACHO } from "../../test/support/recorder.ts";
 import { startWorker, type LocalWorker } from "../../test/support/worker.ts";
-import { RefundAgent } from "./agent.ts";
+import { gatewayOf, REFUND_TOOL, RefundAgent } from "./agent.ts";
 import { type Payments, startPayments } from "./payments.ts";
+
+/** The payments API's key: the workspace's tool holds it, nothing else does. */
+const KEY = "sk_live_refunds_51QzExampleKeyNeverOnTheComputer";
 
 let worker: LocalWorker;
 let computer: Computer;
@@ -27,7 +33,22 @@ let payments: Payments;
 let daemon: ReturnType<typeof runDaemon> | undefined;
 
 beforeAll(async () => {
-  [worker, payments] = await Promise.all([startWorker(), startPayments()]);
+  [worker, payments] = await Promise.all([startWorker(), startPayments(KEY)]);
+  // The operator's tool: the payments API with its key, refunds of at most $50.00 for this agent.
+  const tool = {
+    name: REFUND_TOOL,
+    description: "Refunds an order, in cents.",
+    input_schema: {
+      type: "object",
+      properties: { order: { type: "string" }, amount_cents: { type: "integer", minimum: 1 } },
+      required: ["order", "amount_cents"],
+    },
+    binding: { kind: "http", method: "POST", origin: payments.url, path: "/v1/refunds" },
+    credential: KEY,
+    access: [{ id: "refund-cap", decision: "allow", agents: ["refunds"], arguments: { amount_cents: { maximum: 5000 } } }],
+  };
+  const made = await worker.api("/v1/tools", { method: "POST", body: JSON.stringify(tool) });
+  if (made.status !== 201) throw new Error(`tool: ${made.status} ${await made.text()}`);
   computer = await newComputer();
   hostId = (await enroll(worker, computer, ["claude-code"])).hostId;
   daemon = runDaemon(computer);
@@ -47,7 +68,7 @@ let sessions = 0;
 /** A refund agent whose tacho runs on the test's enrolled computer. */
 function agent(tacho = [NODE, TACHO]) {
   const session = `refund-run-${++sessions}`;
-  const a = new RefundAgent({ payments: payments.url, session, tacho, env: computer.env });
+  const a = new RefundAgent({ gateway: gatewayOf(computer.env), session, tacho, env: computer.env });
   return { session, run: runIdFor(hostId, "refunds", session), agent: a };
 }
 const refund = (order: string) => ({ order, amount_cents: 1299, message: `Please refund order ${order}, it arrived broken.` });
@@ -66,12 +87,13 @@ describe("the refund agent", () => {
     const { agent: a, run } = agent();
     a.start();
     expect(await a.handle(refund("A-1"))).toEqual({ status: "refunded", refund_id: expect.stringMatching(/^re_/) });
-    a.end();
+    await a.end();
     await drained(computer);
     const frames = await eventually(async () => {
       const page = (await (await worker.api(`/v1/runs/${run}/frames`)).json()) as { frames?: { kind: string; payload: string }[] };
       return page.frames?.some((f) => f.kind === "agent_stop") ? page.frames : null;
     }, "the run's record");
+    const row = ((await (await worker.api(`/v1/tool-calls?run=${run}`)).json()) as { calls: Record<string, unknown>[] }).calls[0]!;
     // The agent runs in a git worktree (this repo), so the recorder also notes its changed paths.
     const steps = frames.filter((f) => f.kind !== "oxagen:worktree_reconciled");
     expect(steps.map((f) => f.kind)).toEqual([
@@ -83,7 +105,36 @@ describe("the refund agent", () => {
       "turn_end",
       "agent_stop",
     ]);
-    expect(JSON.parse(steps[4]!.payload)).toMatchObject({ path: "hook", tool_name: "issue_refund", status: "ok" });
+    // The call is the gateway's frame, with the meter row's id and input hash; the hook's PostToolUse is the same call.
+    expect(JSON.parse(steps[4]!.payload)).toMatchObject({
+      path: "gateway",
+      tool_name: REFUND_TOOL,
+      server: "oxagen",
+      status: "ok",
+      tool_use_id: "call-1",
+      call_id: row.id,
+      input: { sha256: row.input_sha256 },
+    });
+    expect(JSON.parse(steps[3]!.payload)).toMatchObject({ path: "hook", tool_name: "mcp__oxagen__issue_refund", tool_use_id: "call-1" });
+  });
+
+  it("refuses a refund over the clause's cap at the server, before the payments API sees it; the model-readable reason comes back", async () => {
+    const { agent: a, run } = agent();
+    a.start();
+    const before = payments.refunds.length;
+    const over = await a.handle({ ...refund("E-1"), amount_cents: 9000 });
+    expect(over).toEqual({ status: "refused", reason: expect.stringMatching(/^Oxagen refused this call \(refund-cap\): /) });
+    expect(payments.refunds.length).toBe(before);
+    expect((await a.handle({ ...refund("E-2"), amount_cents: 5000 })).status).toBe("refunded");
+    await a.end();
+    await drained(computer);
+    const frames = await eventually(async () => {
+      const page = (await (await worker.api(`/v1/runs/${run}/frames`)).json()) as { frames?: { kind: string; payload: string }[] };
+      return page.frames?.some((f) => f.kind === "agent_stop") ? page.frames : null;
+    }, "the run's record");
+    const refusal = frames.map((f) => JSON.parse(f.payload) as Record<string, unknown>).find((p) => p.subject === "oxagen_tool");
+    expect(refusal).toMatchObject({ path: "gateway", decision: "deny", rule: "refund-cap", tool_use_id: "call-1" });
+    expect(refusal?.reason).toBeUndefined();
   });
 
   it("stops at an operator's pause: the next refund is denied before it reaches the payments API, and goes through after resume", async () => {
@@ -94,47 +145,56 @@ describe("the refund agent", () => {
     // The pause returns once the computer's recorder applied it: the very next refund is refused.
     expect(await applied(post("/v1/agents/refunds/pause"))).toEqual(everywhere);
     expect(await a.handle(refund("B-2"))).toEqual({ status: "refused", reason: "the agent refunds is paused by an operator" });
+    // An agent that skipped its hook is refused by the workspace's server all the same.
+    const g = gatewayOf(computer.env);
+    const direct = new Client({ name: "skips-its-hook", version: "1" });
+    await direct.connect(
+      new StreamableHTTPClientTransport(new URL(g.url), {
+        requestInit: { headers: { "x-oxagen-hook-secret": g.secret, "x-oxagen-agent": "refunds", "x-oxagen-session-id": "no-hook-run" } },
+      }),
+    );
+    const skipped = (await direct.callTool({ name: REFUND_TOOL, arguments: { order: "B-2b", amount_cents: 100 } })) as {
+      isError?: boolean;
+      _meta?: Record<string, { rule?: string }>;
+    };
+    await direct.close();
+    expect(skipped.isError).toBe(true);
+    expect(skipped._meta?.["io.oxagen/decision"]?.rule).toBe("paused_agent");
     expect(payments.refunds.length).toBe(before);
     expect(payments.refunds.some((r) => r.order === "B-2")).toBe(false);
     expect(await applied(post("/v1/agents/refunds/resume"))).toEqual(everywhere);
     expect((await a.handle(refund("B-3"))).status).toBe("refunded");
     expect(payments.refunds.at(-1)).toMatchObject({ order: "B-3" });
-    a.end();
+    await a.end();
   });
 
-  it("is refused once the workspace's daily model budget is spent, and refunds again once it is raised", async () => {
+  it("is refused once the tool's spend would pass the workspace's budget, before the payments API sees it, and refunds again once it is raised", async () => {
     const policy = (limit: number) =>
       JSON.stringify({
         mode: "enforce",
         tools: [],
         default_tool_decision: "none",
         models: null,
-        budgets: [{ id: "daily-models", scope: "workspace", window: "day", limit_microusd: limit }],
+        budgets: [{ id: "refund-spend", scope: "workspace", window: "day", limit_microusd: limit }],
         retention: { mode: "keep", keep: ["prompt", "tool_input", "tool_output"] },
       });
     const put = (limit: number) => worker.api(`/v1/workspaces/${worker.workspace}/policy`, { method: "PUT", body: policy(limit) });
-    expect(await applied(put(4500))).toEqual(everywhere);
-    // Another agent on the computer spends the day's budget: one Claude Code call priced at $0.0045.
-    claudeSession(computer, "budget-spender", { model: "claude-sonnet-4-5", usage: { input_tokens: 1000, output_tokens: 100 } });
+    // Each refund now costs $1 of the workspace's tool budget, which has room for one more.
+    const patched = await worker.api(`/v1/tools/${REFUND_TOOL}`, { method: "PATCH", body: JSON.stringify({ cost_microusd: 1_000_000 }) });
+    expect(patched.status).toBe(200);
+    expect(await applied(put(1_500_000))).toEqual(everywhere);
     const { agent: a } = agent();
     a.start();
     const before = payments.refunds.length;
-    await eventually(async () => {
-      const use = (await (await worker.api("/v1/spend/budgets")).json()) as { clauses: { uses: { spent_microusd: number }[] }[] };
-      return (use.clauses[0]?.uses[0]?.spent_microusd ?? 0) >= 4500;
-    }, "the spend on the server");
-    // The batch that spent the budget is answered once every connected recorder applied the
-    // exhaustion; once the recorder holds nothing unacknowledged, the next refund is refused.
-    await drained(computer);
-    const refused = await a.handle(refund("C-1"));
+    expect((await a.handle(refund("C-1"))).status).toBe("refunded");
+    const refused = await a.handle(refund("C-2"));
     if (refused.status !== "refused") throw new Error(`the refund went through: ${JSON.stringify(refused)}`);
-    expect(refused.reason).toMatch(
-      /^budget exhausted: daily-models allows \$0\.0045 for the workspace in today \(UTC\), and \$[\d.,]+ is spent/,
-    );
-    expect(payments.refunds.length).toBe(before);
-    expect(await applied(put(1_000_000))).toEqual(everywhere);
-    expect((await a.handle(refund("C-2"))).status).toBe("refunded");
-    a.end();
+    expect(refused.reason).toMatch(/^Oxagen refused this call \(budget\): .*refund-spend/);
+    expect(payments.refunds.length).toBe(before + 1);
+    expect(await applied(put(1_000_000_000))).toEqual(everywhere);
+    expect((await a.handle(refund("C-3"))).status).toBe("refunded");
+    await a.end();
+    await worker.api(`/v1/tools/${REFUND_TOOL}`, { method: "PATCH", body: JSON.stringify({ cost_microusd: 0 }) });
   });
 
   it("fails closed when tacho does not answer: the refund is not issued", async () => {
@@ -145,5 +205,19 @@ describe("the refund agent", () => {
       reason: expect.stringMatching(/^fails closed: tacho exited/),
     });
     expect(payments.refunds.length).toBe(before);
+  });
+
+  it("holds no key: the payments API's key is in nothing the agent was given, answered or recorded", async () => {
+    // Every refund reached the payments API with the key (the server put it there): none was refused for it.
+    expect(payments.unauthorized).toBe(0);
+    expect(payments.refunds.length).toBeGreaterThan(0);
+    const runs = ((await (await worker.api("/v1/runs?agent=refunds")).json()) as { runs: { id: string }[] }).runs;
+    expect(runs.length).toBeGreaterThan(0);
+    const record: string[] = [];
+    for (const r of runs) record.push(await (await worker.api(`/v1/runs/${r.id}/export`)).text());
+    record.push(await (await worker.api("/v1/tool-calls")).text(), await (await worker.api(`/v1/tools/${REFUND_TOOL}`)).text());
+    expect(JSON.stringify(gatewayOf(computer.env))).not.toContain(KEY);
+    expect(record.join("\n")).not.toContain(KEY);
+    expect(filesText(computer.home)).not.toContain(KEY);
   });
 });

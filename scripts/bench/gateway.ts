@@ -52,8 +52,11 @@ let port = await freePort();
 while (!(await free(port + 1))) port = await freePort();
 const home = await makeHome({ server: `http://127.0.0.1:${serverPort}`, policy: { budgets }, port });
 const env = { ...process.env, OXAGEN_HOME: home.dir, OXAGEN_GATEWAY_ANTHROPIC_URL: upstream.url };
-spawnSync(NODE, [`${ROOT}/scripts/build-collector.ts`], { stdio: "inherit" });
-const started = spawnSync(NODE, [TACHO, "daemon", "start", "--json"], { env, encoding: "utf8" });
+// BENCH_CPU_PROF=<dir>: the recorder (only it) writes a V8 CPU profile there when it stops.
+const PROFILE = process.env.BENCH_CPU_PROF ?? null;
+const daemonEnv = PROFILE ? { ...env, NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ""} --cpu-prof --cpu-prof-dir=${PROFILE}`.trim() } : env;
+spawnSync(NODE, [`${ROOT}/scripts/build-collector.ts`, ...(PROFILE ? ["--readable"] : [])], { stdio: "inherit" });
+const started = spawnSync(NODE, [TACHO, "daemon", "start", "--json"], { env: daemonEnv, encoding: "utf8" });
 if (started.status !== 0) throw new Error(`tacho daemon start failed: ${started.stderr}`);
 const daemonPid = (JSON.parse(started.stdout) as { pid: number }).pid;
 

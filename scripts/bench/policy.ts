@@ -77,7 +77,7 @@ function pausedNow(sim: Sim): boolean {
   const event = { hook_event_name: "PreToolUse", tool_name: "refund", tool_input: {}, tool_use_id: "b" };
   const run = runIdFor(sim.id, AGENT, "bench-session");
   const v = decideEvent(event, run, { hostId: sim.id, policy: sim.policy && { policy: sim.policy, etag: sim.etag! }, agent: AGENT });
-  return v.record?.rule === "paused_agent";
+  return v?.rule === "paused_agent";
 }
 
 function check(sim: Sim): void {

@@ -106,6 +106,10 @@ describe("a developer's own Claude Code setup, enrolled with --gateway and unenr
     const status = JSON.parse(dev.tacho(["status", "--json", "--offline"]).stdout) as Json;
     expect(status.gateway.upstreams.anthropic.url).toBe(vendor.url);
     expect(status.gateway.routed).toEqual([{ harness: "claude-code", configured: true }]);
+    // The workspace's tools as Claude Code's user-scope MCP server oxagen, at the gateway.
+    expect(status.gateway.mcp_servers).toEqual([{ harness: "claude-code", present: true }]);
+    const claudeJson = JSON.parse(readFileSync(join(dev.home, ".claude.json"), "utf8")) as Json;
+    expect(claudeJson.mcpServers.oxagen.url).toBe(`http://127.0.0.1:${(dev.enrolled.answer.ports as Json).gateway}/mcp`);
   });
 
   it("a real session: its calls go through the gateway to the developer's own vendor with their headers, their hook and env still work, and the run is recorded", async () => {
@@ -131,6 +135,10 @@ describe("a developer's own Claude Code setup, enrolled with --gateway and unenr
     expect(out.status, out.stderr).toBe(0);
     expect(readFileSync(settingsOf(dev.home), "utf8")).toBe(before);
     expect(existsSync(join(dev.home, ".config", "oxagen", "tacho", "host.json"))).toBe(false);
+    // Claude Code's own state in ~/.claude.json (written by its sessions meanwhile) stays; only tacho's server goes.
+    const claudeJson = JSON.parse(readFileSync(join(dev.home, ".claude.json"), "utf8")) as Json;
+    expect(claudeJson.mcpServers?.oxagen).toBeUndefined();
+    expect(Object.keys(claudeJson).length).toBeGreaterThan(0);
     const r = await trial(dev);
     expect(r.code, r.stderr).toBe(0);
     expect(seenBy(sessionOf(r)).length).toBeGreaterThanOrEqual(2);

@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import { parseLock, runIdFor, verifyChain } from "../../protocol/index.ts";
 import { appendSteps } from "../../collector/recorder/append.ts";
 import { makeBody } from "../../collector/recorder/bodies.ts";
-import { Journal, MAX_DEFERRED } from "../../collector/recorder/journal.ts";
+import { Journal, MAX_DEFERRED } from "../../collector/recorder/journal/index.ts";
 import type { Step } from "../../collector/recorder/mapper.ts";
 import { HOST_SECRET } from "../support/sample-run.ts";
 
@@ -165,6 +165,33 @@ describe("appendSteps, deferred (the gateway)", () => {
     again.close();
   });
 
+  it("an ack while gateway entries wait goes in their group commit, after them: nothing is written on the spot, and a restart reads the ack", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "oxagen-append-"));
+    const journal = new Journal(dir);
+    const rec = journal.open(RUN3, { harness: "custom", agent: null, session_id: "s3" });
+    appendSteps(journal, rec, [gap("hook")], { t: 10, lock: false, final: false, key, id: "hook-1" });
+    const onDisk = readFileSync(join(dir, `${RUN3}.jsonl`), "utf8");
+    appendSteps(journal, rec, [call("carried")], { t: 20, lock: false, final: false, key, id: "gw-1", defer: true });
+    // The server acknowledged the hook's frame: the ack joins the waiting entry's commit (written now,
+    // it would write and fsync the waiting entry on the event loop).
+    journal.ack(rec, 1, [], []);
+    expect(rec.stored).toBe(1);
+    expect(readFileSync(join(dir, `${RUN3}.jsonl`), "utf8")).toBe(onDisk);
+    await journal.settled();
+    expect(lines(dir, RUN3).map((l) => (JSON.parse(l) as { k: string; id?: string }).id ?? (JSON.parse(l) as { k: string }).k)).toEqual([
+      "open",
+      "hook-1",
+      "gw-1",
+      "ack",
+    ]);
+    expect(rec.frames.map((f) => f.seq)).toEqual([1]);
+    journal.close();
+    const again = new Journal(dir);
+    const back = again.chains.get(RUN3)!;
+    expect([back.stored, back.frames.map((f) => f.seq), again.has("gw-1")]).toEqual([1, [1], true]);
+    again.close();
+  });
+
   it("a chain holds at most MAX_DEFERRED entries waiting: the next one is written at once, with all those before it", () => {
     const dir = mkdtempSync(join(tmpdir(), "oxagen-append-"));
     const journal = new Journal(dir);
@@ -274,7 +301,7 @@ describe("appendSteps, deferred (the gateway)", () => {
       script,
       `import { appendSteps } from ${JSON.stringify(join(root, "collector/recorder/append.ts"))};
 import { makeBody } from ${JSON.stringify(join(root, "collector/recorder/bodies.ts"))};
-import { Journal } from ${JSON.stringify(join(root, "collector/recorder/journal.ts"))};
+import { Journal } from ${JSON.stringify(join(root, "collector/recorder/journal/index.ts"))};
 import { HOST_SECRET } from ${JSON.stringify(join(root, "test/support/sample-run.ts"))};
 const key = { secretKey: HOST_SECRET, hostId: "h-append-1" };
 const journal = new Journal(${JSON.stringify(join(dir, "journal"))});

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { parseLock, PAYLOADS, runIdFor, verifyChain } from "../../protocol/index.ts";
-import { Journal } from "../../collector/recorder/journal.ts";
+import { Journal } from "../../collector/recorder/journal/index.ts";
 import { Backfill } from "../../collector/recorder/sources/backfill.ts";
 import { HOST, makeHome, NODE, payloads, readJournal, ROOT } from "../support/recorder.ts";
 import { StubServer } from "../support/stub-server.ts";

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { maxCostOf, roundUp } from "../../collector/gateway/cost.ts";
-import { readModelRequest, routeOf } from "../../collector/gateway/apis.ts";
+import { maxCostOf, roundUp } from "../../collector/gateway/model/cost.ts";
+import { readModelRequest, routeOf } from "../../collector/gateway/model/apis.ts";
 import { BudgetLeases, type Held, type LeaseReply, type LeaseServer, type Reservation } from "../../collector/gateway/lease.ts";
 import { MAX_LEASE_MICROUSD } from "../../protocol/index.ts";
 import { priceCall } from "../../protocol/price.ts";

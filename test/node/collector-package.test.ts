@@ -5,7 +5,7 @@ import { existsSync, readdirSync, readFileSync, realpathSync, statSync } from "n
 import { join } from "node:path";
 import { Worker } from "node:worker_threads";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { llmCallStep } from "../../collector/gateway/record.ts";
+import { llmCallStep } from "../../collector/gateway/model/record.ts";
 import { installCollector, type Installed } from "../support/package.ts";
 import { ROOT } from "../support/recorder.ts";
 import { oldNode } from "./support/old-node.ts";

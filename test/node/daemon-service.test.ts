@@ -71,7 +71,7 @@ describe.skipIf(process.platform !== "linux")("tacho daemon install on Linux: a 
     expect(out.path).toBe(join(user.dir, ".config", "systemd", "user", out.service));
     const unit = readFileSync(out.path, "utf8");
     const [node, tacho] = HOOK_PROGRAM.split(" ");
-    expect(unit).toContain(`ExecStart=${node} --max-semi-space-size=1 --expose-gc `);
+    expect(unit).toContain(`ExecStart=${node} --max-semi-space-size=16 --expose-gc `);
     expect(unit).toMatch(/ --expose-gc \S+(?:tacho\.js|tacho\.mjs) daemon run\n/);
     expect(unit.includes(tacho!) || unit.includes("dist/tacho.mjs")).toBe(true);
     expect(unit).toContain(`Environment=OXAGEN_HOME=${home.dir}\n`);

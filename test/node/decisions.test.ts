@@ -1,10 +1,11 @@
 // The one decision rule (collector/recorder/decide.ts) and what each harness is told
 // (docs/collector.md, "Decisions"): no clause, no decision; allow only when a clause says so.
 import { describe, expect, it } from "vitest";
-import { askBecomes, shapeAnswer } from "../../collector/harnesses/events.ts";
+import { answerOf, askBecomes } from "../../collector/harnesses/events.ts";
 import { cutOversize } from "../../collector/recorder/bodies.ts";
-import { decideEvent, type CachedPolicy } from "../../collector/recorder/decide.ts";
+import { type CachedPolicy, toldOf } from "../../collector/recorder/decide.ts";
 import { defaultPolicy, type Policy } from "../../protocol/index.ts";
+import { decideEvent } from "../support/decide.ts";
 
 const HOST = "h-dec-1";
 const RUN = "run_00000000000000000000000000000000";
@@ -32,7 +33,8 @@ function shapes(command: string, policy = cached()) {
   for (const harness of [null, "claude-code", "codex", "cursor", "stella"]) {
     const event = harness === "cursor" ? { ...tool(command), cursor_event: "preToolUse" } : tool(command);
     const v = decideEvent(event, RUN, { hostId: HOST, policy, ask: askBecomes(harness) });
-    out[harness ?? "custom"] = shapeAnswer(harness, event, v.answer);
+    const told = toldOf(v.record);
+    out[harness ?? "custom"] = answerOf(harness, event, told.decision, told.reason);
   }
   return out;
 }
@@ -97,7 +99,7 @@ describe("what is refused whatever the clauses say", () => {
     expect(decideEvent({ hook_event_name: "PermissionRequest" }, null, ctx).answer).toMatchObject({
       hookSpecificOutput: { decision: { behavior: "deny" } },
     });
-    expect(decideEvent({ hook_event_name: "Stop" }, null, ctx)).toEqual({ answer: {}, record: null });
+    expect(decideEvent({ hook_event_name: "Stop" }, null, ctx)).toMatchObject({ answer: {}, record: null });
   });
 
   it("no verified policy refuses tools only; a suspended computer refuses prompts and session starts; a cut input cannot be checked", () => {

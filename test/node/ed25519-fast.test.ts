@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, describe, expect, it } from "vitest";
-import { newSecretKey, publicKeyOf, sign, useFastVerify, useSha256, verifyStrict } from "../../protocol/index.ts";
+import { newSecretKey, publicKeyOf, sign, useFastSign, useFastVerify, useSha256, verifyStrict } from "../../protocol/index.ts";
 import { useNodeCrypto } from "../../collector/lib/node-crypto.ts";
 import { looseHex, WYCHEPROOF } from "../support/wycheproof.ts";
 
@@ -10,6 +10,19 @@ describe("node:crypto as the fast path of strict Ed25519", () => {
   useNodeCrypto();
   afterAll(() => {
     useFastVerify(null);
+    useFastSign(null);
+  });
+
+  it("signs the same bytes noble signs", () => {
+    for (let i = 0; i < 100; i++) {
+      const secret = newSecretKey();
+      const msg = randomBytes(i * 7);
+      const fast = sign(secret, msg);
+      useFastSign(null);
+      const noble = sign(secret, msg);
+      useNodeCrypto();
+      expect(Buffer.from(fast).toString("hex")).toBe(Buffer.from(noble).toString("hex"));
+    }
   });
 
   it("makes exactly the decisions noble alone makes on every Wycheproof vector", () => {

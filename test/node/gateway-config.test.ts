@@ -216,3 +216,117 @@ describe("enroll --gateway", () => {
     expect(existsSync(join(env.OXAGEN_HOME!, "host.json"))).toBe(false);
   });
 });
+
+describe("enroll --gateway: the workspace's tools as the MCP server oxagen", () => {
+  // Claude Code's user scope, as `claude mcp add --scope user` writes it (checked with 2.1.328): with
+  // CLAUDE_CONFIG_DIR set, $CLAUDE_CONFIG_DIR/.claude.json. Its own state and another server are there.
+  const CLAUDE_JSON = `{\n  "numStartups": 3,\n  "mcpServers": {\n    "github": { "type": "http", "url": "https://api.githubcopilot.com/mcp/" }\n  },\n  "projects": {}\n}`;
+
+  it("adds it for Claude Code (user scope) and Codex, never Cursor; status shows it; --no-gateway and unenroll give both files back byte for byte", async () => {
+    const claudeJson = join(home.env.CLAUDE_CONFIG_DIR!, ".claude.json");
+    const codex = join(env.CODEX_HOME!, "config.toml");
+    put(claudeJson, CLAUDE_JSON);
+    put(codex, CODEX);
+    const r = await enroll("claude-code,codex,cursor", "--gateway");
+    expect(r.code, r.stderr).toBe(0);
+    const secret = (JSON.parse(readFileSync(join(env.OXAGEN_HOME!, "host.json"), "utf8")) as Json).hook_secret as string;
+    const entry = { type: "http", url: `http://127.0.0.1:${gatewayPort}/mcp`, headers: { "x-oxagen-hook-secret": secret } };
+    const json = JSON.parse(readFileSync(claudeJson, "utf8")) as Json;
+    expect(json.mcpServers).toEqual({ github: { type: "http", url: "https://api.githubcopilot.com/mcp/" }, oxagen: entry });
+    expect(json.numStartups).toBe(3);
+    expect((parse(readFileSync(codex, "utf8")) as Json).mcp_servers).toEqual({
+      oxagen: { url: `http://127.0.0.1:${gatewayPort}/mcp`, http_headers: { "x-oxagen-hook-secret": secret } },
+    });
+    expect(existsSync(join(home.dir, ".cursor", "mcp.json"))).toBe(false);
+    const status = JSON.parse((await tacho("status", "--offline", "--json")).stdout) as Json;
+    expect(status.gateway.mcp_servers).toEqual([
+      { harness: "claude-code", present: true },
+      { harness: "codex", present: true },
+    ]);
+    expect((await tacho("status", "--offline")).stdout).toContain(
+      `workspace tools (MCP server oxagen at 127.0.0.1:${gatewayPort}/mcp) for claude-code, codex`,
+    );
+    const off = await tacho("reassign", "--no-gateway");
+    expect(off.code, off.stderr).toBe(0);
+    expect(readFileSync(claudeJson, "utf8")).toBe(CLAUDE_JSON);
+    expect(readFileSync(codex, "utf8")).toBe(CODEX);
+    // On again, then unenroll: the same bytes again.
+    expect((await tacho("reassign", "--gateway")).code).toBe(0);
+    expect(readFileSync(claudeJson, "utf8")).not.toBe(CLAUDE_JSON);
+    expect((await tacho("unenroll", "--force")).code).toBe(0);
+    expect(readFileSync(claudeJson, "utf8")).toBe(CLAUDE_JSON);
+  });
+
+  it("a .claude.json without mcpServers gets one, and loses it again", async () => {
+    const claudeJson = join(home.env.CLAUDE_CONFIG_DIR!, ".claude.json");
+    const mine = `{"numStartups":1}`;
+    put(claudeJson, mine);
+    expect((await enroll("claude-code", "--gateway")).code).toBe(0);
+    expect(Object.keys((JSON.parse(readFileSync(claudeJson, "utf8")) as Json).mcpServers)).toEqual(["oxagen"]);
+    expect((await tacho("reassign", "--no-gateway")).code).toBe(0);
+    expect(readFileSync(claudeJson, "utf8")).toBe(mine);
+  });
+
+  it.each(["claude-code", "codex"] as const)(
+    "an MCP server named oxagen of the user's own (%s) is refused, nothing written",
+    async (harness) => {
+      const claudeJson = join(home.env.CLAUDE_CONFIG_DIR!, ".claude.json");
+      const codex = join(env.CODEX_HOME!, "config.toml");
+      const claudeMine = `{\n  "mcpServers": { "oxagen": { "type": "http", "url": "https://tools.example/mcp" } }\n}\n`;
+      const codexMine = `${CODEX}\n[mcp_servers.oxagen]\nurl = "https://tools.example/mcp"\n`;
+      put(claudeJson, claudeMine);
+      put(codex, codexMine);
+      const settings = join(home.env.CLAUDE_CONFIG_DIR!, "settings.json");
+      put(settings, CLAUDE);
+      const r = await enroll(harness, "--gateway");
+      expect(r.code).toBe(1);
+      expect(r.stderr).toMatch(/named "oxagen" is there already|\[mcp_servers\.oxagen\] is there already/);
+      expect(readFileSync(claudeJson, "utf8")).toBe(claudeMine);
+      expect(readFileSync(codex, "utf8")).toBe(codexMine);
+      expect(readFileSync(settings, "utf8")).toBe(CLAUDE);
+      expect(existsSync(join(env.OXAGEN_HOME!, "host.json"))).toBe(false);
+    },
+  );
+});
+
+describe("enroll --gateway: Stella", () => {
+  // Stella's user settings (macanderson/stella crates/stella-cli/src/settings.rs): a provider entry
+  // whose id is a built-in overrides its defaults; base_url is where its calls go.
+  const STELLA = `{\n  "providers": {\n    "zai": { "base_url": "https://api.z.ai/api/coding/paas/v4" },\n    "anthropic": { "default_model": "claude-sonnet-4-6" }\n  }\n}\n`;
+  const stellaHome = () => join(home.dir, ".stella");
+
+  it("points providers.anthropic and providers.openai at the gateway (the secret in the path), and --no-gateway gives the file back byte for byte", async () => {
+    env.STELLA_HOME = stellaHome();
+    const settings = join(stellaHome(), "settings.json");
+    put(settings, STELLA);
+    const r = await enroll("stella", "--gateway");
+    expect(r.code, r.stderr).toBe(0);
+    const secret = (JSON.parse(readFileSync(join(env.OXAGEN_HOME!, "host.json"), "utf8")) as Json).hook_secret as string;
+    const json = JSON.parse(readFileSync(settings, "utf8")) as Json;
+    const base = `http://127.0.0.1:${gatewayPort}/k/${secret}`;
+    expect(json.providers).toEqual({
+      zai: { base_url: "https://api.z.ai/api/coding/paas/v4" },
+      anthropic: { default_model: "claude-sonnet-4-6", base_url: base },
+      openai: { base_url: `${base}/v1` },
+    });
+    expect(json.hooks).toBeTruthy();
+    expect((JSON.parse(readFileSync(join(env.OXAGEN_HOME!, "host.json"), "utf8")) as Json).gateway).toEqual(["stella"]);
+    const off = await tacho("reassign", "--no-gateway");
+    expect(off.code, off.stderr).toBe(0);
+    expect((JSON.parse(readFileSync(settings, "utf8")) as Json).providers).toEqual(JSON.parse(STELLA).providers);
+    expect((await tacho("reassign", "--harness", "none")).code).toBe(0);
+    expect(readFileSync(settings, "utf8")).toBe(STELLA);
+  });
+
+  it("a base URL of the user's own for a provider the gateway carries is refused with the way forward, nothing written", async () => {
+    env.STELLA_HOME = stellaHome();
+    const settings = join(stellaHome(), "settings.json");
+    const mine = `{ "providers": { "anthropic": { "base_url": "https://llm.corp.example" } } }`;
+    put(settings, mine);
+    const r = await enroll("stella", "--gateway");
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("providers.anthropic.base_url is");
+    expect(r.stderr).toContain("--upstream anthropic=");
+    expect(readFileSync(settings, "utf8")).toBe(mine);
+  });
+});

@@ -1,13 +1,13 @@
-// A gateway call whose bodies are redacted and hashed on a worker thread (collector/gateway/offload.ts):
+// A gateway call whose bodies are redacted and hashed on a worker thread (collector/gateway/model/offload.ts):
 // its place in the chain and its id are taken when the call ends; anything else written to the chain
 // completes it in place first.
 import { afterEach, describe, expect, it } from "vitest";
 import { runIdFor, verifyChain } from "../../protocol/index.ts";
-import { carriedStep, OFFLOAD_BYTES } from "../../collector/gateway/offload.ts";
-import { type Carried, llmCallStep } from "../../collector/gateway/record.ts";
-import { Journal } from "../../collector/recorder/journal.ts";
+import { carriedStep, OFFLOAD_BYTES } from "../../collector/gateway/model/offload.ts";
+import { type Carried, llmCallStep } from "../../collector/gateway/model/record.ts";
+import { Journal } from "../../collector/recorder/journal/index.ts";
 import type { Step } from "../../collector/recorder/mapper.ts";
-import type { LaterStep } from "../../collector/recorder/recorder.ts";
+import type { LaterStep } from "../../collector/recorder/gateway-steps.ts";
 import { HOST_ID, payloadsOf, rig, type Rig } from "../support/sources.ts";
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
@@ -254,7 +254,7 @@ describe("a gateway call prepared off the event loop", () => {
 describe("the body worker and the process", () => {
   it("a process that had a call prepared on the worker still exits on its own (a stopped recorder does not stay up)", () => {
     const script = `
-      import { carriedStep } from ${JSON.stringify(join(import.meta.dirname, "../../collector/gateway/offload.ts"))};
+      import { carriedStep } from ${JSON.stringify(join(import.meta.dirname, "../../collector/gateway/model/offload.ts"))};
       const request = Buffer.from(JSON.stringify({ model: "claude-sonnet-4-5", messages: "x".repeat(${OFFLOAD_BYTES * 2}) }));
       const call = { vendor: "anthropic", model: "claude-sonnet-4-5", stream: false, status: 200, latencyMs: 1, ttfbMs: 1, request,
         response: Buffer.from("{}"), seen: { id: "msg_exit", model: "claude-sonnet-4-5", usage: { input_tokens: 1, output_tokens: 1 } }, clientClosed: false };

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { recorderSink } from "../../collector/gateway/index.ts";
-import { answeredStep } from "../../collector/gateway/record.ts";
+import { answeredStep } from "../../collector/gateway/model/record.ts";
 import type { Recorder } from "../../collector/recorder/recorder.ts";
 
 describe("gateway sink", () => {

@@ -6,12 +6,12 @@ import { request } from "node:http";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { defaultPolicy, type Policy, runIdFor, sha256Hex, verifyChain } from "../../protocol/index.ts";
-import { emptyStats, recorderSink } from "../../collector/gateway/index.ts";
+import { emptyStats, gatewayHandler, recorderSink } from "../../collector/gateway/index.ts";
 import { BudgetLeases, type LeaseReply } from "../../collector/gateway/lease.ts";
-import { gatewayHandler } from "../../collector/gateway/proxy.ts";
-import { callKey, llmCallStep, nextCarriedId } from "../../collector/gateway/record.ts";
+import { llmCallStep } from "../../collector/gateway/model/record.ts";
+import { callKey, nextCarriedId } from "../../collector/recorder/carried.ts";
 import { claudeUsage } from "../../collector/recorder/sources/claude.ts";
-import { listenLoopback } from "../../collector/recorder/listener.ts";
+import { listenLoopback } from "../../collector/lib/loopback.ts";
 import { redact } from "../../protocol/redact.ts";
 import { AGENT, anthropic, CLAUDE, closeGateways, gateway, HOST_CHAIN, MODEL, openai, raw, SESSION } from "../support/gateway-rig.ts";
 import { freePort } from "../support/recorder.ts";
@@ -453,6 +453,27 @@ describe("gateway: what it accepts and where it records", () => {
     expect(g.up.seen).toHaveLength(1);
     expect(g.up.seen[0]!.headers["x-oxagen-hook-secret"]).toBeUndefined();
     expect(g.llm()).toHaveLength(1);
+  });
+
+  it("a harness that cannot send a header (Stella) carries the secret as the path's first segment /k/<secret>: taken off, checked, never forwarded", async () => {
+    const secret = "ab".repeat(32);
+    const g = await gateway(
+      () => ({ chunks: [anthropicMessage({ id: "msg_key1", model: MODEL, text: "", usage: { input_tokens: 1, output_tokens: 1 } })] }),
+      undefined,
+      undefined,
+      secret,
+    );
+    const hi = [{ role: "user" as const, content: "hi" }];
+    const keyed = (key: string) => new Anthropic({ apiKey: "sk-ant-test", baseURL: `${g.url}/k/${key}`, maxRetries: 0 });
+    const e = (await keyed("cd".repeat(32))
+      .messages.create({ model: MODEL, max_tokens: 8, messages: hi })
+      .catch((x: unknown) => x)) as InstanceType<typeof Anthropic.APIError>;
+    expect(e).toBeInstanceOf(Anthropic.AuthenticationError);
+    expect(g.up.seen).toEqual([]);
+    await keyed(secret).messages.create({ model: MODEL, max_tokens: 8, messages: hi });
+    expect(g.up.seen.map((s) => s.path.split("?")[0])).toEqual(["/v1/messages"]);
+    expect(JSON.stringify(g.up.seen[0]!.headers)).not.toContain(secret);
+    expect(g.llm(HOST_CHAIN)).toHaveLength(1);
   });
 
   it("an unknown POST is refused in the vendor's shape and recorded as not forwarded; a GET (the model list) is forwarded unmetered", async () => {

@@ -4,7 +4,7 @@ import { createServer, type Server } from "node:net";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { bytesToHex, defaultPolicy, policyEtag, RESERVED_AGENT_NAMES, HARNESSES, signPolicy, type Policy } from "../../protocol/index.ts";
-import { HARNESSES as FAST_HARNESSES, RESERVED_AGENT_NAMES as FAST_RESERVED } from "../../collector/hook-fast/answers.cjs";
+import { HARNESSES as FAST_HARNESSES, RESERVED_AGENT_NAMES as FAST_RESERVED } from "../../collector/harnesses/answers.cjs";
 import { HOST_PUBLIC, HOST_SECRET, SERVER_KEY_ID, SERVER_PUBLIC, SERVER_SECRET } from "../support/sample-run.ts";
 import { freePort, run, tempHome, TACHO } from "./support/tacho.ts";
 
@@ -318,14 +318,15 @@ describe("only the recorder answers a hook", () => {
 
 describe("the hook fast path stays small", () => {
   it("loads only node builtins (no node:http) and its own plain-JS files, without ESM imports", () => {
-    for (const file of ["client.cjs", "answers.cjs", "channel.cjs"]) {
-      const source = readFileSync(join(import.meta.dirname, "../../collector/hook-fast", file), "utf8");
+    const answers = ["answers.cjs", ...HARNESSES.map((h) => `${h}/answer.cjs`)].map((f) => `harnesses/${f}`);
+    for (const file of ["commands/hook/client.cjs", "lib/channel.cjs", ...answers]) {
+      const source = readFileSync(join(import.meta.dirname, "../../collector", file), "utf8");
       const text = source.replace(/^\s*\/\/.*$/gm, "");
       expect(text).not.toMatch(/^import /m);
       const builtins = [...text.matchAll(/getBuiltinModule\("([^"]+)"\)/g)].map((m) => m[1]!);
       for (const spec of builtins) expect(spec).toMatch(/^node:(?:crypto|fs|net|os|path)$/);
       const required = [...text.matchAll(/require\("([^"]+)"\)/g)].map((m) => m[1]!);
-      for (const spec of required) expect(spec).toMatch(/^\.\/[a-z-]+\.cjs$/);
+      for (const spec of required) expect(spec).toMatch(/^(?:\.\/|(?:\.\.\/)+(?:harnesses\/|lib\/|claude-code\/)?)[a-z/-]+\.cjs$/);
       expect(text).not.toMatch(/\bfetch\(|node:http/);
     }
   });

@@ -2,8 +2,8 @@
 // decided by the one rule, protocol `stopOf` through collector/recorder/decide.ts: the recorder
 // (online) and `tacho hook` with the recorder down (offline) give the same answer for each.
 import { afterEach, describe, expect, it } from "vitest";
-import { decideEvent } from "../../collector/recorder/decide.ts";
 import { defaultPolicy, type Policy, runIdFor } from "../../protocol/index.ts";
+import { decideEvent } from "../support/decide.ts";
 import { agentEvent, HOST, makeHome, NODE, startDaemon, TACHO, type DaemonProc } from "../support/recorder.ts";
 import { collect } from "./support/tacho.ts";
 

@@ -2,7 +2,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { hostReport } from "../../collector/recorder/report.ts";
+import { hostReport } from "../../collector/daemon/report.ts";
 import type { HostConfig } from "../../collector/lib/state.ts";
 
 const host = { host_id: "h-1", harnesses: ["claude-code"], ports: { hooks: 47110, gateway: 47111 } } as HostConfig;

@@ -118,6 +118,55 @@ describe("recorder sources: transcripts into the session's run", () => {
     r.close();
   });
 
+  it("a tool hook rewrites sources.json only for a Codex session (whose rollout is checked against it), and the hooked id survives a restart", () => {
+    const dir = mkdtempSync(join(tmpdir(), "cx-"));
+    const rollout = join(dir, CODEX_PARENT);
+    copyFileSync(join(FIX, CODEX_PARENT), rollout);
+    const transcript = join(dir, "sess-3.jsonl");
+    writeFileSync(transcript, "");
+    const a = rig();
+    const state = join(a.dir, "sources.json");
+    const claude = { session_id: "sess-3", transcript_path: transcript, cwd: dir };
+    a.event("claude-code", { ...claude, hook_event_name: "SessionStart" });
+    const codex = { session_id: "0199aaaa", transcript_path: rollout, cwd: dir, model: "gpt-5-codex" };
+    a.event("codex", { ...codex, hook_event_name: "SessionStart", source: "startup" });
+    rmSync(state);
+    a.event("claude-code", {
+      ...claude,
+      hook_event_name: "PreToolUse",
+      tool_name: "Bash",
+      tool_use_id: "toolu_1",
+      tool_input: { command: "ls" },
+    });
+    a.event("claude-code", {
+      ...claude,
+      hook_event_name: "PostToolUse",
+      tool_name: "Bash",
+      tool_use_id: "toolu_1",
+      tool_input: { command: "ls" },
+      tool_response: "a",
+    });
+    expect(() => readFileSync(state)).toThrow(/ENOENT/);
+    a.event("codex", {
+      ...codex,
+      hook_event_name: "PreToolUse",
+      turn_id: "t1",
+      tool_name: "Bash",
+      tool_use_id: "call_1",
+      tool_input: { command: "ls -la" },
+    });
+    expect((JSON.parse(readFileSync(state, "utf8")) as { hooked: Record<string, string[]> }).hooked).toEqual({
+      [runIdFor(HOST_ID, "codex", "0199aaaa")]: ["call_1"],
+    });
+    a.close();
+    // Restarted before the rollout is read: call_1 is still known as hooked, so only call_2 comes from the rollout.
+    const b = rig(a.dir);
+    b.sources.tick();
+    const tools = payloadsOf(b.frames(runIdFor(HOST_ID, "codex", "0199aaaa")), "tool_call");
+    expect(tools.filter((t) => t.path === "transcript").map((t) => t.tool_use_id)).toEqual(["call_2"]);
+    b.close();
+  });
+
   it("an unreadable rollout: a clear log line and one log_unreadable gap", () => {
     const r = rig();
     const base = { session_id: "cx-missing", transcript_path: "/nonexistent/rollout-x.jsonl", cwd: "/" };

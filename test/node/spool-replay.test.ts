@@ -4,9 +4,9 @@ import { existsSync, readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { httpHook } from "../../collector/recorder/daemon.ts";
+import { httpHook } from "../../collector/daemon/hooks.ts";
 import { listenHttp } from "../../collector/recorder/listener.ts";
-import type { HookRequest } from "../../collector/recorder/mapper.ts";
+import type { HookRequest } from "../../collector/recorder/request.ts";
 import { MAX_ATTEMPTS, SpoolReplayer } from "../../collector/recorder/replay.ts";
 import { appendSpool } from "../../collector/recorder/spool.ts";
 import { defaultPolicy, hostChainId, policyEtag, runIdFor, signPolicy, verifyChain } from "../../protocol/index.ts";
@@ -101,11 +101,12 @@ function signed(policy = defaultPolicy("ws_test", 1)) {
 }
 
 function inProcess() {
-  const r = rig();
+  let spooled: SpoolReplayer | undefined;
+  const r = rig(undefined, { beforeHook: () => spooled?.drain() });
   r.recorder.policy = signed();
   const spool = join(r.dir, "spool");
   const replayer = new SpoolReplayer(r.recorder, spool, (m) => r.logs.push(m));
-  r.recorder.beforeHook = () => replayer.drain();
+  spooled = replayer;
   const send = (event: Record<string, unknown>, id = eventId()) =>
     r.recorder.handle({ id, t: Date.now(), source: "command", harness: null, agent: "rig-agent", event } as HookRequest);
   return { r, spool, replayer, send };
@@ -197,6 +198,37 @@ describe("a hook that gave up on a live recorder (issue 10: the record held a de
     expect(p[0]).toMatchObject({ decision: "none", rule: "default" });
     expect(p[2]).toMatchObject({ decision: "deny", rule: "no_policy", offline: true, tool_use_id: "tu-1" });
     expect(String(p[2]!.reason)).toMatch(/gave up waiting/);
+  });
+});
+
+describe("a hook that gave up on a live recorder that refused the call", () => {
+  it("records the offline answer that let the call through as a tool_requested, also after a restart", () => {
+    const deny = {
+      ...defaultPolicy("ws_test", 1),
+      tools: [{ id: "no-make", tool: "*", command: "make*", decision: "deny" as const, reason: "no builds" }],
+    };
+    const first = rig();
+    first.recorder.policy = signed(deny);
+    const event = {
+      session_id: "t-2",
+      hook_event_name: "PreToolUse",
+      tool_name: "Bash",
+      tool_input: { command: "make" },
+      tool_use_id: "tu-2",
+    };
+    const req = { id: eventId(), t: Date.now(), source: "command", harness: null, agent: "rig-agent", event };
+    expect(first.recorder.handle(req as HookRequest)).toMatchObject({ hookSpecificOutput: { permissionDecision: "deny" } });
+    first.close();
+    // The recorder restarts (its journal read back); the hook had given up and answered from an older policy: no decision.
+    const r = rig(first.dir);
+    r.recorder.policy = signed(deny);
+    const verdict = { subject: "tool", decision: "none", mode: "enforce", reason: "no clause of the policy decides Bash", rule: "default" };
+    const spool = join(r.dir, "spool");
+    appendSpool(spool, { ...req, v: 1, spooled_ms: Date.now(), answer: { enforcement_tier: "client_attested" }, verdict, why: "timeout" });
+    new SpoolReplayer(r.recorder, spool, (m) => r.logs.push(m)).drain();
+    const frames = r.frames(runIdFor(HOST_ID, "rig-agent", "t-2"));
+    expect(kinds(frames)).toEqual(["policy_decision", "token_denied", "policy_decision", "tool_requested"]);
+    expect(payloadsOf(frames)[2]).toMatchObject({ decision: "none", offline: true, tool_use_id: "tu-2" });
   });
 });
 

@@ -1,9 +1,22 @@
 import { describe, expect, it } from "vitest";
 import { bytesSource, type FrameChecker, localChecker, utf8, verifySource } from "../../protocol/index.ts";
-import { parallelChecker } from "../../collector/commands/verify/parallel.ts";
+import { type ParallelChecker, parallelChecker } from "../../collector/commands/verify/parallel.ts";
 import { useNodeCrypto } from "../../collector/lib/node-crypto.ts";
 import { bundleLines, signBundleLines } from "../support/bundle-text.ts";
 import { SERVER_KEY_ID, SERVER_PUBLIC, SERVER_SECRET, sampleRun } from "../support/sample-run.ts";
+
+/** The checker with its submit wrapped, every other member its own. */
+function withSubmit(checker: ParallelChecker, submit: FrameChecker["submit"]): FrameChecker {
+  return {
+    slots: checker.slots,
+    start: () => checker.start(),
+    submit,
+    free: (slot) => checker.free(slot),
+    next: (wait) => checker.next(wait),
+    lockSignatures: (jobs) => checker.lockSignatures(jobs),
+    lockSignatureAnswers: () => checker.lockSignatureAnswers(),
+  };
+}
 
 describe("verify with the frame lines shared with a second thread", () => {
   useNodeCrypto();
@@ -42,15 +55,14 @@ describe("verify with the frame lines shared with a second thread", () => {
     // The first block waits for the worker to take it: both threads then check some.
     checker.ready();
     let first = true;
-    const shared = verify(bytes, {
-      ...checker,
-      slots: checker.slots,
-      submit: (slot, start, end, job) => {
+    const shared = verify(
+      bytes,
+      withSubmit(checker, (slot, start, end, job) => {
         checker.submit(slot, start, end, job);
         if (first) checker.taken(slot);
         first = false;
-      },
-    });
+      }),
+    );
     checker.close();
     expect(shared).toEqual(single);
     expect(checker.checked.here).toBeGreaterThan(0);
@@ -72,15 +84,11 @@ describe("verify with the frame lines shared with a second thread", () => {
   it("finishes on its own, with the same answer, when the worker stops answering", () => {
     const checker = parallelChecker({ waitLimitMs: 200 });
     let submits = 0;
-    const stopping: FrameChecker = {
-      ...checker,
-      slots: checker.slots,
-      submit: (slot, start, end, job) => {
-        // The worker is stopped while it may hold a block: the main thread waits for it, then gives up on it.
-        if (++submits === 3) checker.close();
-        checker.submit(slot, start, end, job);
-      },
-    };
+    const stopping = withSubmit(checker, (slot, start, end, job) => {
+      // The worker is stopped while it may hold a block: the main thread waits for it, then gives up on it.
+      if (++submits === 3) checker.close();
+      checker.submit(slot, start, end, job);
+    });
     const result = verify(tampered, stopping);
     checker.close();
     expect(result).toEqual(verify(tampered, localChecker()));

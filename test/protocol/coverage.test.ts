@@ -58,4 +58,11 @@ describe("a run's coverage statement", () => {
     expect(text).toContain("  daemon_down x2\n");
     expect(text.startsWith("Coverage statement\n")).toBe(true);
   });
+
+  it("counts a path's frames in words: one frame, two frames", () => {
+    const s = coverageStatement({ harness: "claude-code", facts: facts({ frames: 3, by_path: { worktree: 1, hook: 2 } }), gapCounts: {} });
+    const text = coverageText(s);
+    expect(text).toMatch(/ {2}worktree \(1 frame\): /);
+    expect(text).toMatch(/ {2}hook \(2 frames\): /);
+  });
 });

@@ -1,6 +1,6 @@
 // Helpers for end-to-end tests: the real `tacho`/`oxagen` processes against the real Worker.
 import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort, holdAutostart, NODE, ROOT, sleep, TACHO } from "./recorder.ts";
@@ -188,4 +188,18 @@ export function claudeSession(computer: Computer, session: string, call: { model
   hook("UserPromptSubmit", { prompt: "go" });
   hook("Stop");
   return hook;
+}
+
+/** The text of every file under `dir` (latin1, so any byte shows): for checking a secret is in none of them. */
+export function filesText(dir: string): string {
+  const out: string[] = [];
+  const walk = (d: string) => {
+    for (const e of readdirSync(d, { withFileTypes: true })) {
+      const p = join(d, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (e.isFile()) out.push(readFileSync(p, "latin1"));
+    }
+  };
+  walk(dir);
+  return out.join("\n");
 }

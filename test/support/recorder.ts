@@ -5,7 +5,7 @@ import { request } from "node:http";
 import { connect, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { atSocket } from "../../collector/hook-fast/channel.cjs";
+import { atSocket } from "../../collector/lib/channel.cjs";
 import { bytesToHex, signPolicy, defaultPolicy, policyEtag, type Frame, type Policy, type SignedLock } from "../../protocol/index.ts";
 import { HOST_PUBLIC, HOST_SECRET, SERVER_KEY_ID, SERVER_PUBLIC, SERVER_SECRET } from "./sample-run.ts";
 

@@ -4,8 +4,8 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { bytesToHex, type Frame } from "../../protocol/index.ts";
-import { Journal } from "../../collector/recorder/journal.ts";
-import type { HookRequest } from "../../collector/recorder/mapper.ts";
+import { Journal } from "../../collector/recorder/journal/index.ts";
+import type { HookRequest } from "../../collector/recorder/request.ts";
 import { Recorder } from "../../collector/recorder/recorder.ts";
 import { Sources } from "../../collector/recorder/sources/index.ts";
 import type { HostConfig } from "../../collector/lib/state.ts";
@@ -40,27 +40,35 @@ export interface Rig {
 }
 
 /** A recorder + sources over `dir` (reopened from disk when `dir` is given: a restart). */
-export function rig(dir = mkdtempSync(join(tmpdir(), "oxagen-src-")), opts: { quietMs?: number; worktreeMs?: number } = {}): Rig {
+export function rig(
+  dir = mkdtempSync(join(tmpdir(), "oxagen-src-")),
+  opts: { quietMs?: number; worktreeMs?: number; beforeHook?: () => void } = {},
+): Rig {
   const journal = new Journal(join(dir, "journal"));
-  const recorder = new Recorder(journal, host(), null);
   const logs: string[] = [];
-  recorder.log = (m) => logs.push(m);
   const clock = { now: Date.now() };
   const statePath = join(dir, "sources.json");
-  const sources = new Sources(recorder, {
-    load: () => {
-      try {
-        return readFileSync(statePath, "utf8");
-      } catch {
-        return null;
-      }
+  let sources!: Sources;
+  const recorder = new Recorder(journal, host(), null, {
+    log: (m) => logs.push(m),
+    beforeHook: opts.beforeHook,
+    sources: (r) => {
+      sources = new Sources(r, {
+        load: () => {
+          try {
+            return readFileSync(statePath, "utf8");
+          } catch {
+            return null;
+          }
+        },
+        save: (t) => writeFileSync(statePath, t),
+        quietMs: opts.quietMs ?? 30_000,
+        worktreeMs: opts.worktreeMs ?? 15_000,
+        now: () => clock.now,
+      });
+      return sources;
     },
-    save: (t) => writeFileSync(statePath, t),
-    quietMs: opts.quietMs ?? 30_000,
-    worktreeMs: opts.worktreeMs ?? 15_000,
-    now: () => clock.now,
   });
-  recorder.sources = sources;
   let n = 0;
   return {
     dir,

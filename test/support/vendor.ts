@@ -7,7 +7,13 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 type Json = Record<string, any>;
 
 /** What the model "says" for one request. */
-export type Reply = { text: string } | { tool: { name: string; input: Record<string, unknown> }; text?: string };
+export type Reply =
+  | { text: string }
+  | {
+      /** `namespace`: the Responses API's namespace of the function (Codex offers an MCP server's tools as `mcp__<server>`). */
+      tool: { name: string; input: Record<string, unknown>; namespace?: string };
+      text?: string;
+    };
 
 /** One request as the vendor saw it. */
 export interface Seen {
@@ -114,6 +120,7 @@ function openai(res: ServerResponse, body: Json, reply: Reply, n: number): void 
       id: `fc_${n}`,
       call_id: `call_${n}`,
       name: reply.tool.name,
+      ...(reply.tool.namespace ? { namespace: reply.tool.namespace } : {}),
       arguments: JSON.stringify(reply.tool.input),
       status: "completed",
     });

@@ -94,10 +94,7 @@ export function When(props: { ms: number | null | undefined }) {
   return <time datetime={iso}>{iso.replace("T", " ").replace(/\.\d+Z$/, "Z")}</time>;
 }
 
-/** A count with its noun, singular for one: "1 lock", "3 locks". */
-export function plural(n: number, noun: string, nouns = `${noun}s`): string {
-  return `${n.toLocaleString("en-US")} ${n === 1 ? noun : nouns}`;
-}
+export { plural } from "../../protocol/words.ts";
 
 /** Milliseconds as a duration a person reads: 850 ms, 12 s, 4 min 10 s, 2 h 5 min. */
 export function duration(ms: number | null | undefined): string {

@@ -21,7 +21,7 @@ import { useNodeCrypto } from "../../lib/node-crypto.ts";
 import { hostFetch } from "../../lib/server.ts";
 import { readHost, statePath, type HostConfig } from "../../lib/state.ts";
 import { appendSteps } from "../../recorder/append.ts";
-import { Journal } from "../../recorder/journal.ts";
+import { Journal } from "../../recorder/journal/index.ts";
 import { readPolicyFile } from "../../recorder/policy-cache.ts";
 import { Shipper } from "../../recorder/shipper.ts";
 import { Backfill, type SubagentInfo } from "../../recorder/sources/backfill.ts";

@@ -31,7 +31,7 @@ function print(json: boolean, value: Record<string, unknown>, text: string): voi
 
 async function run(): Promise<number> {
   const host = enrolled();
-  const { startDaemon } = await import("../../recorder/daemon.ts");
+  const { startDaemon } = await import("../../daemon/index.ts");
   const log = (msg: string) => process.stderr.write(`${new Date().toISOString()} ${msg}\n`);
   let daemon: Awaited<ReturnType<typeof startDaemon>>;
   try {

@@ -5,7 +5,7 @@ import { recorderHealth } from "../../lib/recorder-process.ts";
 import { unenrollOnServer } from "../../lib/server.ts";
 import { HOST_STATE, type HostConfig, statePath } from "../../lib/state.ts";
 import { requireRecorderStopped } from "../../lib/stopped.ts";
-import { pendingCount, undelivered } from "../../lib/undelivered.ts";
+import { pendingCount, undelivered } from "../../recorder/undelivered.ts";
 
 /** Where the port scan starts: the ports tacho has always used first. */
 export const FIRST_PORTS = { hooks: 47110, gateway: 47111 } as const;

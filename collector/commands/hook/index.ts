@@ -1,4 +1,4 @@
-import { runHook } from "../../hook-fast/client.cjs";
+import { runHook } from "./client.cjs";
 
 export const USAGE = `usage: tacho hook --agent NAME
        tacho hook --harness claude-code|codex|cursor|stella

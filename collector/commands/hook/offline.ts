@@ -1,11 +1,10 @@
 import { statSync, writeFileSync } from "node:fs";
-import { askBecomes, neutralAnswer, normalizeEvent, shapeAnswer } from "../../harnesses/events.ts";
-import { decisionAnswer, type HookAnswer } from "../../hook-fast/answers.cjs";
+import { answerOf, askBecomes, type HookAnswer, neutralAnswer, normalizeEvent } from "../../harnesses/events.ts";
 import { useNodeCrypto } from "../../lib/node-crypto.ts";
 import { spawnRecorder } from "../../lib/recorder-process.ts";
 import { HostConfig, statePath } from "../../lib/state.ts";
-import { decideEvent, type Verdict } from "../../recorder/decide.ts";
-import { sessionOf } from "../../recorder/mapper.ts";
+import { decideEvent, type DecisionRecord, type Told, toldOf } from "../../recorder/decide.ts";
+import { namedRun } from "../../recorder/mapper.ts";
 import { readPolicyFile } from "../../recorder/policy-cache.ts";
 import { appendSpool, SPOOL_LIMIT } from "../../recorder/spool.ts";
 
@@ -40,32 +39,34 @@ export async function offlineAnswer(raw: OfflineContext): Promise<HookAnswer> {
   const wrapped = Array.isArray((raw.host as { harnesses?: unknown }).harnesses) ? (raw.host as { harnesses: string[] }).harnesses : [];
   const n = normalizeEvent(harness, payload, { wrapped, pid: raw.request.pid, pidStart: raw.request.pid_start });
   if (!("event" in n)) return neutralAnswer(harness, payload);
-  const eventName = String(n.event.hook_event_name);
-  let verdict: Verdict;
+  let record: DecisionRecord | null = null;
+  let told: Told;
   try {
     useNodeCrypto();
     const host = HostConfig.parse(raw.host);
-    const session = sessionOf({ ...raw.request, source: "command", event: n.event }, host.host_id);
-    verdict = decideEvent(n.event, session?.chain ?? null, {
+    const session = namedRun({ ...raw.request, source: "command", event: n.event }, host.host_id);
+    record = decideEvent(n.event, session?.chain ?? null, {
       hostId: host.host_id,
       policy: readPolicyFile(host),
       ask: askBecomes(harness),
       agent: session?.run.harness ?? null,
     });
+    told = toldOf(record);
   } catch (err) {
-    const reason = `Oxagen cannot decide while the recorder is unreachable: ${(err as Error).message}`;
-    verdict = { answer: decisionAnswer(eventName, "deny", reason), record: null };
+    told = { decision: "deny", reason: `Oxagen cannot decide while the recorder is unreachable: ${(err as Error).message}` };
   }
-  const answer: HookAnswer = { ...verdict.answer, enforcement_tier: "client_attested" };
+  const tier = "client_attested" as const;
   let notice = raw.notice;
   try {
     const request = JSON.parse(raw.line) as Record<string, unknown>;
-    const line = { ...request, spooled_ms: Date.now(), answer, ...(verdict.record ? { verdict: verdict.record } : {}), why: raw.why };
+    // The spooled answer is the canonical one (a custom agent's shape), as the recorder reads it back.
+    const answer = answerOf(null, n.event, told.decision, told.reason, { tier });
+    const line = { ...request, spooled_ms: Date.now(), answer, ...(record ? { verdict: record } : {}), why: raw.why };
     if (!appendSpool(statePath("spool"), line)) notice = "the Oxagen spool is full; this step was not recorded";
   } catch (err) {
     notice = `this step could not be spooled (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`;
   }
-  return shapeAnswer(harness, n.event, notice ? { ...answer, systemMessage: `tacho hook: ${notice}` } : answer);
+  return answerOf(harness, n.event, told.decision, told.reason, { tier, ...(notice ? { notice } : {}) });
 }
 
 /** How often a hook that finds the recorder down may start it. */

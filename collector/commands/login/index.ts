@@ -44,6 +44,8 @@ interface Current {
   expires_ms: number | null;
 }
 
+type PinnedKey = { key_id: string; fingerprint: string; not_before_ms: number; not_after_ms: number | null };
+
 export async function login(args: string[]): Promise<number> {
   const { values, positionals } = parse("oxagen login", args, {
     server: { type: "string" },
@@ -62,23 +64,10 @@ export async function login(args: string[]): Promise<number> {
   if (values.token !== undefined && TOKEN_SHAPE.exec(values.token)?.[1] !== "oxo")
     throw new UsageError("oxagen login: --token takes an operator token (oxo_, 16 hex characters, _ and 48 more); nothing was written");
 
-  const keysAnswer = await requestJson(new URL(ROUTES.keys, base), {}, EXIT.unreachable);
-  const keys = ServerKeySet.safeParse(keysAnswer.body);
-  if (!keysAnswer.ok || !keys.success || keys.data.keys.length === 0)
-    throw new ExitError(
-      EXIT.refused,
-      `oxagen login: ${base.origin} did not answer its keys (GET /v1/keys: ${refusal(keysAnswer).message})`,
-    );
-
-  let token = values.token;
-  let minted = false;
-  if (token === undefined) {
-    const grant = await signInWithCode(base, { purpose: "login" }, { program: "oxagen login", print: values.print ?? false, keyId: null });
-    if (grant.purpose !== "login") throw new ExitError(EXIT.refused, "oxagen login: the approval is not a sign-in");
-    token = grant.operator_token;
-    minted = true;
-  }
-  const probe: Credentials = {
+  const keys = await serverKeys(base);
+  const minted = values.token === undefined;
+  const token = values.token ?? (await tokenByCode(base, values.print ?? false));
+  const creds = await checkedCredentials({
     v: 1,
     server: base.origin,
     token,
@@ -87,25 +76,13 @@ export async function login(args: string[]): Promise<number> {
     scope: "read",
     expires_ms: null,
     minted,
-    keys: keys.data.keys,
+    keys,
     pinned_ms: Date.now(),
-  };
-  const current = await new OperatorApi(probe, "oxagen login").json<Current>("/v1/tokens/current").catch((err: unknown) => {
-    if (err instanceof ExitError && err.exitCode === EXIT.signedOut)
-      throw new ExitError(EXIT.signedOut, `oxagen login: ${base.origin} refused the token; nothing was written`);
-    throw err;
   });
   const previous = readCredentials();
-  const creds: Credentials = {
-    ...probe,
-    token_id: current.id,
-    workspace: current.workspace,
-    scope: current.scope,
-    expires_ms: current.expires_ms,
-  };
   writeCredentials(creds);
 
-  const pinned = keys.data.keys.map((k) => ({
+  const pinned: PinnedKey[] = keys.map((k) => ({
     key_id: k.key_id,
     fingerprint: fingerprint(k.pub),
     not_before_ms: k.not_before_ms,
@@ -124,14 +101,43 @@ export async function login(args: string[]): Promise<number> {
       credentials: credentialsPath(),
       replaced: replaced ? { server: replaced.server, token_id: replaced.token_id } : null,
     });
-    return EXIT.ok;
-  }
+  } else process.stdout.write(`${signedInLines(creds, pinned, replaced).join("\n")}\n`);
+  return EXIT.ok;
+}
+
+/** The server's public keys (GET /v1/keys), to pin. */
+async function serverKeys(base: URL): Promise<Credentials["keys"]> {
+  const answer = await requestJson(new URL(ROUTES.keys, base), {}, EXIT.unreachable);
+  const keys = ServerKeySet.safeParse(answer.body);
+  if (!answer.ok || !keys.success || keys.data.keys.length === 0)
+    throw new ExitError(EXIT.refused, `oxagen login: ${base.origin} did not answer its keys (GET /v1/keys: ${refusal(answer).message})`);
+  return keys.data.keys;
+}
+
+/** A new operator token, by a code an admin approves in the console. */
+async function tokenByCode(base: URL, print: boolean): Promise<string> {
+  const grant = await signInWithCode(base, { purpose: "login" }, { program: "oxagen login", print, keyId: null });
+  if (grant.purpose !== "login") throw new ExitError(EXIT.refused, "oxagen login: the approval is not a sign-in");
+  return grant.operator_token;
+}
+
+/** The credentials with what the server says of their token (GET /v1/tokens/current). */
+async function checkedCredentials(probe: Credentials): Promise<Credentials> {
+  const current = await new OperatorApi(probe, "oxagen login").json<Current>("/v1/tokens/current").catch((err: unknown) => {
+    if (err instanceof ExitError && err.exitCode === EXIT.signedOut)
+      throw new ExitError(EXIT.signedOut, `oxagen login: ${probe.server} refused the token; nothing was written`);
+    throw err;
+  });
+  return { ...probe, token_id: current.id, workspace: current.workspace, scope: current.scope, expires_ms: current.expires_ms };
+}
+
+function signedInLines(creds: Credentials, pinned: PinnedKey[], replaced: Credentials | null): string[] {
   const lines = [
-    `signed in to ${creds.server}: workspace ${creds.workspace}, token ${creds.token_id} (${creds.scope === "admin" ? "read and change" : "read only"}), expires ${when(creds.expires_ms)}`,
+    `signed in to ${creds.server}: workspace ${creds.workspace}, token ${creds.token_id} (${creds.scope === "admin" ? "read and change" : "read only"}), ${creds.expires_ms === null ? "no expiry" : `expires ${when(creds.expires_ms)}`}`,
     `pinned the server's ${pinned.length === 1 ? "key" : `${pinned.length} keys`} (compare with what your server's operator publishes):`,
     ...pinned.map(
       (k) =>
-        `  ${k.key_id}  ed25519  ${k.fingerprint}  signing from ${when(k.not_before_ms)}${k.not_after_ms === null ? " (current)" : ` to ${when(k.not_after_ms)}`}`,
+        `  ${k.key_id}  ed25519  ${k.fingerprint}  ${k.not_before_ms === 0 ? "its first signing key" : `signing from ${when(k.not_before_ms)}`}${k.not_after_ms === null ? " (current)" : ` to ${when(k.not_after_ms)}`}`,
     ),
     `credentials: ${credentialsPath()} (mode 0600)`,
   ];
@@ -139,6 +145,5 @@ export async function login(args: string[]): Promise<number> {
     lines.push(
       `replaced the sign-in to ${replaced.server} (token ${replaced.token_id})${replaced.minted ? "; that token stays valid until it expires or an admin revokes it (oxagen tokens lists it)" : ""}`,
     );
-  process.stdout.write(`${lines.join("\n")}\n`);
-  return EXIT.ok;
+  return lines;
 }

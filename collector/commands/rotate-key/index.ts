@@ -16,7 +16,7 @@ import { useNodeCrypto } from "../../lib/node-crypto.ts";
 import { hostFetch } from "../../lib/server.ts";
 import { type HostConfig, readHost, statePath, writeHost } from "../../lib/state.ts";
 import { requireRecorderStopped } from "../../lib/stopped.ts";
-import { Journal } from "../../recorder/journal.ts";
+import { Journal } from "../../recorder/journal/index.ts";
 
 export const USAGE = `usage: tacho rotate-key [--json]
 

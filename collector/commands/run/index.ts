@@ -1,7 +1,6 @@
-import { formatUsd, RunId } from "../../../protocol/index.ts";
+import { formatUsd, plural } from "../../../protocol/index.ts";
 import { parse } from "../../lib/args.ts";
-import { UsageError } from "../../lib/errors.ts";
-import { EXIT, EXIT_HELP, operatorApi, printJson, when } from "../../lib/operator.ts";
+import { EXIT, EXIT_HELP, operatorApi, printJson, runArg, when } from "../../lib/operator.ts";
 
 export const USAGE = `usage: oxagen run RUN [--json]
 
@@ -33,16 +32,6 @@ interface Detail {
   last_frame_ms: number | null;
   paused: boolean;
   gaps: { kind: string; seq?: number; detail: string }[];
-}
-
-const plural = (n: number, noun: string) => `${n.toLocaleString("en-US")} ${noun}${n === 1 ? "" : "s"}`;
-
-/** A run id from the command line, or a usage error. */
-export function runArg(program: string, positionals: string[], usage: string): string {
-  if (positionals.length !== 1) throw new UsageError(`${program}: name exactly one run\n${usage}`);
-  const id = positionals[0]!;
-  if (!RunId.safeParse(id).success) throw new UsageError(`${program}: ${id} is not a run id (run_ and 32 hex; oxagen runs lists them)`);
-  return id;
 }
 
 export async function run(args: string[]): Promise<number> {

@@ -1,5 +1,4 @@
-import { EXIT_HELP } from "../../lib/operator.ts";
-import { seal as sealRun } from "../pause/index.ts";
+import { EXIT_HELP, runAction } from "../../lib/operator.ts";
 
 export const USAGE = `usage: oxagen seal RUN [--json]
 
@@ -12,4 +11,4 @@ resumed.
 
 ${EXIT_HELP}`;
 
-export const seal = (args: string[]) => sealRun(args, USAGE);
+export const seal = (args: string[]) => runAction("seal", args, USAGE);

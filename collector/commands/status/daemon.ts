@@ -1,18 +1,19 @@
 import { readFileSync } from "node:fs";
 import { connect } from "node:net";
+import type { McpStats } from "../../gateway/mcp/rpc.ts";
 import type { HostConfig } from "../../lib/state.ts";
 import { alive, readPid } from "../../lib/pid.ts";
 import { recorderHealth } from "../../lib/recorder-process.ts";
 import { statePath } from "../../lib/state.ts";
 
-/** What recorder-status.json says (written by the recorder; see collector/recorder/status.ts). */
+/** What recorder-status.json says (written by the recorder; see collector/daemon/status.ts). */
 export interface RecorderSummary {
   heartbeat_ms: number | null;
   pending: { frames: number; locks: number; bodies: number; spooled: number } | null;
   sessions_open: number | null;
   last_delivery_ms: number | null;
   last_error: string | null;
-  /** The model gateway as the recorder last wrote it (see collector/recorder/status.ts). */
+  /** The model gateway as the recorder last wrote it (see collector/daemon/status.ts). */
   gateway: {
     listening: string;
     carried: number;
@@ -21,6 +22,8 @@ export interface RecorderSummary {
     client_closed: number;
     last_call_ms: number | null;
     last_error: { t: number; message: string } | null;
+    /** Its MCP side: the workspace's tools. */
+    mcp: McpStats | null;
   } | null;
 }
 
@@ -98,7 +101,11 @@ function gatewayOf(v: unknown): RecorderSummary["gateway"] {
   if (v === null || typeof v !== "object") return null;
   const g = v as Record<string, unknown>;
   const n = (x: unknown) => (typeof x === "number" && x >= 0 ? x : 0);
-  const e = g.last_error as { t?: unknown; message?: unknown } | null | undefined;
+  const errorOf = (x: unknown) => {
+    const e = x as { t?: unknown; message?: unknown } | null | undefined;
+    return e && typeof e.message === "string" && typeof e.t === "number" ? { t: e.t, message: e.message } : null;
+  };
+  const m = g.mcp !== null && typeof g.mcp === "object" ? (g.mcp as Record<string, unknown>) : null;
   return {
     listening: typeof g.listening === "string" ? g.listening : "unknown",
     carried: n(g.carried),
@@ -106,6 +113,16 @@ function gatewayOf(v: unknown): RecorderSummary["gateway"] {
     answered: n(g.answered),
     client_closed: n(g.client_closed),
     last_call_ms: typeof g.last_call_ms === "number" ? g.last_call_ms : null,
-    last_error: e && typeof e.message === "string" && typeof e.t === "number" ? { t: e.t, message: e.message } : null,
+    last_error: errorOf(g.last_error),
+    mcp: m
+      ? {
+          calls: n(m.calls),
+          refused: n(m.refused),
+          catalog_unverified: n(m.catalog_unverified),
+          answered: n(m.answered),
+          last_call_ms: typeof m.last_call_ms === "number" ? m.last_call_ms : null,
+          last_error: errorOf(m.last_error),
+        }
+      : null,
   };
 }

@@ -8,7 +8,7 @@ import { readPolicyFile } from "../../recorder/policy-cache.ts";
 import { renderStops, type Stops, stopsHere } from "./stops.ts";
 import { recorderLaunch } from "../../lib/recorder-process.ts";
 import { serviceFile } from "../daemon/service.ts";
-import { routedNow } from "../../harnesses/gateway.ts";
+import { mcpServerNow, routedNow } from "../../harnesses/gateway.ts";
 import { daemonState, type DaemonState, type RecorderSummary } from "./daemon.ts";
 import { serverView } from "./server.ts";
 
@@ -47,6 +47,11 @@ export async function status(args: string[]): Promise<number> {
   const gateway = {
     port: host.ports.gateway,
     routed: (host.gateway ?? []).map((h) => ({ harness: h, configured: routedNow(host, h) })),
+    // The workspace's tools as each routed harness's MCP server `oxagen`: whether its entry is there.
+    mcp_servers: (host.gateway ?? []).flatMap((h) => {
+      const present = mcpServerNow(host, h);
+      return present === null ? [] : [{ harness: h, present }];
+    }),
     upstreams: host.upstreams ?? {},
     recorder: daemon.recorder?.gateway ?? null,
   };
@@ -116,6 +121,7 @@ function render(
     gateway: {
       port: number;
       routed: { harness: string; configured: boolean }[];
+      mcp_servers: { harness: string; present: boolean }[];
       upstreams: NonNullable<HostConfig["upstreams"]>;
       recorder: RecorderSummary["gateway"];
     };
@@ -157,11 +163,21 @@ function render(
   lines.push(
     `gateway: 127.0.0.1:${g.port} ${g.recorder?.listening ?? "unknown (recorder not running)"}; model calls of ${routes || "no harness (tacho enroll --gateway)"}`,
   );
+  const tools = g.mcp_servers;
+  if (tools.length)
+    lines.push(
+      `  workspace tools (MCP server oxagen at 127.0.0.1:${g.port}/mcp) for ${tools.map((r) => `${r.harness}${r.present ? "" : " (entry missing: run tacho enroll --gateway)"}`).join(", ")}`,
+    );
   for (const [vendor, u] of Object.entries(g.upstreams))
     lines.push(`  ${vendor} calls go on to ${u.url} (this computer's own upstream, from ${u.from})`);
   if (g.recorder)
     lines.push(
       `  carried ${g.recorder.carried} calls (${g.recorder.client_closed} closed by the client), refused ${g.recorder.refused}, answered itself ${g.recorder.answered}; last call ${when(g.recorder.last_call_ms)}${g.recorder.last_error ? `; last error ${when(g.recorder.last_error.t)}: ${g.recorder.last_error.message}` : ""}`,
+    );
+  const m = g.recorder?.mcp;
+  if (m)
+    lines.push(
+      `  tool calls carried ${m.calls}, refused by the server ${m.refused}, catalogs not verified ${m.catalog_unverified}, answered itself ${m.answered}; last call ${when(m.last_call_ms)}${m.last_error ? `; last error ${when(m.last_error.t)}: ${m.last_error.message}` : ""}`,
     );
   lines.push(`spooled: ${o.spool.events} events${o.spool.dropped ? `, ${o.spool.dropped} dropped` : ""}`);
   lines.push(`policy: ${o.policy ? `cached ${o.policy.etag ?? "?"} at ${when(o.policy.fetched_ms)}` : "not cached"}`);

@@ -11,7 +11,7 @@ import { unenrollOnServer } from "../../lib/server.ts";
 import { HOST_STATE, RECORDER_FILES, readHost, stateDir, statePath } from "../../lib/state.ts";
 import { removeService } from "../daemon/service.ts";
 import { requireRecorderStopped } from "../../lib/stopped.ts";
-import { pendingCount, undelivered } from "../../lib/undelivered.ts";
+import { pendingCount, undelivered } from "../../recorder/undelivered.ts";
 
 export const USAGE = `usage: tacho unenroll [--force] [--json]
 

@@ -11,6 +11,7 @@ import {
   localChecker,
   type PinnedKey,
   pinKey,
+  plural,
   pinKeyList,
   STATEMENT,
   type VerifyResult,
@@ -205,7 +206,7 @@ function render(r: VerifyResult): string {
   const lines: string[] = [];
   if (s.run) {
     lines.push(
-      `run ${s.run}: ${s.frames} frames, ${s.locks} locks (${s.lockedFrames} frames locked, final lock: ${s.finalLocked ? "yes" : "no"}), ${s.gaps} gaps`,
+      `run ${s.run}: ${plural(s.frames, "frame")}, ${plural(s.locks, "lock")} (${plural(s.lockedFrames, "frame")} locked, final lock: ${s.finalLocked ? "yes" : "no"}), ${plural(s.gaps, "gap")}`,
     );
     lines.push(`tier ${s.tier}, grade ${s.grade}, head ${s.head}${s.bodiesChecked ? `, ${s.bodiesChecked} bodies checked` : ""}`);
   }

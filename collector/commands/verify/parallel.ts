@@ -62,187 +62,223 @@ export interface CheckerSetup {
 export type ToWorker = { chainId: string; bodies: boolean } | { locks: LockSignatureJob[] };
 export type FromWorker = { order: number; chunk: FrameChunk } | { locks: boolean[] };
 
+type Job = FrameLinesJob & { start: number; end: number; order: number };
+
 /**
  * A {@link FrameChecker} that shares the frame lines with a second thread: each block's lines go
  * to whichever thread is free first (this one takes a block whenever two are waiting), and the
  * lock signatures go to the worker first. Whatever the worker does not deliver, this thread
  * checks itself, so a worker that dies or stalls changes nothing but the time taken.
  */
-export function parallelChecker(options: ParallelOptions = {}): FrameChecker & {
-  close(): void;
+export class ParallelChecker implements FrameChecker {
+  readonly slots: Buffer[];
   /** Blocks of frame lines checked by each thread. */
-  readonly checked: { here: number; worker: number };
-  /** Starts the worker now and returns once it waits for work (tests use it to be sure it takes some). */
-  ready(): void;
-  /** Returns once slot `slot`'s block is no longer waiting to be taken. */
-  taken(slot: number): void;
-} {
-  const waitLimit = options.waitLimitMs ?? WAIT_LIMIT_MS;
-  const buffers = Array.from({ length: SLOT_COUNT }, () => new SharedArrayBuffer(SLOT_BYTES));
-  // Buffers, not plain Uint8Arrays: the reader finds line ends with Buffer's native indexOf.
-  const slots = buffers.map((b) => Buffer.from(b));
-  const control = new Int32Array(new SharedArrayBuffer(4 * (HEADER_WORDS + SLOT_COUNT * SLOT_WORDS)));
-  const prevs = new Uint8Array(new SharedArrayBuffer(32 * SLOT_COUNT));
-  const { port1, port2 } = new MessageChannel();
-  const setup: CheckerSetup = {
-    slots: buffers,
-    control: control.buffer as SharedArrayBuffer,
-    prevs: prevs.buffer as SharedArrayBuffer,
-    port: port2,
-  };
+  readonly checked = { here: 0, worker: 0 };
+  readonly #waitLimit: number;
+  readonly #control: Int32Array;
+  readonly #prevs: Uint8Array;
+  readonly #port: MessagePort;
+  readonly #setup: CheckerSetup;
   // Started with the first job: a version-1 bundle never gives it one.
-  let worker: Worker | null = null;
-  const start = () => {
-    if (worker) return;
-    worker = new Worker(new URL("./worker.ts", import.meta.url), {
-      workerData: setup,
-      transferList: [port2],
-      resourceLimits: WORKER_LIMITS,
-    });
-    worker.unref();
-  };
-  const checked = { here: 0, worker: 0 };
-
-  const jobs: (FrameLinesJob & { start: number; end: number; order: number })[] = [];
-  const done = new Map<number, FrameChunk>();
-  let submitted = 0;
-  let delivered = 0;
-  let configured = false;
-  let lockAnswers: boolean[] | null = null;
-
+  #worker: Worker | null = null;
+  readonly #jobs: Job[] = [];
+  readonly #done = new Map<number, FrameChunk>();
+  #submitted = 0;
+  #delivered = 0;
+  #configured = false;
+  #lockAnswers: boolean[] | null = null;
   // A worker that does not answer in time is given up on: from then on this thread checks
   // everything, and the state words (which the worker may still write) are no longer read.
-  let alone = false;
-  const stopWorker = () => {
-    Atomics.store(control, STOP, 1);
-    Atomics.add(control, WAKE, 1);
-    Atomics.notify(control, WAKE);
-    void worker?.terminate();
-  };
-  const state = (slot: number) => Atomics.load(control, slotWord(slot, STATE));
-  const receive = () => {
-    for (let m = receiveMessageOnPort(port1); m; m = receiveMessageOnPort(port1)) {
+  #alone = false;
+
+  constructor(options: ParallelOptions = {}) {
+    this.#waitLimit = options.waitLimitMs ?? WAIT_LIMIT_MS;
+    const buffers = Array.from({ length: SLOT_COUNT }, () => new SharedArrayBuffer(SLOT_BYTES));
+    // Buffers, not plain Uint8Arrays: the reader finds line ends with Buffer's native indexOf.
+    this.slots = buffers.map((b) => Buffer.from(b));
+    this.#control = new Int32Array(new SharedArrayBuffer(4 * (HEADER_WORDS + SLOT_COUNT * SLOT_WORDS)));
+    this.#prevs = new Uint8Array(new SharedArrayBuffer(32 * SLOT_COUNT));
+    const { port1, port2 } = new MessageChannel();
+    this.#port = port1;
+    this.#setup = {
+      slots: buffers,
+      control: this.#control.buffer as SharedArrayBuffer,
+      prevs: this.#prevs.buffer as SharedArrayBuffer,
+      port: port2,
+    };
+  }
+
+  start(): void {
+    if (this.#worker) return;
+    this.#worker = new Worker(new URL("./worker.ts", import.meta.url), {
+      workerData: this.#setup,
+      transferList: [this.#setup.port],
+      resourceLimits: WORKER_LIMITS,
+    });
+    this.#worker.unref();
+  }
+
+  submit(slot: number, begin: number, end: number, job: FrameLinesJob): void {
+    const order = this.#submitted++;
+    this.#jobs[slot] = { ...job, start: begin, end, order };
+    if (this.#alone) {
+      this.#runHere(slot);
+      return;
+    }
+    this.start();
+    if (!this.#configured) {
+      this.#port.postMessage({ chainId: job.chainId, bodies: job.bodies } satisfies ToWorker);
+      this.#configured = true;
+    }
+    const control = this.#control;
+    this.#prevs.set(job.prev, 32 * slot);
+    control[slotWord(slot, START)] = begin;
+    control[slotWord(slot, END)] = end;
+    control[slotWord(slot, FROM)] = job.from;
+    control[slotWord(slot, ORDER)] = order;
+    Atomics.store(control, slotWord(slot, STATE), PENDING);
+    this.#wake();
+    // Two blocks waiting: the worker is busy, so this thread checks the older one.
+    const waiting = this.#pendingSlots();
+    if (waiting.length >= 2 && this.#take(waiting[0]!)) this.#runHere(waiting[0]!);
+  }
+
+  free(slot: number): void {
+    const job = this.#jobs[slot];
+    if (!job) return;
+    if (job.order >= this.#delivered && !this.#done.has(job.order)) {
+      this.#settle(slot);
+      return;
+    }
+    if (this.#alone) return;
+    // Answered; the worker may still be about to mark it done.
+    Atomics.wait(this.#control, slotWord(slot, STATE), TAKEN, this.#waitLimit);
+    Atomics.store(this.#control, slotWord(slot, STATE), FREE);
+  }
+
+  next(wait: boolean): FrameChunk | null {
+    if (this.#delivered === this.#submitted) return null;
+    this.#receive();
+    let chunk = this.#done.get(this.#delivered);
+    if (!chunk && wait) {
+      const slot = this.#jobs.findIndex((job) => job?.order === this.#delivered);
+      if (slot >= 0) this.#settle(slot);
+      chunk = this.#done.get(this.#delivered);
+    }
+    if (!chunk) return null;
+    this.#done.delete(this.#delivered++);
+    return chunk;
+  }
+
+  /** Starts the worker now and returns once it waits for work (tests use it to be sure it takes some). */
+  ready(): void {
+    this.start();
+    Atomics.wait(this.#control, READY, 0, this.#waitLimit);
+  }
+
+  /** Returns once slot `slot`'s block is no longer waiting to be taken. */
+  taken(slot: number): void {
+    Atomics.wait(this.#control, slotWord(slot, STATE), PENDING, this.#waitLimit);
+  }
+
+  lockSignatures(list: readonly LockSignatureJob[]): void {
+    if (this.#alone || list.length === 0) return;
+    this.start();
+    this.#port.postMessage({ locks: [...list] } satisfies ToWorker);
+    Atomics.store(this.#control, LOCKS, PENDING);
+    this.#wake();
+  }
+
+  lockSignatureAnswers(): boolean[] | null {
+    const control = this.#control;
+    if (this.#alone || Atomics.compareExchange(control, LOCKS, PENDING, MINE) === PENDING) return null;
+    if (Atomics.load(control, LOCKS) === TAKEN) Atomics.wait(control, LOCKS, TAKEN, this.#waitLimit);
+    this.#receive();
+    return this.#lockAnswers;
+  }
+
+  close(): void {
+    this.#stopWorker();
+    this.#port.close();
+  }
+
+  #wake(): void {
+    Atomics.add(this.#control, WAKE, 1);
+    Atomics.notify(this.#control, WAKE);
+  }
+
+  #stopWorker(): void {
+    Atomics.store(this.#control, STOP, 1);
+    this.#wake();
+    void this.#worker?.terminate();
+  }
+
+  #state(slot: number): number {
+    return Atomics.load(this.#control, slotWord(slot, STATE));
+  }
+
+  /** Takes a waiting block for this thread; false when the worker took it first. */
+  #take(slot: number): boolean {
+    return Atomics.compareExchange(this.#control, slotWord(slot, STATE), PENDING, MINE) === PENDING;
+  }
+
+  #receive(): void {
+    for (let m = receiveMessageOnPort(this.#port); m; m = receiveMessageOnPort(this.#port)) {
       const message = m.message as FromWorker;
-      if ("locks" in message) lockAnswers = message.locks;
-      else if (!done.has(message.order)) {
-        done.set(message.order, message.chunk);
-        checked.worker++;
+      if ("locks" in message) this.#lockAnswers = message.locks;
+      else if (!this.#done.has(message.order)) {
+        this.#done.set(message.order, message.chunk);
+        this.checked.worker++;
       }
     }
-  };
-  const runHere = (slot: number) => {
-    const job = jobs[slot]!;
-    if (!done.has(job.order)) {
-      done.set(job.order, checkFrameLines(slots[slot]!, job.start, job.end, job));
-      checked.here++;
+  }
+
+  #runHere(slot: number): void {
+    const job = this.#jobs[slot]!;
+    if (!this.#done.has(job.order)) {
+      this.#done.set(job.order, checkFrameLines(this.slots[slot]!, job.start, job.end, job));
+      this.checked.here++;
     }
-    if (!alone) Atomics.store(control, slotWord(slot, STATE), FREE);
-  };
+    if (!this.#alone) Atomics.store(this.#control, slotWord(slot, STATE), FREE);
+  }
+
   // Makes sure a slot's job is answered: takes it if nobody has; if the worker has it, checks
   // the blocks still waiting here first, then waits for the worker.
-  const settle = (slot: number) => {
-    const word = slotWord(slot, STATE);
+  #settle(slot: number): void {
     for (;;) {
-      if (alone) return runHere(slot);
-      if (Atomics.compareExchange(control, word, PENDING, MINE) === PENDING) return runHere(slot);
-      const s = state(slot);
+      if (this.#alone || this.#take(slot)) {
+        this.#runHere(slot);
+        return;
+      }
+      const s = this.#state(slot);
       if (s === FREE) return;
       if (s === DONE) {
-        receive();
-        return runHere(slot);
+        this.#receive();
+        this.#runHere(slot);
+        return;
       }
-      const other = pendingSlots()[0];
-      if (other && Atomics.compareExchange(control, slotWord(other.slot, STATE), PENDING, MINE) === PENDING) {
-        runHere(other.slot);
+      const other = this.#pendingSlots()[0];
+      if (other !== undefined && this.#take(other)) {
+        this.#runHere(other);
         continue;
       }
-      if (Atomics.wait(control, word, TAKEN, waitLimit) === "timed-out") {
-        alone = true;
-        stopWorker();
+      if (Atomics.wait(this.#control, slotWord(slot, STATE), TAKEN, this.#waitLimit) === "timed-out") {
+        this.#alone = true;
+        this.#stopWorker();
       }
     }
-  };
-  const pendingSlots = () =>
-    alone
-      ? []
-      : jobs
-          .map((job, slot) => ({ job, slot }))
-          .filter(({ slot }) => state(slot) === PENDING)
-          .sort((a, b) => a.job.order - b.job.order);
+  }
 
-  return {
-    slots,
-    checked,
-    start,
-    submit(slot, begin, end, job) {
-      const order = submitted++;
-      jobs[slot] = { ...job, start: begin, end, order };
-      if (alone) return runHere(slot);
-      start();
-      if (!configured) {
-        port1.postMessage({ chainId: job.chainId, bodies: job.bodies } satisfies ToWorker);
-        configured = true;
-      }
-      prevs.set(job.prev, 32 * slot);
-      control[slotWord(slot, START)] = begin;
-      control[slotWord(slot, END)] = end;
-      control[slotWord(slot, FROM)] = job.from;
-      control[slotWord(slot, ORDER)] = order;
-      Atomics.store(control, slotWord(slot, STATE), PENDING);
-      Atomics.add(control, WAKE, 1);
-      Atomics.notify(control, WAKE);
-      // Two blocks waiting: the worker is busy, so this thread checks the older one.
-      const waiting = pendingSlots();
-      if (waiting.length >= 2 && Atomics.compareExchange(control, slotWord(waiting[0]!.slot, STATE), PENDING, MINE) === PENDING) {
-        runHere(waiting[0]!.slot);
-      }
-    },
-    free(slot) {
-      const job = jobs[slot];
-      if (!job) return;
-      if (job.order >= delivered && !done.has(job.order)) return settle(slot);
-      if (alone) return;
-      // Answered; the worker may still be about to mark it done.
-      Atomics.wait(control, slotWord(slot, STATE), TAKEN, waitLimit);
-      Atomics.store(control, slotWord(slot, STATE), FREE);
-    },
-    next(wait) {
-      if (delivered === submitted) return null;
-      receive();
-      let chunk = done.get(delivered);
-      if (!chunk && wait) {
-        const slot = jobs.findIndex((job) => job?.order === delivered);
-        if (slot >= 0) settle(slot);
-        chunk = done.get(delivered);
-      }
-      if (!chunk) return null;
-      done.delete(delivered++);
-      return chunk;
-    },
-    ready() {
-      start();
-      Atomics.wait(control, READY, 0, waitLimit);
-    },
-    taken(slot) {
-      Atomics.wait(control, slotWord(slot, STATE), PENDING, waitLimit);
-    },
-    lockSignatures(list) {
-      if (alone || list.length === 0) return;
-      start();
-      port1.postMessage({ locks: [...list] } satisfies ToWorker);
-      Atomics.store(control, LOCKS, PENDING);
-      Atomics.add(control, WAKE, 1);
-      Atomics.notify(control, WAKE);
-    },
-    lockSignatureAnswers() {
-      if (alone || Atomics.compareExchange(control, LOCKS, PENDING, MINE) === PENDING) return null;
-      if (Atomics.load(control, LOCKS) === TAKEN) Atomics.wait(control, LOCKS, TAKEN, waitLimit);
-      receive();
-      return lockAnswers;
-    },
-    close() {
-      stopWorker();
-      port1.close();
-    },
-  };
+  /** The slots whose blocks wait to be taken, oldest first. */
+  #pendingSlots(): number[] {
+    if (this.#alone) return [];
+    const waiting: number[] = [];
+    for (let slot = 0; slot < this.#jobs.length; slot++) if (this.#jobs[slot] && this.#state(slot) === PENDING) waiting.push(slot);
+    return waiting.sort((a, b) => this.#jobs[a]!.order - this.#jobs[b]!.order);
+  }
+}
+
+/** A {@link ParallelChecker} (the defaults are what `oxagen verify` uses). */
+export function parallelChecker(options: ParallelOptions = {}): ParallelChecker {
+  return new ParallelChecker(options);
 }

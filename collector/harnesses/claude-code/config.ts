@@ -1,6 +1,6 @@
 import { homedir } from "node:os";
 import { join } from "node:path";
-import { HOOK_SECRET_HEADER } from "../../recorder/listener.ts";
+import { HOOK_SECRET_HEADER } from "../../lib/loopback.ts";
 import { hookCommand } from "../command.ts";
 import type { EntriesHost, HarnessAdapter, HookEntries, JsonObject } from "../types.ts";
 import { claudeProblems } from "./problems.ts";

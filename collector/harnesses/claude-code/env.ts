@@ -1,6 +1,6 @@
 import { isDeepStrictEqual } from "node:util";
 import { ExitError } from "../../lib/errors.ts";
-import { HOOK_SECRET_HEADER } from "../../recorder/listener.ts";
+import { HOOK_SECRET_HEADER } from "../../lib/loopback.ts";
 import { memberText, setMemberText } from "../json-edit.ts";
 import { beforeOf, type Setting } from "../originals.ts";
 import type { ConfigFile } from "../settings.ts";

@@ -1,5 +1,5 @@
-import { cursorDecision, type HookAnswer } from "../../hook-fast/answers.cjs";
-import { compact, str, toolDecision, type EventAdapter, type NormalizeContext, type Payload } from "../events-types.ts";
+import { compact, type EventAdapter, type NormalizeContext, type Payload, str } from "../events-types.ts";
+import { cursorAnswer } from "./answer.cjs";
 
 /** Cursor's camelCase events and the canonical events they become (generic tool hooks only: shell/MCP/read hooks double-fire). */
 const EVENTS: Record<string, string> = {
@@ -94,30 +94,5 @@ export const cursorEvents: EventAdapter = {
         return { event: compact(base) };
     }
   },
-  shapeAnswer(canonical: Payload, answer: HookAnswer): HookAnswer {
-    const raw = String(canonical.cursor_event ?? canonical.hook_event_name);
-    switch (raw) {
-      case "preToolUse": {
-        const { decision, reason } = toolDecision(answer);
-        return cursorDecision(raw, decision, reason);
-      }
-      case "beforeSubmitPrompt":
-        return answer.decision === "block" ? cursorDecision(raw, "deny", String(answer.reason ?? "")) : cursorDecision(raw, "none", "");
-      case "subagentStart":
-        return answer.continue === false ? cursorDecision(raw, "deny", String(answer.stopReason ?? "")) : cursorDecision(raw, "none", "");
-      case "sessionStart": {
-        // sessionStart cannot veto: a stop becomes context the agent reads.
-        const ctx = (answer.hookSpecificOutput as { additionalContext?: unknown } | undefined)?.additionalContext;
-        const text =
-          typeof ctx === "string"
-            ? ctx
-            : answer.continue === false
-              ? `Oxagen: ${String(answer.stopReason ?? "this session should stop")}`
-              : undefined;
-        return text ? { additional_context: text } : {};
-      }
-      default:
-        return cursorDecision(raw, "none", "");
-    }
-  },
+  answer: cursorAnswer,
 };

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
-import { stellaDecision, type HookAnswer } from "../../hook-fast/answers.cjs";
-import { compact, str, toolDecision, type EventAdapter, type NormalizeContext, type Payload } from "../events-types.ts";
+import { compact, type EventAdapter, type NormalizeContext, type Payload, str } from "../events-types.ts";
+import { stellaAnswer } from "./answer.cjs";
 
 const RECORDED = new Set(["SessionStart", "PreToolUse", "PostToolUse", "Stop"]);
 
@@ -37,9 +37,5 @@ export const stellaEvents: EventAdapter = {
       }),
     };
   },
-  shapeAnswer(canonical: Payload, answer: HookAnswer): HookAnswer {
-    if (canonical.hook_event_name !== "PreToolUse") return stellaDecision("allow", "");
-    const { decision, reason } = toolDecision(answer);
-    return stellaDecision(decision, reason);
-  },
+  answer: stellaAnswer,
 };

@@ -3,7 +3,8 @@ import { bodyFields, makeBody, type Body } from "../bodies.ts";
 import { deriveFrames } from "../derive.ts";
 import type { Step } from "../mapper.ts";
 import { ClaudeTranscript, type UsageCall } from "./claude.ts";
-import { obj, parseObject, str, timeOf } from "./lines.ts";
+import { obj, parseObject, str } from "../../lib/json.ts";
+import { timeOf } from "./lines.ts";
 
 /** A step with its time, as a rebuilt run holds it. */
 export type TimedStep = Step & { t: number };

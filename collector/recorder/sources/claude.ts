@@ -1,5 +1,6 @@
 import type { Payload } from "../../../protocol/index.ts";
-import { count, obj, parseObject, str, timeOf } from "./lines.ts";
+import { count, obj, parseObject, str } from "../../lib/json.ts";
+import { timeOf } from "./lines.ts";
 
 type Usage = Payload<"llm_call">["usage"];
 
@@ -41,7 +42,7 @@ const sigOf = (r: Response) =>
   JSON.stringify([r.model, r.usage.input_tokens, r.usage.output_tokens, r.usage.cache_read_tokens ?? 0, r.usage.cache_write_tokens ?? 0]);
 
 /**
- * The usage of one transcript record, mapped to the llm_call fields (harnesses.md §1.7). Cache
+ * The usage of one transcript record (the Messages API usage object Claude Code writes), mapped to the llm_call fields. Cache
  * writes are `cache_creation_input_tokens`, the figure the vendor bills; the 5m/1h split is only
  * a fallback when that total is absent (Claude Code writes the split as zeros when the vendor
  * sends none, so taking the split would drop every cache write).

@@ -1,5 +1,6 @@
 import type { Payload } from "../../../protocol/index.ts";
-import { count, obj, parseObject, str, timeOf } from "./lines.ts";
+import { count, obj, parseObject, str } from "../../lib/json.ts";
+import { timeOf } from "./lines.ts";
 
 type Usage = Payload<"llm_call">["usage"];
 
@@ -109,7 +110,7 @@ function outputMeta(output: string): { exit_code?: number; duration_ms?: number 
 /**
  * Codex rollout → llm_call per model response and tool calls paired by call_id. Pure.
  *
- * The ladder of harnesses.md §2.7: a token_count whose `info` equals the previous one is a
+ * Codex's `token_count` events (codex-rs `TokenCountEvent`) are read down a ladder: one whose `info` equals the previous one is a
  * re-emission (rate_limits may differ); with cumulative totals, an event whose totals have not
  * advanced is dropped and the usage is the delta of the totals (a regression starts a new baseline);
  * in a forked or subagent rollout (`thread_spawn` in the first 16 KB, or a second session_meta),

@@ -1,9 +1,10 @@
 import { existsSync, readFileSync } from "node:fs";
 import { basename, join } from "node:path";
 import { type Payload, runIdFor, sha256Hex } from "../../../protocol/index.ts";
-import { callKey, MATCHED, unmatchedCarried } from "../../gateway/record.ts";
-import type { ChainRecord, RunInfo } from "../journal.ts";
-import { sessionOf, type HookRequest, type Step } from "../mapper.ts";
+import { callKey, MATCHED, unmatchedCarried } from "../carried.ts";
+import type { ChainRecord, RunInfo } from "../journal/index.ts";
+import { namedRun, type Step } from "../mapper.ts";
+import type { HookRequest } from "../request.ts";
 import type { Recorder } from "../recorder.ts";
 import { ClaudeTranscript, type ClaudeState } from "./claude.ts";
 import { CodexRollout, type CodexState } from "./codex.ts";
@@ -98,7 +99,7 @@ export class Sources {
     this.#guard(() => {
       const e = req.event.hook_event_name;
       if (e !== "Stop" && e !== "SubagentStop" && e !== "SessionEnd") return;
-      const s = sessionOf(req, this.#rec.host.host_id);
+      const s = namedRun(req, this.#rec.host.host_id);
       if (!s) return;
       this.#watch(req, s.chain, s.run);
       this.#discover(s.chain);
@@ -110,20 +111,24 @@ export class Sources {
   /** After an event is recorded: learn the session's log files, cwd and hooked tool calls. */
   after(req: HookRequest): void {
     this.#guard(() => {
-      const s = sessionOf(req, this.#rec.host.host_id);
+      const s = namedRun(req, this.#rec.host.host_id);
       if (!s) return;
       this.#watch(req, s.chain, s.run);
       const e = req.event;
       if (typeof e.cwd === "string") this.trees.note(s.chain, e.cwd);
-      const tool = typeof e.tool_use_id === "string" ? e.tool_use_id : null;
+      // Only a Codex rollout's tool calls are checked against the hooked ones ({@link #readFile}): another
+      // harness's tool hook changes nothing here, so sources.json is not rewritten on its path.
+      const tool = s.run.harness === "codex" && typeof e.tool_use_id === "string" ? e.tool_use_id : null;
       if (
         tool &&
         (e.hook_event_name === "PostToolUse" || e.hook_event_name === "PostToolUseFailure" || e.hook_event_name === "PreToolUse")
       ) {
         const set = this.#hooked.get(s.chain) ?? new Set();
-        set.add(tool);
-        this.#hooked.set(s.chain, set);
-        this.#changed();
+        if (!set.has(tool)) {
+          set.add(tool);
+          this.#hooked.set(s.chain, set);
+          this.#changed();
+        }
       }
       if (e.hook_event_name === "Stop") this.trees.due(s.chain);
       this.save();

@@ -24,28 +24,6 @@ export function splitLines(chunk: Uint8Array, base: number): { lines: Line[]; co
   return { lines, consumed: start };
 }
 
-/** A JSON object parsed from a line; null when the line is not one (corrupt or truncated). */
-export function parseObject(text: string): Record<string, unknown> | null {
-  try {
-    const v: unknown = JSON.parse(text);
-    return v !== null && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
-  } catch {
-    return null;
-  }
-}
-
-export function obj(v: unknown): Record<string, unknown> | null {
-  return v !== null && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
-}
-
-export function str(v: unknown, max = 256): string | undefined {
-  return typeof v === "string" && v.length > 0 && v.length <= max ? v : undefined;
-}
-
-export function count(v: unknown): number {
-  return typeof v === "number" && Number.isFinite(v) && v > 0 ? Math.floor(v) : 0;
-}
-
 /** A line's timestamp in ms, or `fallback` when it has none. */
 export function timeOf(o: Record<string, unknown>, fallback: number): number {
   const t = typeof o.timestamp === "string" ? Date.parse(o.timestamp) : NaN;

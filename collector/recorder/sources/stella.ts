@@ -1,5 +1,6 @@
 import type { Payload } from "../../../protocol/index.ts";
-import { count, obj, parseObject, str, timeOf } from "./lines.ts";
+import { count, obj, parseObject, str } from "../../lib/json.ts";
+import { timeOf } from "./lines.ts";
 
 /** An llm_call from one Stella step_usage event. */
 export interface StellaUsage {
@@ -8,8 +9,8 @@ export interface StellaUsage {
 }
 
 /**
- * Stella session journal → llm_call, one per `step_usage` event (emitted once per committed step,
- * harnesses.md §4.6). Pure. Unknown event types are skipped; `usage_incomplete` (a failed call)
+ * Stella session journal → llm_call, one per `step_usage` event (emitted once per committed step:
+ * Stella's `AgentEvent::StepUsage`, crates/stella-protocol/src/event.rs). Pure. Unknown event types are skipped; `usage_incomplete` (a failed call)
  * has no usage to record.
  */
 export class StellaJournal {

@@ -1,7 +1,8 @@
 import { closeSync, fstatSync, openSync, readdirSync, readSync, statSync } from "node:fs";
 import { homedir } from "node:os";
 import { basename, dirname, join } from "node:path";
-import { parseObject, splitLines, type Line } from "./lines.ts";
+import { parseObject } from "../../lib/json.ts";
+import { splitLines, type Line } from "./lines.ts";
 
 const MAX_READ = 8 * 1024 * 1024;
 

@@ -109,7 +109,8 @@ describe("oxagen login, and what needs it", () => {
     const r = ox(["login", "--server", worker.url, "--token", worker.token]);
     expect(r.status, r.stderr).toBe(0);
     expect(r.stdout).toContain(`signed in to ${worker.url}: workspace ${worker.workspace}`);
-    expect(r.stdout).toMatch(/[0-9a-f]{16} {2}ed25519 {2}SHA256:[A-Za-z0-9+/]{43}/);
+    expect(r.stdout).toMatch(/[0-9a-f]{16} {2}ed25519 {2}SHA256:[A-Za-z0-9+/]{43} {2}its first signing key \(current\)/);
+    expect(r.stdout).not.toContain("1970");
     expect(statSync(CREDENTIALS).mode & 0o777).toBe(0o600);
     expect(statSync(join(operatorHome, ".config/oxagen")).mode & 0o777).toBe(0o700);
     const stored = JSON.parse(readFileSync(CREDENTIALS, "utf8")) as { keys: { pub: string }[]; minted: boolean };
