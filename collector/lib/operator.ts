@@ -104,6 +104,21 @@ export class OperatorApi {
     throw this.refused(answer.status, refusal(answer));
   }
 
+  /**
+   * Every page of a paged list (GET /v1/hosts, /v1/agents: `limit`, `cursor`, `next`), the pages'
+   * `key` lists joined; the rest of the answer is the first page's.
+   */
+  async allPages<K extends string, T extends Record<K, unknown[]> & { next?: string | null }>(path: string, key: K): Promise<T> {
+    let first: T | null = null;
+    for (let cursor: string | null = null; ; ) {
+      const page: T = await this.json<T>(`${path}?limit=500${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`);
+      if (first === null) first = page;
+      else first[key].push(...page[key]);
+      cursor = page.next ?? null;
+      if (cursor === null) return { ...first, next: null };
+    }
+  }
+
   /** A streamed answer (an export, a body), for a 2xx; otherwise the refusal as an ExitError. */
   async stream(path: string): Promise<Response> {
     let res: Response;

@@ -80,8 +80,8 @@ export async function agents(args: string[]): Promise<number> {
 async function list(json: boolean): Promise<number> {
   const api = operatorApi("oxagen agents");
   const [answer, hosts] = await Promise.all([
-    api.json<{ agents: Agent[]; registered: Registered[] }>("/v1/agents"),
-    api.json<{ hosts: { id: string; hostname: string; status: string }[] }>("/v1/hosts"),
+    api.allPages<"agents", { agents: Agent[]; registered: Registered[] }>("/v1/agents", "agents"),
+    api.allPages<"hosts", { hosts: { id: string; hostname: string; status: string }[] }>("/v1/hosts", "hosts"),
   ]);
   if (json) {
     printJson(answer);

@@ -27,7 +27,7 @@ export async function computers(args: string[]): Promise<number> {
     json: { type: "boolean", default: false },
   });
   if (positionals.length > 0) throw new UsageError(`oxagen computers: unexpected ${positionals.join(" ")}\n${USAGE}`);
-  const answer = await operatorApi("oxagen computers").json<{ hosts: Host[] }>("/v1/hosts");
+  const answer = await operatorApi("oxagen computers").allPages<"hosts", { hosts: Host[] }>("/v1/hosts", "hosts");
   const hosts = answer.hosts.filter((h) => values.all || h.status !== "unenrolled");
   if (values.json) {
     printJson({ hosts });
