@@ -96,17 +96,9 @@ export async function enrollWith(options: EnrollOptions): Promise<number> {
   if (positionals.length > 0) throw new UsageError(`${options.program}: unexpected ${positionals.join(" ")}\n${USAGE}`);
   const named = harnessList(values.harness);
   const existing = readHost();
-  if (!values.server && !existing)
-    throw new UsageError(`${options.program}: --server is required to enroll this computer (with --token, or to sign in)\n${USAGE}`);
-  if (values.token && !values.server) throw new UsageError(`${options.program}: --server is required with --token\n${USAGE}`);
+  checkServerAndToken(options.program, values.server, values.token, existing !== null);
   // A server named: this computer enrolls (again), with the token or by signing in.
   const enrolling = values.server !== undefined;
-  const operator = values.token ? operatorTokenProblem(options.program, values.token, values.server!) : null;
-  if (operator) throw new UsageError(operator);
-  if (values.token && TOKEN_SHAPE.exec(values.token)?.[1] !== "oxe")
-    throw new UsageError(
-      `${options.program}: --token ${values.token.length > 12 ? `${values.token.slice(0, 12)}...` : values.token} is not an enrollment token: one is oxe_, 16 hex characters, _ and 48 more, as npm start or POST /v1/enrollment-tokens gives it (was it copied whole?). Nothing was written.`,
-    );
   const reenroll = enrolling && existing ? reenrollCheck(options.program, existing, values.force ?? false) : null;
   const ports = await choosePorts(values["hooks-port"], values["gateway-port"], existing?.ports);
   // Union: a re-apply never drops a harness (only `tacho reassign --harness` does).
@@ -142,27 +134,15 @@ export async function enrollWith(options: EnrollOptions): Promise<number> {
     writeHost(host);
     policy = await cachePolicy(host);
   } else {
-    host = withHookSecret({ ...existing!, harnesses, ports, hook_command, gateway: routed });
-    if (upstreams.chosen) host.upstreams = upstreams.chosen;
-    if (values.workspace && values.workspace !== host.workspace) {
-      throw new UsageError(`${options.program}: to move this computer to workspace ${values.workspace}, use tacho reassign --workspace`);
-    }
-    writeHost(host);
+    const next = { ...existing!, harnesses, ports, hook_command, gateway: routed };
+    host = reapplied(options.program, next, upstreams.chosen, values.workspace);
     policy = "unchanged";
   }
   const results = applyHarnesses(host, harnesses, "apply");
   const routes = routed.map((h) => routeHarness(host, h, true)!);
   const unrouted = values.gateway ? harnesses.filter((h) => NOT_ROUTED[h]).map((h) => ({ harness: h, why: NOT_ROUTED[h]! })) : [];
   const problems = Object.fromEntries(harnesses.map((h) => [h, harnessHealth(host, h).problems ?? []]));
-  let recorder: { pid: number; started: boolean } | { error: string } | null = null;
-  if (!values["no-start"]) {
-    try {
-      recorder = await startRecorder();
-    } catch (err) {
-      if (!(err instanceof ExitError)) throw err;
-      recorder = { error: err.message };
-    }
-  }
+  const recorder = values["no-start"] ? null : await startedRecorder();
   const listening = recorder && !("error" in recorder) ? await portTrouble(host) : [];
   report(
     values.json ?? false,
@@ -230,4 +210,42 @@ function report(
   else lines.push(`recorder: ${recorder.started ? "started" : "running"} (pid ${recorder.pid}, 127.0.0.1:${host.ports.hooks})`);
   for (const l of more.listening) lines.push(`but ${l}`);
   process.stdout.write(`${lines.join("\n")}\n`);
+}
+
+/** The server and token flags make sense together, and a token is an enrollment token (before anything is written). */
+function checkServerAndToken(program: string, server: string | undefined, token: string | undefined, enrolled: boolean): void {
+  if (!server && !enrolled)
+    throw new UsageError(`${program}: --server is required to enroll this computer (with --token, or to sign in)\n${USAGE}`);
+  if (token && !server) throw new UsageError(`${program}: --server is required with --token\n${USAGE}`);
+  const operator = token ? operatorTokenProblem(program, token, server!) : null;
+  if (operator) throw new UsageError(operator);
+  if (token && TOKEN_SHAPE.exec(token)?.[1] !== "oxe")
+    throw new UsageError(
+      `${program}: --token ${token.length > 12 ? `${token.slice(0, 12)}...` : token} is not an enrollment token: one is oxe_, 16 hex characters, _ and 48 more, as npm start or POST /v1/enrollment-tokens gives it (was it copied whole?). Nothing was written.`,
+    );
+}
+
+/** Starts the recorder; one that cannot start is reported, not thrown (enroll has written its configs by then). */
+async function startedRecorder(): Promise<{ pid: number; started: boolean } | { error: string }> {
+  try {
+    return await startRecorder();
+  } catch (err) {
+    if (!(err instanceof ExitError)) throw err;
+    return { error: err.message };
+  }
+}
+
+/** The enrolled computer's state with this enroll's harnesses, ports and routes, written (no server is asked). */
+function reapplied(
+  program: string,
+  next: HostConfig,
+  upstreams: HostConfig["upstreams"] | undefined,
+  workspace: string | undefined,
+): HostConfig {
+  const host = withHookSecret(next);
+  if (upstreams) host.upstreams = upstreams;
+  if (workspace && workspace !== host.workspace)
+    throw new UsageError(`${program}: to move this computer to workspace ${workspace}, use tacho reassign --workspace`);
+  writeHost(host);
+  return host;
 }
