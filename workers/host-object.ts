@@ -91,10 +91,16 @@ export class HostObject extends DurableObject<Env> {
 
   /** Reads the host's row (and its own policy part) from D1 again: every operator action that changes either calls this after its write. */
   async refresh(hostId: string): Promise<HostRow | null> {
+    const sql = this.ctx.storage.sql;
+    sql.exec("DELETE FROM policy_part");
+    const held = sql.exec<{ seen_sent_ms: number }>("SELECT seen_sent_ms FROM host WHERE id = 1").toArray()[0];
     this.#row = undefined;
-    this.ctx.storage.sql.exec("DELETE FROM host");
-    this.ctx.storage.sql.exec("DELETE FROM policy_part");
-    return this.#load(hostId);
+    sql.exec("DELETE FROM host");
+    // Its quota windows are filled already: only the row is read again.
+    if (!held) return this.#load(hostId);
+    const row = (await db(this.env).select().from(schema.hosts).where(eq(schema.hosts.id, hostId)))[0] ?? null;
+    if (row) this.#save(row, held.seen_sent_ms);
+    return row;
   }
 
   /**

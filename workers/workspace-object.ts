@@ -1,7 +1,6 @@
 import { DurableObject } from "cloudflare:workers";
-import { and, eq } from "drizzle-orm";
 import { MAX_PAUSED_AGENTS, Policy } from "../protocol/index.ts";
-import { db, schema } from "./db/client.ts";
+import { workspacePausedAgents } from "./lib/agent-pauses.ts";
 import { announce } from "./lib/hubs.ts";
 import type { WorkspacePart } from "./lib/host-policy.ts";
 import { metered } from "./lib/meter.ts";
@@ -202,17 +201,7 @@ export class WorkspaceObject extends DurableObject<Env> {
     this.#settings ??= this.#stored();
     if (this.#settings) return this.#settings;
     const workspaceId = this.#workspaceId();
-    const p = schema.agentPauses;
-    const [{ policy }, pauses] = await Promise.all([
-      readPolicy(this.env, workspaceId),
-      db(this.env)
-        .select({ name: p.name, pausedMs: p.pausedMs })
-        .from(p)
-        .where(and(eq(p.workspaceId, workspaceId), eq(p.hostId, "*")))
-        .orderBy(p.name)
-        .limit(MAX_PAUSED_AGENTS)
-        .all(),
-    ]);
+    const [{ policy }, pauses] = await Promise.all([readPolicy(this.env, workspaceId), workspacePausedAgents(this.env, workspaceId)]);
     // Another call may have set it while D1 answered: what it set is newer.
     this.#settings ??= this.#stored();
     if (this.#settings) return this.#settings;

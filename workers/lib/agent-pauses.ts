@@ -73,16 +73,21 @@ export async function setAgentPaused(env: Env, workspaceId: string, name: string
   return { name, host: host?.id ?? null, paused: applies, pauses, propagation };
 }
 
-/** Hands the workspace's object the agent names now paused on every host. */
-async function pausedEverywhere(env: Env, workspaceId: string, now: number): Promise<void> {
+/** The agent names paused on every host of the workspace (at most MAX_PAUSED_AGENTS, by name), and when each was. */
+export function workspacePausedAgents(env: Env, workspaceId: string) {
   const p = schema.agentPauses;
-  const rows = await db(env)
-    .select({ name: p.name })
+  return db(env)
+    .select({ name: p.name, pausedMs: p.pausedMs })
     .from(p)
     .where(and(eq(p.workspaceId, workspaceId), eq(p.hostId, "*")))
     .orderBy(p.name)
     .limit(MAX_PAUSED_AGENTS)
     .all();
+}
+
+/** Hands the workspace's object the agent names now paused on every host. */
+async function pausedEverywhere(env: Env, workspaceId: string, now: number): Promise<void> {
+  const rows = await workspacePausedAgents(env, workspaceId);
   await workspaceObject(env, workspaceId).setPausedAgents(
     rows.map((r) => r.name),
     now,

@@ -1,6 +1,5 @@
 import { and, eq, gt, lt, sql } from "drizzle-orm";
 import {
-  bytesToHex,
   type DeviceCode,
   type DeviceGrant,
   type DeviceStart,
@@ -8,16 +7,14 @@ import {
   keyIdFor,
   normalizeUserCode,
   publicKeyProblem,
-  sha256,
   USER_CODE_ALPHABET,
-  utf8,
 } from "../../protocol/index.ts";
 import { serverOrigin } from "../auth/host.ts";
 import { db, schema } from "../db/client.ts";
 import { insertWhere } from "../db/insert-where.ts";
 import { AppError } from "../errors.ts";
 import { QuotaError } from "./quotas.ts";
-import { DAY_MS, newToken, OPERATOR_TOKEN_DAYS, parseToken } from "./tokens.ts";
+import { DAY_MS, hashSecret, newToken, OPERATOR_TOKEN_DAYS, parseToken } from "./tokens.ts";
 
 /** A device code lives this long: long enough to find an operator, short enough that a stale one is gone. */
 export const DEVICE_CODE_S = 10 * 60;
@@ -34,7 +31,7 @@ export type DeviceRow = typeof dc.$inferSelect;
 
 /** Hex SHA-256 of a normalized user code: the one form it is stored and looked up in. */
 export function userCodeHash(code: string): string {
-  return bytesToHex(sha256(utf8(code)));
+  return hashSecret(code);
 }
 
 function newUserCode(): string {
@@ -125,7 +122,7 @@ export async function pollDevice(env: Env, deviceCode: string, address: string, 
     throw pollError("slow_down", "Too many polls from this address; wait longer between them.");
   const parsed = parseToken(deviceCode, "oxd");
   if (!parsed) throw pollError("invalid_grant", "The device code is not one this server issued.");
-  const secretHash = bytesToHex(sha256(utf8(parsed.secret)));
+  const secretHash = hashSecret(parsed.secret);
   // Every SET expression reads the row as it was before this poll.
   const tooSoon = sql`(${dc.lastPollMs} IS NOT NULL AND ${now} - ${dc.lastPollMs} < (${dc.intervalS} - 1) * 1000)`;
   const [row] = await db(env)

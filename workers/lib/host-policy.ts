@@ -10,6 +10,7 @@ import {
   signPolicy,
 } from "../../protocol/index.ts";
 import { type HostRow, hostChanged, hostObject } from "../auth/host.ts";
+import type { ExhaustedScope } from "../workspace/budgets.ts";
 import { type Db, db, schema } from "../db/client.ts";
 import { AppError } from "../errors.ts";
 import { signingKey } from "../keys.ts";
@@ -37,7 +38,7 @@ export interface WorkspacePart {
   /** When the workspace-wide pauses last changed. */
   pausesMs: number;
   /** The exhausted budget scopes that concern the host asked about, and when the exhausted set last changed. */
-  exhausted: { scopes: { host: string | null; reserved_microusd?: number }[]; changedMs: number };
+  exhausted: { scopes: ExhaustedScope[]; changedMs: number };
 }
 
 function pausedRunsQuery(d: Db, hostId: string, now: number, limit: number) {
@@ -109,7 +110,7 @@ export async function hostPolicy(env: Env, host: HostRow, now: number, part?: Ho
     suspended_hosts: [],
     // Only when there is something to say: a collector from before these fields opens the rest.
     ...(agents.length > 0 ? { paused_agents: agents } : {}),
-    ...(exhausted.length > 0 ? { exhausted_budgets: exhausted as Policy["exhausted_budgets"] } : {}),
+    ...(exhausted.length > 0 ? { exhausted_budgets: exhausted } : {}),
   };
 }
 

@@ -1,6 +1,6 @@
 import { and, eq, inArray, ne } from "drizzle-orm";
 import { z } from "zod";
-import { AgentName, RESERVED_AGENT_NAMES } from "../../protocol/index.ts";
+import { AgentName, plural, RESERVED_AGENT_NAMES } from "../../protocol/index.ts";
 import { serverOrigin } from "../auth/host.ts";
 import { db, schema } from "../db/client.ts";
 import { EnrollmentTtlMinutes, mintEnrollmentToken } from "./tokens.ts";
@@ -85,7 +85,7 @@ export async function registeredAgents(env: Env, workspaceId: string): Promise<R
         reason:
           hosts.length === 0
             ? "registered; no computer has enrolled for it yet"
-            : `wrapped on ${hosts.length} computer${hosts.length === 1 ? "" : "s"} (its health is shown per computer)`,
+            : `wrapped on ${plural(hosts.length, "computer")} (its health is shown per computer)`,
       };
     });
 }

@@ -1,4 +1,4 @@
-import { getTableColumns } from "drizzle-orm";
+import { getTableColumns, getTableName } from "drizzle-orm";
 import type { SQLiteTable } from "drizzle-orm/sqlite-core";
 import { schema } from "../db/client.ts";
 import { agentKind } from "../lib/health.ts";
@@ -25,12 +25,8 @@ function upsertJson<T extends SQLiteTable>(
   const cols = [...keys.map((k) => all[k]!.name), ...Object.keys(computed)];
   const picks = [...keys.map((k) => `json_extract(value, '$.${k}')`), ...Object.values(computed)];
   // `WHERE true`: SQLite's parser needs it between a SELECT and ON CONFLICT.
-  return `INSERT INTO ${tableName(table)} (${cols.join(", ")}) SELECT ${picks.join(", ")} FROM json_each(?) WHERE true
+  return `INSERT INTO ${getTableName(table)} (${cols.join(", ")}) SELECT ${picks.join(", ")} FROM json_each(?) WHERE true
     ON CONFLICT (${conflict.join(", ")}) DO UPDATE SET ${update}`;
-}
-
-function tableName(table: SQLiteTable): string {
-  return (table as unknown as Record<symbol, string>)[Symbol.for("drizzle:Name")]!;
 }
 
 function setExcluded<T extends SQLiteTable>(table: T, keys: Columns<T>): string {

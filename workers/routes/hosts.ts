@@ -9,7 +9,7 @@ import { AppError, notFound } from "../errors.ts";
 import { agentsOfHosts, HostPageQuery, hostsPage } from "../lib/fleet-pages.ts";
 import { agentKind } from "../lib/health.ts";
 import { keysView, rotateHostKey, unenrollHost } from "../lib/host-keys.ts";
-import { hostPolicyPayload, touchHostPolicy } from "../lib/host-policy.ts";
+import { type HostPart, hostPolicyPayload, touchHostPolicy } from "../lib/host-policy.ts";
 import { pushHost } from "../lib/push.ts";
 import { throwIfOver } from "../lib/quotas.ts";
 import { valid } from "../validate.ts";
@@ -60,15 +60,15 @@ export async function setSuspended(env: Env, host: HostRow, suspended: boolean) 
   return { ...hostView(host), status, propagation };
 }
 
-async function hostStatus(env: Env, host: HostRow) {
-  const { etag } = await hostPolicyPayload(env, host, Date.now());
+async function hostStatus(env: Env, host: HostRow, part?: HostPart) {
+  const { etag } = await hostPolicyPayload(env, host, Date.now(), part);
   const agents = (await agentsOf(env, host, Date.now())).map((a) => ({ name: a.name, health: a.health, reason: a.reason }));
   return { host_id: host.id, workspace: host.workspaceId, status: host.status, policy_etag: etag, agents };
 }
 
 /** Collector-facing: its own status, and its report of pending data and hooks. */
 export const hostSelf = new Hono<HostEnv>()
-  .get(ROUTES.hostStatus, hostAuth(), async (c) => c.json(await hostStatus(c.env, c.var.host)))
+  .get(ROUTES.hostStatus, hostAuth({ policyPart: true }), async (c) => c.json(await hostStatus(c.env, c.var.host, c.var.hostPart)))
   .post(ROUTES.hostStatus, hostAuth(), valid("json", HostReport, { what: "host report", empty: "refused" }), async (c) => {
     const host = c.var.host;
     const report = c.req.valid("json");

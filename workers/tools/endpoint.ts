@@ -17,9 +17,8 @@ import { type HostEnv, hostAuth, serverOrigin } from "../auth/host.ts";
 import { db, schema } from "../db/client.ts";
 import { AppError, notFound } from "../errors.ts";
 import { signingKey } from "../keys.ts";
-import { agentPauses } from "../lib/agent-pauses.ts";
 import { hostPolicy } from "../lib/host-policy.ts";
-import { loadPolicy, workspaceObject } from "../lib/policy-store.ts";
+import { workspaceObject } from "../lib/policy-store.ts";
 import { valid } from "../validate.ts";
 import { type Caller, clauseFor, narrowedSchema } from "./access.ts";
 import { callTool, type McpScope } from "./call.ts";
@@ -58,14 +57,13 @@ const sameOrigin = createMiddleware<McpEnv>(async (c, next) => {
   await next();
 });
 
-/** A direct client's policy: the workspace's, with its workspace-wide agent pauses and the workspace's exhausted budgets. */
+/** A direct client's policy: the workspace's, with its workspace-wide agent pauses and the workspace's exhausted budgets (the WorkspaceObject's copies, as a host's policy reads them). */
 async function directPolicy(env: Env, workspaceId: string, now: number): Promise<Policy> {
-  const [{ policy }, pauses] = await Promise.all([loadPolicy(env, workspaceId), agentPauses(env, workspaceId)]);
-  const exhausted = policy.budgets.length > 0 ? (await workspaceObject(env, workspaceId).exhausted("", now)).scopes : [];
+  const ws = await workspaceObject(env, workspaceId).policyPart("", now);
   return {
-    ...policy,
-    paused_agents: pauses.filter((p) => p.host === "*").map((p) => p.name),
-    exhausted_budgets: exhausted.filter((s) => s.host === null).map(({ host: _h, ...b }) => b),
+    ...ws.policy,
+    paused_agents: ws.pausedAgents,
+    exhausted_budgets: ws.exhausted.scopes.filter((s) => s.host === null).map(({ host: _h, ...b }) => b),
   };
 }
 

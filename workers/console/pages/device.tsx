@@ -1,4 +1,5 @@
 /** @jsxImportSource hono/jsx */
+import { DEVICE_PAGE as PAGE, type deviceState } from "../../lib/device.ts";
 import { SIGN_OUT } from "../session.ts";
 import { Layout, type PageContext, When } from "../layout.tsx";
 
@@ -7,7 +8,7 @@ export interface DeviceView {
   id: string;
   code: string;
   purpose: "enroll" | "login";
-  state: "pending" | "approved" | "denied" | "issued" | "expired";
+  state: ReturnType<typeof deviceState>;
   hostname: string;
   user: string;
   os: string;
@@ -22,8 +23,6 @@ export interface DeviceView {
   decidedWorkspace: string | null;
   issuedMs: number | null;
 }
-
-const PAGE = "/console/device";
 
 /** The code form: a person types what their command line shows. */
 function CodeForm(props: { value: string; error: string | null }) {
