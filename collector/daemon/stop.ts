@@ -1,7 +1,7 @@
 import { existsSync, readFileSync, rmSync } from "node:fs";
 import type { Listening } from "../lib/loopback.ts";
 import { statePath } from "../lib/state.ts";
-import { envMs } from "./env.ts";
+import { envMs } from "../lib/env.ts";
 import { writeStatus } from "./status.ts";
 import type { Running } from "./wire.ts";
 

@@ -1,6 +1,6 @@
 import { existsSync } from "node:fs";
 import { statePath } from "../lib/state.ts";
-import { envMs } from "./env.ts";
+import { envMs } from "../lib/env.ts";
 import { sendStatusReport, writeStatus } from "./status.ts";
 import type { Running } from "./wire.ts";
 

@@ -9,7 +9,7 @@ import { Recorder } from "../recorder/recorder.ts";
 import { SpoolReplayer } from "../recorder/replay.ts";
 import { Shipper } from "../recorder/shipper.ts";
 import { readSourcesFile, Sources } from "../recorder/sources/index.ts";
-import { envMs } from "./env.ts";
+import { envMs } from "../lib/env.ts";
 import { PolicyRefresher } from "./policy.ts";
 import type { Ports } from "./ports.ts";
 import type { RecorderStatus } from "./status.ts";

@@ -9,8 +9,7 @@ import {
   type ServerResponse,
 } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
-import { SECRET_PATH } from "../harnesses/stella/gateway.ts";
-import { HOOK_SECRET_HEADER, loopbackRequest, secretMatches, sendJson } from "../lib/loopback.ts";
+import { HOOK_SECRET_HEADER, loopbackRequest, SECRET_PATH, secretMatches, sendJson } from "../lib/loopback.ts";
 import { GATEWAY_HEADERS } from "./session.ts";
 
 export { sendJson };

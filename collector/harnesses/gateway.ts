@@ -12,7 +12,7 @@ import { claudeCode } from "./claude-code/config.ts";
 import { stella } from "./stella/config.ts";
 import { stellaRouteText } from "./stella/gateway.ts";
 import { claudeMcpServer, claudeMcpServerNow, codexMcpTable, OXAGEN_MCP_SERVER } from "./mcp-server.ts";
-import { parseToml } from "./toml.ts";
+import { cutBlock, GATEWAY_BEGIN, GATEWAY_END, parseToml } from "./toml.ts";
 
 /**
  * Pointing a harness's model calls at the gateway (`tacho enroll --gateway`). Claude Code: its
@@ -71,8 +71,6 @@ function applyNotes(path: string, notes: Note[]): void {
 }
 
 const PROVIDER = "oxagen-gateway";
-const TOP_BEGIN = "# >>> tacho gateway: written by tacho enroll --gateway, removed by tacho reassign --no-gateway >>>";
-const TOP_END = "# <<< tacho gateway <<<";
 const TABLE_BEGIN = "# >>> tacho gateway provider >>>";
 const TABLE_END = "# <<< tacho gateway provider <<<";
 
@@ -80,27 +78,10 @@ function codexConfigPath(): string {
   return join(process.env.CODEX_HOME || join(homedir(), ".codex"), "config.toml");
 }
 
-function cutBlock(text: string, begin: string, end: string): string {
-  const at = text.indexOf(`${begin}\n`);
-  if (at < 0) return text;
-  const stop = text.indexOf(end, at);
-  if (stop < 0 || (text[stop + end.length] !== "\n" && stop + end.length !== text.length))
-    throw new ExitError(
-      1,
-      `the tacho gateway block has no end line (${end}); restore it or remove the block (the file was left untouched)`,
-    );
-  let from = at;
-  const bare = stop + end.length === text.length;
-  const to = bare ? text.length : stop + end.length + 1;
-  // The blank line put before an appended block goes with it (both newlines after a text that had no final newline).
-  if (to === text.length && from >= 2 && text.slice(from - 2, from) === "\n\n") from -= bare ? 2 : 1;
-  return text.slice(0, from) + text.slice(to);
-}
-
 function codexText(path: string, text: string | null, host: GatewayHost, on: boolean): string | null {
   const url = on ? gatewayUrl(host) : null;
   const before = text ?? "";
-  const bare = cutBlock(cutBlock(before, TOP_BEGIN, TOP_END), TABLE_BEGIN, TABLE_END);
+  const bare = cutBlock(cutBlock(before, GATEWAY_BEGIN, GATEWAY_END), TABLE_BEGIN, TABLE_END);
   const theirs = parseToml(path, bare) as {
     model_provider?: unknown;
     model_providers?: Record<string, unknown>;
@@ -123,7 +104,7 @@ function codexText(path: string, text: string | null, host: GatewayHost, on: boo
     );
   let next = bare;
   if (url !== null) {
-    const top = `${TOP_BEGIN}\nmodel_provider = "${PROVIDER}"\n${TOP_END}\n`;
+    const top = `${GATEWAY_BEGIN}\nmodel_provider = "${PROVIDER}"\n${GATEWAY_END}\n`;
     const table = [
       TABLE_BEGIN,
       `[model_providers.${PROVIDER}]`,

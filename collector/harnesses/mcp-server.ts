@@ -3,7 +3,7 @@ import { homedir } from "node:os";
 import { join } from "node:path";
 import { isDeepStrictEqual } from "node:util";
 import { ExitError } from "../lib/errors.ts";
-import { HOOK_SECRET_HEADER } from "../lib/loopback.ts";
+import { HOOK_SECRET_HEADER, MCP_PATH } from "../lib/loopback.ts";
 import type { HostConfig } from "../lib/state.ts";
 import { insertChild, memberIndex, removeChild } from "./json-edit.ts";
 import { forgetSetting, noteSetting, settingOf } from "./originals.ts";
@@ -19,9 +19,9 @@ import { type ConfigFile, writeConfig } from "./settings.ts";
  */
 export const OXAGEN_MCP_SERVER = "oxagen";
 
-/** The path the gateway serves the workspace's MCP tools at (gateway/mcp/handler.ts MCP_PATH). */
+/** The gateway's address of the workspace's MCP tools. */
 export function mcpServerUrl(host: Pick<HostConfig, "ports">): string {
-  return `http://127.0.0.1:${host.ports.gateway}/mcp`;
+  return `http://127.0.0.1:${host.ports.gateway}${MCP_PATH}`;
 }
 
 /** Claude Code's user-scope configuration, where its CLI writes `--scope user` MCP servers (checked with 2.1.328). */

@@ -5,6 +5,9 @@ import type { HarnessAdapter, HookEntries, JsonObject } from "./types.ts";
 // Our entries live between these lines, so the rest of the user's file stays byte for byte.
 export const BEGIN = "# >>> tacho hooks: written by tacho enroll, removed by tacho reassign; edit outside this block >>>";
 export const END = "# <<< tacho hooks <<<";
+/** The lines around what `tacho enroll --gateway` writes into a TOML config (Codex's, Stella's). */
+export const GATEWAY_BEGIN = "# >>> tacho gateway: written by tacho enroll --gateway, removed by tacho reassign --no-gateway >>>";
+export const GATEWAY_END = "# <<< tacho gateway <<<";
 
 /** Parses TOML text; a clear error (the file left untouched) when it is not valid TOML. */
 export function parseToml(path: string, text: string): JsonObject {
@@ -89,4 +92,22 @@ export function withBlock(path: string, text: string, adapter: HarnessAdapter, e
     }
   }
   return next;
+}
+
+/** The text without the block between `begin` and `end` (and the blank line put before an appended one). */
+export function cutBlock(text: string, begin: string, end: string): string {
+  const at = text.indexOf(`${begin}\n`);
+  if (at < 0) return text;
+  const stop = text.indexOf(end, at);
+  if (stop < 0 || (text[stop + end.length] !== "\n" && stop + end.length !== text.length))
+    throw new ExitError(
+      1,
+      `the tacho gateway block has no end line (${end}); restore it or remove the block (the file was left untouched)`,
+    );
+  let from = at;
+  const bare = stop + end.length === text.length;
+  const to = bare ? text.length : stop + end.length + 1;
+  // The blank line put before an appended block goes with it (both newlines after a text that had no final newline).
+  if (to === text.length && from >= 2 && text.slice(from - 2, from) === "\n\n") from -= bare ? 2 : 1;
+  return text.slice(0, from) + text.slice(to);
 }

@@ -5,6 +5,12 @@ import { createServer, type Server, type Socket } from "node:net";
 /** The header an HTTP hook proves its enrollment with (host.json `hook_secret`). */
 export const HOOK_SECRET_HEADER = "x-oxagen-hook-secret";
 
+/** The gateway path prefix that carries the enrollment's secret for a harness that cannot send a header (Stella: `/k/<secret>`). */
+export const SECRET_PATH = "/k/";
+
+/** The path the gateway serves the workspace's MCP tools at: `http://127.0.0.1:<gateway port>/mcp`. */
+export const MCP_PATH = "/mcp";
+
 export interface Listening {
   server: Server;
   close(): Promise<void>;

@@ -3,7 +3,7 @@ import { existsSync, readFileSync, rmSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
-import { fromHex, RunId, ServerKeyEntry } from "../../protocol/index.ts";
+import { fromHex, plural, RunId, ServerKeyEntry } from "../../protocol/index.ts";
 import { parse } from "./args.ts";
 import { ExitError, UsageError } from "./errors.ts";
 import { refusal, requestJson, unreachable } from "./http.ts";
@@ -179,7 +179,7 @@ export function propagationText(
   p: { hosts: number; applied: number; not_applied: { host_id: string; hostname: string; why: string }[]; more: number } | undefined,
 ): string {
   if (!p) return "";
-  const lines = [`applied on ${p.applied} of ${p.hosts} computer${p.hosts === 1 ? "" : "s"} before the answer`];
+  const lines = [`applied on ${p.applied} of ${plural(p.hosts, "computer")} before the answer`];
   for (const n of p.not_applied) lines.push(`  not yet on ${n.hostname} (${n.host_id}): ${n.why}`);
   if (p.more > 0) lines.push(`  and ${p.more} more`);
   return `${lines.join("\n")}\n`;

@@ -2,6 +2,7 @@ import { AgentName, hostChainId, type Policy, runIdFor, type FrameKind } from ".
 import { bodyFields, makeBody, oversizeOf, type Body } from "./bodies.ts";
 import { decideEvent, type DecideContext, type DecisionRecord, type Told, toldOf } from "./decide.ts";
 import { deriveFrames } from "./derive.ts";
+import { str } from "../lib/json.ts";
 import type { RunInfo } from "./journal/index.ts";
 import { type HookRequest, toldBySpooledAnswer } from "./request.ts";
 
@@ -32,10 +33,6 @@ export type MapContext = DecideContext;
 
 const OUTCOMES = new Set(["completed", "aborted", "error", "crashed"]);
 
-function name(v: unknown): string | undefined {
-  return typeof v === "string" && v.length > 0 && v.length <= 256 ? v : undefined;
-}
-
 function defined<T extends Record<string, unknown>>(o: T): T {
   for (const k of Object.keys(o)) if (o[k] === undefined) delete o[k];
   return o;
@@ -44,7 +41,7 @@ function defined<T extends Record<string, unknown>>(o: T): T {
 /** The run an event's own session id names (its first run: a reused id's current run is runs.ts `currentRun`): chain id and run meta; null when it names no usable session. */
 export function namedRun(req: HookRequest, hostId: string): { chain: string; run: RunInfo } | null {
   const label = req.harness ?? req.agent;
-  const session = name(req.event.session_id);
+  const session = str(req.event.session_id);
   if (!label || !AgentName.safeParse(label).success || !session) return null;
   const agent = req.agent && AgentName.safeParse(req.agent).success ? req.agent : null;
   return { chain: runIdFor(hostId, label, session), run: { harness: label, agent, session_id: session } };
@@ -100,8 +97,8 @@ function agentStart(req: HookRequest, run: RunInfo): Record<string, unknown> {
     agent: run.agent ?? undefined,
     session_id: run.session_id,
     cwd: typeof e.cwd === "string" && e.cwd.length <= 4096 ? e.cwd : undefined,
-    source: name(e.source),
-    model: name(e.model),
+    source: str(e.source),
+    model: str(e.model),
     pid: req.pid,
   };
 }
@@ -114,8 +111,8 @@ function messageBody(e: HookRequest["event"], retention: Policy["retention"] | n
 
 /** A PostToolUse or PostToolUseFailure: its tool_call, then what its input shows (derived frames). */
 function toolCallSteps(e: HookRequest["event"], retention: Policy["retention"] | null, step: StepOf): void {
-  const tool = name(e.tool_name) ?? "unknown";
-  const toolUseId = name(e.tool_use_id);
+  const tool = str(e.tool_name) ?? "unknown";
+  const toolUseId = str(e.tool_use_id);
   const toolRef = defined({ tool_name: tool, tool_use_id: toolUseId });
   const failed = e.hook_event_name === "PostToolUseFailure";
   // A harness (or a custom agent) may leave the input out: the frame then names none (the
@@ -158,8 +155,8 @@ export function mapEvent(req: HookRequest, ctx: MapContext): Plan {
     final: false,
   };
   const retention = ctx.policy?.policy.retention ?? null;
-  const tool = name(e.tool_name) ?? "unknown";
-  const toolUseId = name(e.tool_use_id);
+  const tool = str(e.tool_name) ?? "unknown";
+  const toolUseId = str(e.tool_use_id);
   const toolRef = defined({ tool_name: tool, tool_use_id: toolUseId });
   const step: StepOf = (kind, payload, bodies = []) => {
     plan.steps.push({ kind, payload: defined({ path: "hook", ...payload, ...bodyFields(bodies) }), bodies });
@@ -176,7 +173,7 @@ export function mapEvent(req: HookRequest, ctx: MapContext): Plan {
     case "UserPromptSubmit": {
       const prompt = makeBody("prompt", e.prompt ?? "", retention);
       decided();
-      step("turn_start", { prompt: prompt.digest, turn_id: name(e.prompt_id) }, [prompt]);
+      step("turn_start", { prompt: prompt.digest, turn_id: str(e.prompt_id) }, [prompt]);
       break;
     }
     case "PreToolUse": {
@@ -201,15 +198,15 @@ export function mapEvent(req: HookRequest, ctx: MapContext): Plan {
     case "Stop":
     case "StopFailure": {
       const body = messageBody(e, retention);
-      step("turn_end", { message: body?.digest, turn_id: name(e.prompt_id), usage: hookUsage(e.usage) }, body ? [body] : []);
+      step("turn_end", { message: body?.digest, turn_id: str(e.prompt_id), usage: hookUsage(e.usage) }, body ? [body] : []);
       break;
     }
     case "SubagentStart":
-      step("subagent_start", { agent_id: name(e.agent_id), agent_type: name(e.agent_type) });
+      step("subagent_start", { agent_id: str(e.agent_id), agent_type: str(e.agent_type) });
       break;
     case "SubagentStop": {
       const body = messageBody(e, retention);
-      step("subagent_stop", { agent_id: name(e.agent_id), agent_type: name(e.agent_type), status: name(e.status) }, body ? [body] : []);
+      step("subagent_stop", { agent_id: str(e.agent_id), agent_type: str(e.agent_type), status: str(e.status) }, body ? [body] : []);
       break;
     }
     case "SessionEnd": {

@@ -1,4 +1,4 @@
-import { AgentName } from "../../../protocol/index.ts";
+import { AgentName, plural } from "../../../protocol/index.ts";
 import { parse } from "../../lib/args.ts";
 import { UsageError } from "../../lib/errors.ts";
 import { EXIT, EXIT_HELP, operatorApi, printJson, propagationText, table, when } from "../../lib/operator.ts";
@@ -107,12 +107,7 @@ async function list(json: boolean): Promise<number> {
     process.stdout.write(
       table(
         ["AGENT", "HEALTH", "WHY", "REGISTERED"],
-        answer.registered.map((r) => [
-          r.name,
-          r.health ?? `${r.hosts.length} computer${r.hosts.length === 1 ? "" : "s"}`,
-          r.reason,
-          when(r.created_ms),
-        ]),
+        answer.registered.map((r) => [r.name, r.health ?? plural(r.hosts.length, "computer"), r.reason, when(r.created_ms)]),
       ),
     );
   }

@@ -1,7 +1,7 @@
-import { bytesToHex, EnrollAnswer, ErrorAnswer, keyIdFor, publicKeyOf, ROUTES } from "../../../protocol/index.ts";
+import { bytesToHex, EnrollAnswer, keyIdFor, publicKeyOf, ROUTES } from "../../../protocol/index.ts";
 import { signInWithCode, thisComputer } from "../../lib/device.ts";
 import { ExitError, UsageError } from "../../lib/errors.ts";
-import { unreachable } from "../../lib/http.ts";
+import { refusal, requestJson } from "../../lib/http.ts";
 import { type HostConfig, withHookSecret } from "../../lib/state.ts";
 import { fetchPolicy } from "../../recorder/policy-cache.ts";
 
@@ -41,28 +41,15 @@ export async function register(
 ): Promise<HostConfig> {
   const publicKey = publicKeyOf(secret);
   const body = { token, public_key: bytesToHex(publicKey), hostname: thisComputer().hostname, harnesses };
-  let res: Response;
-  try {
-    res = await fetch(new URL(ROUTES.enroll, base), {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify(body),
-      signal: AbortSignal.timeout(30_000),
-    });
-  } catch (err) {
-    throw new ExitError(1, unreachable(base.origin, err));
-  }
-  const answer: unknown = await res.json().catch(() => null);
-  if (!res.ok) {
-    const error = ErrorAnswer.safeParse(answer);
-    const why = error.success ? error.data.message : "no reason given";
+  const answer = await requestJson(new URL(ROUTES.enroll, base), { body });
+  if (!answer.ok) {
     const hint =
-      res.status === 401
+      answer.status === 401
         ? "\nAn enrollment token works once and expires: 60 minutes after it was made unless its maker chose another ttl_minutes (the one npm start prints lasts 24 hours). Create a new one with an operator token: POST /v1/enrollment-tokens (npm start prints a ready enroll line with one)."
         : "";
-    throw new ExitError(1, `enrollment refused (HTTP ${res.status}): ${why}${hint}`);
+    throw new ExitError(1, `enrollment refused (HTTP ${answer.status}): ${refusal(answer).message}${hint}`);
   }
-  const parsed = EnrollAnswer.safeParse(answer);
+  const parsed = EnrollAnswer.safeParse(answer.body);
   if (!parsed.success) throw new ExitError(1, `the server's enrollment answer is not one this collector understands`);
   if (workspace && parsed.data.workspace !== workspace) {
     throw new ExitError(1, `the token enrolls into workspace ${parsed.data.workspace}, not ${workspace}; nothing was written`);

@@ -3,7 +3,7 @@ import { exportFileName } from "../../../protocol/index.ts";
 import { parse } from "../../lib/args.ts";
 import { UsageError } from "../../lib/errors.ts";
 import { EXIT, EXIT_HELP, operatorApi, printJson, runArg } from "../../lib/operator.ts";
-import { reportResult, verifyFile } from "../verify/index.ts";
+import { reportResult, toJson, verifyFile } from "../verify/index.ts";
 import { fetchBodies } from "./bodies.ts";
 import { downloadBundle } from "./download.ts";
 import { keysFor } from "./keys.ts";
@@ -70,7 +70,7 @@ export async function exportRun(args: string[]): Promise<number> {
     progress,
     totalFrames: got.frames,
   });
-  if (values.json) printJson({ ...summary, keys: keys.said, verify: JSON.parse(reportResult(result, true)) });
+  if (values.json) printJson({ ...summary, keys: keys.said, verify: toJson(result) });
   else process.stdout.write(`${lines.join("\n")}\n\n${reportResult(result, false)}`);
   return result.exit;
 }

@@ -181,7 +181,8 @@ function readBody(dir: string, sha: string): Uint8Array | null {
   }
 }
 
-function toJson(r: VerifyResult) {
+/** The result as `oxagen verify --json` prints it. */
+export function toJson(r: VerifyResult) {
   return {
     exit: r.exit,
     result: RESULT_WORD[r.exit].toLowerCase().replaceAll(" ", "_"),

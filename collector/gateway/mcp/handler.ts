@@ -8,9 +8,6 @@ import { mcpAnsweredStep } from "./record.ts";
 import { type McpStats, rpcError } from "./rpc.ts";
 import type { McpSink } from "./sink.ts";
 
-/** The path the gateway serves the workspace's MCP tools at: `http://127.0.0.1:<gateway port>/mcp`. */
-export const MCP_PATH = "/mcp";
-
 /** The MCP side of the gateway: what it does with a request for the workspace's tools. */
 export interface McpSide {
   /** Answers a request the gateway may not take (without this enrollment's secret, or from a browser page). */

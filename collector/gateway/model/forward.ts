@@ -1,6 +1,7 @@
 import { type ClientRequest, type IncomingMessage, request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
 import type { Socket } from "node:net";
+import { envMs } from "../../lib/env.ts";
 import { performance } from "node:perf_hooks";
 import { parseObject } from "../../lib/json.ts";
 import { agents, forwardHeaders, one, responseHeaders, sendJson, staleConnection, targetOf } from "../http.ts";
@@ -24,11 +25,6 @@ export interface GatewayTimeouts {
   firstByteMs: number;
   idleMs: number;
 }
-
-const envMs = (name: string, fallback: number) => {
-  const v = Number(process.env[name]);
-  return Number.isSafeInteger(v) && v > 0 ? v : fallback;
-};
 
 /** The timeouts a recorder runs with: the defaults, or OXAGEN_GATEWAY_{CONNECT,FIRST_BYTE,IDLE}_MS. */
 export function gatewayTimeouts(): GatewayTimeouts {

@@ -1,10 +1,11 @@
 import { isDeepStrictEqual } from "node:util";
 import { ExitError } from "../../lib/errors.ts";
 import type { HostConfig } from "../../lib/state.ts";
+import { SECRET_PATH } from "../../lib/loopback.ts";
 import { insertChild, memberIndex, removeChild } from "../json-edit.ts";
 import { forgetSetting, noteSetting, settingOf } from "../originals.ts";
 import type { ConfigFile } from "../settings.ts";
-import { parseToml } from "../toml.ts";
+import { cutBlock, GATEWAY_BEGIN, GATEWAY_END, parseToml } from "../toml.ts";
 
 // Stella's model calls go to `providers.<id>.base_url` of its user settings (`~/.stella/settings.json`,
 // or `stella.toml` beside it, which wins: macanderson/stella crates/stella-cli/src/settings.rs
@@ -14,9 +15,6 @@ import { parseToml } from "../toml.ts";
 // A provider entry has no header setting, so the enrollment's secret travels as the first segment of
 // the path the gateway is given (`/k/<secret>`, taken off by the gateway before anything is forwarded).
 
-/** The gateway path prefix that carries the enrollment's secret for a harness that cannot send a header. */
-export const SECRET_PATH = "/k/";
-
 /** The base URL Stella gets for a provider (the gateway, with the secret in the path). */
 export function stellaBaseUrls(host: Pick<HostConfig, "ports" | "hook_secret">): Record<"anthropic" | "openai", string> {
   const base = `http://127.0.0.1:${host.ports.gateway}${host.hook_secret ? `${SECRET_PATH}${host.hook_secret}` : ""}`;
@@ -25,23 +23,6 @@ export function stellaBaseUrls(host: Pick<HostConfig, "ports" | "hook_secret">):
 
 const PROVIDERS = ["anthropic", "openai"] as const;
 const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object" && !Array.isArray(v);
-
-const TOML_BEGIN = "# >>> tacho gateway: written by tacho enroll --gateway, removed by tacho reassign --no-gateway >>>";
-const TOML_END = "# <<< tacho gateway <<<";
-
-function cut(text: string): string {
-  const at = text.indexOf(`${TOML_BEGIN}\n`);
-  if (at < 0) return text;
-  const stop = text.indexOf(`${TOML_END}\n`, at);
-  if (stop < 0)
-    throw new ExitError(
-      1,
-      `the tacho gateway block has no end line (${TOML_END}); restore it or remove the block (the file was left untouched)`,
-    );
-  let from = at;
-  if (stop + TOML_END.length + 1 === text.length && from >= 2 && text.slice(from - 2, from) === "\n\n") from -= 1;
-  return text.slice(0, from) + text.slice(stop + TOML_END.length + 1);
-}
 
 function refuseOwn(path: string, id: string, value: unknown): never {
   throw new ExitError(
@@ -53,7 +34,7 @@ function refuseOwn(path: string, id: string, value: unknown): never {
 /** stella.toml: our `[providers.*]` tables as one marked block; a provider table of the user's own is refused. */
 function tomlText(file: ConfigFile, host: Pick<HostConfig, "ports" | "hook_secret">, on: boolean): string | null {
   const before = file.text ?? "";
-  const bare = cut(before);
+  const bare = cutBlock(before, GATEWAY_BEGIN, GATEWAY_END);
   if (!on) return bare === before ? null : bare;
   const theirs = parseToml(file.path, bare) as { providers?: Record<string, unknown> };
   for (const id of PROVIDERS)
@@ -63,9 +44,11 @@ function tomlText(file: ConfigFile, host: Pick<HostConfig, "ports" | "hook_secre
         `${file.path}: [providers.${id}] is there already; tacho leaves it as it is (write its base_url in settings.json, or remove it and run the command again with --upstream ${id}=<its base_url>) (nothing was written)`,
       );
   const urls = stellaBaseUrls(host);
-  const block = [TOML_BEGIN, ...PROVIDERS.flatMap((id) => [`[providers.${id}]`, `base_url = ${JSON.stringify(urls[id])}`]), TOML_END].join(
-    "\n",
-  );
+  const block = [
+    GATEWAY_BEGIN,
+    ...PROVIDERS.flatMap((id) => [`[providers.${id}]`, `base_url = ${JSON.stringify(urls[id])}`]),
+    GATEWAY_END,
+  ].join("\n");
   const next = bare === "" ? `${block}\n` : bare.endsWith("\n") ? `${bare}\n${block}\n` : `${bare}\n\n${block}\n`;
   parseToml(file.path, next);
   return next === before ? null : next;

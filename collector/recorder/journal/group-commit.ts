@@ -1,6 +1,6 @@
 import { closeSync, fsync as fsyncCb } from "node:fs";
 import { promisify } from "node:util";
-import { type BodyBytes, writeAsync } from "./body-store.ts";
+import { type BodyBytes, BodyStore, writeAsync } from "./body-store.ts";
 import type { ChainRecord, Entry } from "./codec.ts";
 
 /** Deferred entries a chain may hold (a disk that keeps failing): past it, an entry is written at once, and its failure seen. */
@@ -39,7 +39,7 @@ export class GroupCommit {
 
   /** Queues an entry's line, after its bodies' lines (same write, same fsync: no file and no fsync each). */
   defer(rec: ChainRecord, entry: Entry, line: Buffer, bodies: BodyBytes[]): void {
-    const text = bodies.map((b) => `${JSON.stringify({ k: "body", sha: b.sha, b64: Buffer.from(b.bytes).toString("base64") })}\n`).join("");
+    const text = bodies.map(BodyStore.line).join("");
     const bytes = Buffer.concat([Buffer.from(text), line]);
     rec.size += bytes.length;
     // Body lines are not entries: they do not bring a compaction nearer.
