@@ -73,8 +73,12 @@ export const ROUTE_BODY_LIMITS: readonly { method: string; path: string; bytes: 
 /** The file name a run's export bundle is saved under: the console's download and `oxagen export`. */
 export const exportFileName = (runId: string): string => `${runId}.oxagen.jsonl`;
 
-/** Every error answer: a stable code and a sentence. */
-export const ErrorAnswer = z.strictObject({ error: z.string(), message: z.string(), issues: z.unknown().optional() });
+/**
+ * Every error answer: a stable code and a sentence, with the validation `issues` for a bad request.
+ * Some codes carry further members (a device poll's `interval`, an exhausted budget's scope), so a
+ * reader must accept members it does not know: it is kept open for them, not strict.
+ */
+export const ErrorAnswer = z.looseObject({ error: z.string(), message: z.string(), issues: z.unknown().optional() });
 
 /**
  * The shape of every Oxagen token: a kind (`oxo` operator, `oxe` one-time enrollment, `oxs` console

@@ -92,6 +92,6 @@ export async function signInWithCode(base: URL, ask: DeviceAsk, show: DeviceShow
       continue;
     }
     if (answer.status >= 500 && Date.now() < deadline) continue;
-    throw new ExitError(1, `${show.program}: ${why.message} Nothing was written.`);
+    throw new ExitError(1, `${show.program}: ${why.message} [${why.code}] Nothing was written.`);
   }
 }

@@ -138,18 +138,27 @@ describe("tacho enroll by signing in", () => {
     expect(main).toContain("may only read");
     expect(await approveButton().count()).toBe(0);
     expect(await page.getByRole("button", { name: "Deny" }).count()).toBe(0);
-    // A poll after that view finds the code still pending: the CLI keeps waiting, nothing is written.
-    const viewed = Date.now();
-    const row = await eventually(async () => {
+    // Two polls after that view find the code still pending: the second is sent only by a CLI that
+    // read the first answer as "keep waiting", so a CLI that stopped at it fails here, not by timing.
+    const lastPoll = () => {
       const out = d1Execute(
         worker,
         "SELECT status, last_poll_ms FROM device_codes WHERE hostname IS NOT NULL ORDER BY created_ms DESC LIMIT 1",
       );
-      const status = /"status":\s*"(\w+)"/.exec(out)?.[1];
-      const polled = Number(/"last_poll_ms":\s*(\d+)/.exec(out)?.[1] ?? 0);
-      return polled > viewed ? status : null;
+      return { status: /"status":\s*"(\w+)"/.exec(out)?.[1], at: Number(/"last_poll_ms":\s*(\d+)/.exec(out)?.[1] ?? 0) };
+    };
+    const viewed = Date.now();
+    const first = await eventually(async () => {
+      const seen = lastPoll();
+      return seen.at > viewed ? seen : null;
     }, "a poll after the read-only view");
-    expect(row).toBe("pending");
+    expect(first.status).toBe("pending");
+    const second = await eventually(async () => {
+      if (cli.proc.exitCode !== null) return { status: "the CLI exited", at: 0 };
+      const seen = lastPoll();
+      return seen.at > first.at ? seen : null;
+    }, "a second poll, or the CLI's exit");
+    expect(second.status, cli.out().stderr).toBe("pending");
     expect(cli.proc.exitCode, cli.out().stderr).toBeNull();
     expect(existsSync(join(computer.env.OXAGEN_HOME!, "host.json"))).toBe(false);
     // An admin ends it.

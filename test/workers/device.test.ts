@@ -3,7 +3,7 @@
 import { env, exports } from "cloudflare:workers";
 import { eq } from "drizzle-orm";
 import { beforeAll, describe, expect, it } from "vitest";
-import { bytesToHex, keyIdFor, newSecretKey, publicKeyOf } from "../../protocol/index.ts";
+import { bytesToHex, ErrorAnswer, keyIdFor, newSecretKey, publicKeyOf } from "../../protocol/index.ts";
 import { db, schema } from "../../workers/db/client.ts";
 import { Browser, signedIn } from "./console-browser.ts";
 import { BASE, op, seedWorkspace } from "./support.ts";
@@ -55,7 +55,10 @@ async function start(address: string, extra: Record<string, unknown> = {}): Prom
 
 async function poll(code: Code, address: string) {
   const res = await post("/v1/device/token", { device_code: code.device_code }, address);
-  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+  const body = (await res.json()) as Record<string, unknown>;
+  // Every refusal must read as one to the collector's own schema, or the CLI stops at its first poll.
+  if (res.status !== 200) expect(ErrorAnswer.safeParse(body).error).toBeUndefined();
+  return { status: res.status, body };
 }
 
 /** The console's approval form for a code, and its CSRF token. */
