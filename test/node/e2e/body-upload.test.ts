@@ -7,6 +7,7 @@ import { spawn } from "node:child_process";
 import { connect } from "node:net";
 import type { Duplex } from "node:stream";
 import { createServer, type IncomingMessage, request, type Server } from "node:http";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MAX_UPLOAD_BODIES } from "../../../protocol/index.ts";
@@ -20,7 +21,7 @@ type Mode = "pass" | "down" | "hold";
 class ShippingGate {
   mode: Mode = "pass";
   /** Each body request that reached the Worker: its method and path, and the bodies it carried. */
-  readonly uploads: { method: string; path: string; parts: number }[] = [];
+  readonly uploads: { method: string; path: string; parts: number; status: number }[] = [];
   readonly held: IncomingMessage[] = [];
   readonly target: number;
   #server: Server | null = null;
@@ -44,7 +45,7 @@ class ShippingGate {
           const got: Buffer[] = [];
           answer.on("data", (c: Buffer) => got.push(c));
           answer.on("end", () => {
-            if (upload) this.uploads.push({ method: req.method!, path: req.url!, parts });
+            if (upload) this.uploads.push({ method: req.method!, path: req.url!, parts, status: answer.statusCode! });
             // Taken by the Worker, its answer never reaches the recorder.
             if (upload && this.mode === "hold") return void this.held.push(req);
             res.writeHead(answer.statusCode ?? 502, answer.headers).end(Buffer.concat(got));
@@ -206,7 +207,7 @@ describe("kept bodies ship in multi-body uploads", () => {
     await drained(computer);
     try {
       const uploads = gate.uploads.slice(before);
-      expect(uploads).toEqual([{ method: "POST", path: "/v1/bodies", parts: bodies.size }]);
+      expect(uploads).toEqual([{ method: "POST", path: "/v1/bodies", parts: bodies.size, status: 200 }]);
       for (const [sha, role] of bodies) expect([role, await onServer(sha)]).toEqual([role, role === "prompt" ? 200 : 404]);
       expect((await status(computer)).last_error).toMatch(
         /refused: not_retained The workspace does not keep tool_\w+ bodies\. \(and \d+ more\)/,
@@ -233,7 +234,7 @@ describe("kept bodies ship in multi-body uploads", () => {
     gate.mode = "hold";
     // The Worker took the upload (its answer held back); the recorder dies before reading it.
     await eventually(async () => gate.held.length > 0, "an upload the Worker took");
-    expect(gate.uploads.slice(before)).toEqual([{ method: "POST", path: "/v1/bodies", parts: bodies.size }]);
+    expect(gate.uploads.slice(before)).toEqual([{ method: "POST", path: "/v1/bodies", parts: bodies.size, status: 200 }]);
     daemon.proc.kill("SIGKILL");
     await daemon.exited;
     for (const req of gate.held.splice(0)) req.socket.destroy();
@@ -242,8 +243,33 @@ describe("kept bodies ship in multi-body uploads", () => {
     const again = runDaemon(computer);
     await drained(computer, since);
     // Nothing was marked shipped without the answer: the restarted recorder uploaded every body again.
-    expect(gate.uploads.slice(before + 1)).toEqual([{ method: "POST", path: "/v1/bodies", parts: bodies.size }]);
+    expect(gate.uploads.slice(before + 1)).toEqual([{ method: "POST", path: "/v1/bodies", parts: bodies.size, status: 200 }]);
     for (const sha of bodies.keys()) expect(await onServer(sha)).toBe(200);
     await stopDaemon(again);
+  }, 240_000);
+
+  it("halves an upload one part refuses whole (bytes that no longer hash to its name) until that part goes alone; the others are stored", async () => {
+    const { computer, daemon, bodies } = await recordOffline("corrupt", 6);
+    const [bad] = [...bodies.keys()].slice(3);
+    writeFileSync(join(computer.env.OXAGEN_HOME!, "journal", "bodies", bad!), "not the bytes the frame names");
+    const before = gate.uploads.length;
+    gate.mode = "pass";
+    await drained(computer);
+    const uploads = gate.uploads.slice(before);
+    // The whole upload, then halves: each refused half halved again, each good one stored.
+    const refused = uploads.filter((u) => u.status === 400);
+    expect(uploads[0]).toEqual({ method: "POST", path: "/v1/bodies", parts: bodies.size, status: 400 });
+    // Each refused upload held the bad part, half as many as the one before, down to it alone.
+    for (let i = 1; i < refused.length; i++) {
+      const prev = refused[i - 1]!.parts;
+      expect([Math.ceil(prev / 2), Math.floor(prev / 2)]).toContain(refused[i]!.parts);
+    }
+    expect(refused.at(-1)!.parts).toBe(1);
+    const stored = uploads.filter((u) => u.status === 200);
+    expect(stored.reduce((n, u) => n + u.parts, 0)).toBe(bodies.size - 1);
+    expect(uploads.length).toBeLessThanOrEqual(1 + 2 * Math.ceil(Math.log2(bodies.size)));
+    for (const sha of bodies.keys()) expect([sha, await onServer(sha)]).toEqual([sha, sha === bad ? 404 : 200]);
+    expect((await status(computer)).last_error).toContain(`body ${bad} refused: HTTP 400`);
+    await stopDaemon(daemon);
   }, 240_000);
 });
