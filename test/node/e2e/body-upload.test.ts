@@ -23,6 +23,8 @@ class ShippingGate {
   /** Each body request that reached the Worker: its method and path, and the bodies it carried. */
   readonly uploads: { method: string; path: string; parts: number; status: number }[] = [];
   readonly held: IncomingMessage[] = [];
+  /** After this many more uploads reached the Worker, answer the next one 503 with Retry-After: 1 (once). */
+  failAfter: number | null = null;
   readonly target: number;
   #server: Server | null = null;
   readonly #tunnels = new Set<Duplex>();
@@ -41,6 +43,13 @@ class ShippingGate {
         const body = Buffer.concat(chunks);
         const upload = req.url!.startsWith("/v1/bodies");
         const parts = upload ? await partsOf(req.headers["content-type"], body) : 0;
+        if (upload && this.failAfter !== null && this.failAfter-- === 0) {
+          this.failAfter = null;
+          this.uploads.push({ method: req.method!, path: req.url!, parts, status: 503 });
+          return void res
+            .writeHead(503, { "retry-after": "1", "content-type": "application/json" })
+            .end('{"error":"unavailable","message":"try later"}');
+        }
         const up = request({ host: "127.0.0.1", port: this.target, method: req.method, path: req.url, headers: req.headers }, (answer) => {
           const got: Buffer[] = [];
           answer.on("data", (c: Buffer) => got.push(c));
@@ -270,6 +279,24 @@ describe("kept bodies ship in multi-body uploads", () => {
     expect(uploads.length).toBeLessThanOrEqual(1 + 2 * Math.ceil(Math.log2(bodies.size)));
     for (const sha of bodies.keys()) expect([sha, await onServer(sha)]).toEqual([sha, sha === bad ? 404 : 200]);
     expect((await status(computer)).last_error).toContain(`body ${bad} refused: HTTP 400`);
+    await stopDaemon(daemon);
+  }, 240_000);
+
+  it("retries an upload answered 503 with the backoff, without sending again the bodies an earlier upload shipped", async () => {
+    const { computer, daemon, bodies } = await recordOffline("transient", 40);
+    const n = bodies.size;
+    expect(n).toBeGreaterThan(MAX_UPLOAD_BODIES);
+    const before = gate.uploads.length;
+    gate.failAfter = 1;
+    gate.mode = "pass";
+    await drained(computer);
+    const rest = n - MAX_UPLOAD_BODIES;
+    expect(gate.uploads.slice(before)).toEqual([
+      { method: "POST", path: "/v1/bodies", parts: MAX_UPLOAD_BODIES, status: 200 },
+      { method: "POST", path: "/v1/bodies", parts: rest, status: 503 },
+      { method: "POST", path: "/v1/bodies", parts: rest, status: 200 },
+    ]);
+    for (const sha of bodies.keys()) expect(await onServer(sha)).toBe(200);
     await stopDaemon(daemon);
   }, 240_000);
 });
