@@ -175,6 +175,10 @@ async function recordOffline(session: string, tools: number) {
   return { computer, daemon, bodies };
 }
 
+/** Sets the workspace's retention (PATCH: its other settings stay). */
+const retain = (keep: string[]) =>
+  worker.api(`/v1/workspaces/${worker.workspace}`, { method: "PATCH", body: JSON.stringify({ retention: { mode: "keep", keep } }) });
+
 const onServer = async (sha: string) => (await worker.api(`/v1/bodies/${sha}`)).status;
 
 describe("kept bodies ship in multi-body uploads", () => {
@@ -199,17 +203,7 @@ describe("kept bodies ship in multi-body uploads", () => {
   it("honours a per-part refusal: the bodies the workspace keeps are stored, the others are final and not sent again", async () => {
     const { computer, daemon, bodies } = await recordOffline("partial", 5);
     // The operator narrows retention after the bodies were kept: the server refuses the tool bodies per part.
-    const policy = await worker.api(`/v1/workspaces/${worker.workspace}/policy`, {
-      method: "PUT",
-      body: JSON.stringify({
-        mode: "enforce",
-        tools: [],
-        default_tool_decision: "none",
-        models: null,
-        budgets: [],
-        retention: { mode: "keep", keep: ["prompt"] },
-      }),
-    });
+    const policy = await retain(["prompt"]);
     expect(policy.status).toBe(200);
     const before = gate.uploads.length;
     gate.mode = "pass";
@@ -222,17 +216,7 @@ describe("kept bodies ship in multi-body uploads", () => {
         /refused: not_retained The workspace does not keep tool_\w+ bodies\. \(and \d+ more\)/,
       );
     } finally {
-      await worker.api(`/v1/workspaces/${worker.workspace}/policy`, {
-        method: "PUT",
-        body: JSON.stringify({
-          mode: "enforce",
-          tools: [],
-          default_tool_decision: "none",
-          models: null,
-          budgets: [],
-          retention: { mode: "keep", keep: ["prompt", "tool_input", "tool_output", "message", "llm_request", "llm_response", "error"] },
-        }),
-      });
+      await retain(["prompt", "tool_input", "tool_output", "message", "llm_request", "llm_response", "error"]);
       await stopDaemon(daemon);
     }
   }, 240_000);
