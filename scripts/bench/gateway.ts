@@ -1,12 +1,15 @@
 // npm run bench:gateway — a streamed Anthropic call (40 content deltas) against a local scripted
-// upstream that closes idle keep-alive connections after 5 s (Node's default), four ways, alternating
+// upstream that closes idle keep-alive connections after 5 s (Node's default), five ways, alternating
 // in one run: direct; through a bare Node proxy in its own process (pipe-proxy.ts: what one more
-// process on the path costs before any metering); through the recorder's gateway, started as
+// process on the path costs before any metering); through the recording floor (record-proxy.ts: the
+// bare proxy plus the least any recorder that keeps the record does: hash both bodies, append a frame
+// and the bodies with one fsync per group commit); through the recorder's gateway, started as
 // `tacho daemon start` starts it, with a budget clause on (its calls reserve from leases the stand-in
 // server grants); and, when PORTKEY_GATEWAY names Portkey's `build/start-server.js`, through that
 // peer. Per way: added p50/p99 over direct (sequential calls), calls/s at 50 and 200 concurrent
 // streams, CPU per call of the proxy's own process (/proc utime+stime), its peak RSS, and errors.
-// The RESULT line carries the gateway's figures as ratios to the bare proxy's in the same run.
+// The RESULT line carries the gateway's figures as ratios to the bare proxy's in the same run, and
+// its CPU per call as a ratio to the recording floor's (cpu_ratio_floor).
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { Agent, request } from "node:http";
@@ -73,6 +76,12 @@ function portOf(child: ChildProcess, pattern: RegExp): Promise<number> {
 }
 const pipe = spawn(NODE, [`${ROOT}/scripts/bench/pipe-proxy.ts`, upstream.url], { stdio: ["ignore", "pipe", "inherit"] });
 const pipePort = await portOf(pipe, /^(\d+)/);
+// The recording floor runs with the recorder's own young-generation size (collector/lib/recorder-process.ts).
+const floorLog = `${home.dir}/floor.log`;
+const floor = spawn(NODE, ["--max-semi-space-size=16", `${ROOT}/scripts/bench/record-proxy.ts`, upstream.url, floorLog], {
+  stdio: ["ignore", "pipe", "inherit"],
+});
+const floorPort = await portOf(floor, /^(\d+)/);
 let portkey: ChildProcess | null = null;
 let portkeyPort = 0;
 if (PORTKEY) {
@@ -112,6 +121,7 @@ const way = (name: string, url: string, pid: number | null, headers: Record<stri
 const ways: Way[] = [
   way("direct", upstream.url, null),
   way("bare proxy", `http://127.0.0.1:${pipePort}`, pipe.pid!),
+  way("recording floor", `http://127.0.0.1:${floorPort}`, floor.pid!),
   way("Oxagen gateway", `http://127.0.0.1:${home.port + 1}`, daemonPid),
 ];
 if (portkey)
@@ -121,7 +131,7 @@ if (portkey)
       "x-portkey-custom-host": `${upstream.url}/v1`,
     }),
   );
-const [direct, bare, gateway] = ways as [Way, Way, Way];
+const [direct, bare, recFloor, gateway] = ways as [Way, Way, Way, Way];
 
 const body = JSON.stringify({ model: "claude-sonnet-4-5", max_tokens: 256, stream: true, messages: [{ role: "user", content: "hi" }] });
 
@@ -238,6 +248,7 @@ for (const name of readdirSync(`${home.dir}/journal`).filter((f) => f.endsWith("
 }
 const onDisk = llmCalls.size;
 pipe.kill();
+floor.kill();
 portkey?.kill();
 await upstream.close();
 await server.stop();
@@ -273,12 +284,15 @@ console.log(
   `budget leases the recorder took: ${server.leases.size}; load average at the end: ${readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ")}`,
 );
 const ratio = (a: number, b: number) => Number((a / b).toFixed(3));
-const portkeyWay = ways[3];
+const portkeyWay = ways[4];
 console.log(
   `RESULT ${JSON.stringify({
     name: "gateway",
     unit: "ratio to the bare proxy",
     cpu_ratio: ratio(cpuPerCall(gateway), cpuPerCall(bare)),
+    // To the recording floor (record-proxy.ts): what any recorder that keeps the record must spend.
+    cpu_ratio_floor: ratio(cpuPerCall(gateway), cpuPerCall(recFloor)),
+    floor_cpu_ratio: ratio(cpuPerCall(recFloor), cpuPerCall(bare)),
     calls_ratio_200: ratio(median(gateway.rate[200]!), median(bare.rate[200]!)),
     calls_ratio_50: ratio(median(gateway.rate[50]!), median(bare.rate[50]!)),
     added_p50_ratio: ratio(added(gateway, 0.5), added(bare, 0.5)),
