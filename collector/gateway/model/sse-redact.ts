@@ -19,17 +19,21 @@ export function redactSse(text: string): RedactResult {
   };
   let event = "";
   let other = 0;
+  const otherKey = () => `\u0000other${other++}`;
   for (let at = 0; at < text.length; ) {
     const nl = text.indexOf("\n", at);
     const end = nl < 0 ? text.length : nl;
     const lineEnd = end > at && text.charCodeAt(end - 1) === 13 ? end - 1 : end;
-    const line = text.slice(at, lineEnd);
-    if (line === "") event = "";
-    else if (line.startsWith("data:")) {
-      const skip = line.charCodeAt(5) === 32 ? 6 : 5;
-      dataSegments(text, at + skip, lineEnd, event, add, () => `\u0000other${other++}`);
-    } else if (line.startsWith("event:") && EVENT_NAME.test(line)) event = line.slice(line.charCodeAt(6) === 32 ? 7 : 6);
-    else add(`\u0000other${other++}`, { start: at, end: lineEnd, value: line });
+    if (lineEnd === at) event = "";
+    // A data line is read where it stands (no copy of the line).
+    else if (lineEnd - at >= 5 && text.startsWith("data:", at)) {
+      const skip = text.charCodeAt(at + 5) === 32 ? 6 : 5;
+      dataSegments(text, at + skip, lineEnd, event, add, otherKey);
+    } else {
+      const line = text.slice(at, lineEnd);
+      if (line.startsWith("event:") && EVENT_NAME.test(line)) event = line.slice(line.charCodeAt(6) === 32 ? 7 : 6);
+      else add(otherKey(), { start: at, end: lineEnd, value: line });
+    }
     at = end + 1;
   }
   const cuts: Cut[] = [];
@@ -68,6 +72,7 @@ const EVENT_NAME = /^event: ?[A-Za-z0-9_.-]{0,64}$/;
 const LITERAL = /"((?:[^"\\]|\\.)*)"(\s*:)?/g;
 // What may stand between a JSON text's string literals: structure, numbers, true, false, null.
 const STRUCTURE = /^[\s{}[\],:0-9eE.+-]*$/;
+const WORDS = /true|false|null/g;
 const INDEX = /"(?:index|output_index|content_index)"\s*:\s*(\d+)/g;
 
 function dataSegments(
@@ -80,15 +85,16 @@ function dataSegments(
 ): void {
   const data = text.slice(from, to);
   const c = data.charCodeAt(0);
+  const literals = c === 123 || c === 91 ? jsonLiterals(data) : null;
   // `[DONE]`, or anything else that is not a JSON object or array: scanned as it is.
-  if ((c !== 123 && c !== 91) || !STRUCTURE.test(data.replace(LITERAL, "").replace(/true|false|null/g, ""))) {
+  if (!literals) {
     add(data === "[DONE]" ? `${event}\u0000done` : otherKey(), { start: from, end: to, value: data });
     return;
   }
   let index = "";
   for (const m of data.matchAll(INDEX)) index += `${m[1]},`;
   let key = "";
-  for (const m of data.matchAll(LITERAL)) {
+  for (const m of literals) {
     const body = m[1]!;
     if (m[2] !== undefined) {
       key = body;
@@ -98,6 +104,24 @@ function dataSegments(
     const start = from + m.index + 1;
     add(`${event}\u0000${key}\u0000${index}`, literalSegment(body, start));
   }
+}
+
+/**
+ * A JSON text's string literals, in one pass: null when anything but structure, numbers, true,
+ * false and null stands between them (what is left once every literal is taken out).
+ */
+function jsonLiterals(data: string): RegExpExecArray[] | null {
+  const found: RegExpExecArray[] = [];
+  let between = "";
+  let at = 0;
+  LITERAL.lastIndex = 0;
+  for (let m = LITERAL.exec(data); m; m = LITERAL.exec(data)) {
+    between += data.slice(at, m.index);
+    at = m.index + m[0].length;
+    found.push(m);
+  }
+  between += data.slice(at);
+  return STRUCTURE.test(between.replace(WORDS, "")) ? found : null;
 }
 
 /** A JSON string literal's segment: its value decoded (an escape it cannot decode leaves it scanned as written). */
