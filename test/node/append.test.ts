@@ -7,6 +7,7 @@ import { describe, expect, it } from "vitest";
 import { parseLock, runIdFor, verifyChain } from "../../protocol/index.ts";
 import { appendSteps } from "../../collector/recorder/append.ts";
 import { makeBody } from "../../collector/recorder/bodies.ts";
+import { BodyStore } from "../../collector/recorder/journal/body-store.ts";
 import { Journal, MAX_DEFERRED } from "../../collector/recorder/journal/index.ts";
 import type { Step } from "../../collector/recorder/mapper.ts";
 import { HOST_SECRET } from "../support/sample-run.ts";
@@ -343,5 +344,17 @@ process.kill(process.pid, "SIGKILL");
     expect(journal.body(rec.bodies[0]!.sha)?.toString()).toBe("the carried call's answer");
     expect(verifyChain(RUN3, rec.frames).problems).toEqual([]);
     journal.close();
+  });
+});
+
+describe("a body line (BodyStore.line)", () => {
+  it("is the JSON of { k, sha, b64 } of exactly the body's bytes, also for bytes that are a view into a larger buffer", () => {
+    const whole = Buffer.from('xxxx{"say":"é \\u2028 ok"}yyyy');
+    const bytes = whole.subarray(4, whole.length - 4);
+    const sha = "ab".repeat(32);
+    const line = BodyStore.line({ sha, bytes });
+    expect(line).toBe(`${JSON.stringify({ k: "body", sha, b64: bytes.toString("base64") })}\n`);
+    expect(Buffer.from((JSON.parse(line) as { b64: string }).b64, "base64").equals(bytes)).toBe(true);
+    expect(/^[\x20-\x7e]*\n$/.test(line)).toBe(true);
   });
 });

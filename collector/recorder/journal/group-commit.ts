@@ -1,6 +1,6 @@
 import { closeSync, fsync as fsyncCb } from "node:fs";
 import { promisify } from "node:util";
-import { type BodyBytes, BodyStore, writeAsync } from "./body-store.ts";
+import { type BodyBytes, BodyStore, writeAsync, writevAsync } from "./body-store.ts";
 import type { ChainRecord, Entry } from "./codec.ts";
 
 /** Deferred entries a chain may hold (a disk that keeps failing): past it, an entry is written at once, and its failure seen. */
@@ -39,8 +39,13 @@ export class GroupCommit {
 
   /** Queues an entry's line, after its bodies' lines (same write, same fsync: no file and no fsync each). */
   defer(rec: ChainRecord, entry: Entry, line: Buffer, bodies: BodyBytes[]): void {
+    // Body lines are ASCII: one byte a character, written into the entry's buffer with no copy between.
     const text = bodies.map(BodyStore.line).join("");
-    const bytes = Buffer.concat([Buffer.from(text), line]);
+    const bytes = text ? Buffer.allocUnsafe(text.length + line.length) : line;
+    if (text) {
+      bytes.write(text, 0, "latin1");
+      line.copy(bytes, text.length);
+    }
     rec.size += bytes.length;
     // Body lines are not entries: they do not bring a compaction nearer.
     rec.lines++;
@@ -83,13 +88,18 @@ export class GroupCommit {
       const todo = rec.deferred.filter((d) => d.end <= end);
       if (todo.length && rec.epoch === epoch) {
         const at = rec.durable;
-        const bytes = Buffer.concat(todo.map((d) => d.line));
-        let off = 0;
-        while (off < bytes.length) off += (await writeAsync(rec.fd, bytes, off, bytes.length - off, at + off)).bytesWritten;
+        const lines = todo.map((d) => d.line);
+        const length = lines.reduce((n, l) => n + l.length, 0);
+        // One writev of the lines as they are; a short write goes on from where it stopped.
+        let off = (await writevAsync(rec.fd, lines, at)).bytesWritten;
+        if (off < length) {
+          const bytes = Buffer.concat(lines);
+          while (off < length) off += (await writeAsync(rec.fd, bytes, off, length - off, at + off)).bytesWritten;
+        }
         // Acks alone need no fsync (a crash that loses one only ships its frames again).
         if (todo.some((d) => d.entry)) await fsyncAsync(rec.fd);
-        if (rec.epoch === epoch && rec.durable < at + bytes.length) {
-          rec.durable = at + bytes.length;
+        if (rec.epoch === epoch && rec.durable < at + length) {
+          rec.durable = at + length;
           this.#host.settle(rec);
         }
       }
