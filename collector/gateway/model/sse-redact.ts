@@ -11,11 +11,14 @@ import { sha256Hex } from "../../../protocol/index.ts";
  * ordinary `event:` name, is scanned as it is (as the whole text was before).
  */
 export function redactSse(text: string): RedactResult {
-  const groups = new Map<string, Segment[]>();
-  const add = (key: string, s: Segment) => {
-    const g = groups.get(key);
+  // By stream (event name and content index), then by key: no key string made per literal.
+  const groups = new Map<string, Map<string, Segment[]>>();
+  const add = (stream: string, key: string, s: Segment) => {
+    let byKey = groups.get(stream);
+    if (!byKey) groups.set(stream, (byKey = new Map()));
+    const g = byKey.get(key);
     if (g) g.push(s);
-    else groups.set(key, [s]);
+    else byKey.set(key, [s]);
   };
   let event = "";
   let other = 0;
@@ -32,12 +35,12 @@ export function redactSse(text: string): RedactResult {
     } else {
       const line = text.slice(at, lineEnd);
       if (line.startsWith("event:") && EVENT_NAME.test(line)) event = line.slice(line.charCodeAt(6) === 32 ? 7 : 6);
-      else add(otherKey(), { start: at, end: lineEnd, value: line });
+      else add(otherKey(), "", { start: at, end: lineEnd, value: line });
     }
     at = end + 1;
   }
   const cuts: Cut[] = [];
-  for (const segments of groups.values()) cutsOf(segments, cuts);
+  for (const byKey of groups.values()) for (const segments of byKey.values()) cutsOf(segments, cuts);
   if (!cuts.length) return { text, redactions: [] };
   cuts.sort((a, b) => a.start - b.start);
   let out = "";
@@ -80,7 +83,7 @@ function dataSegments(
   from: number,
   to: number,
   event: string,
-  add: (key: string, s: Segment) => void,
+  add: (stream: string, key: string, s: Segment) => void,
   otherKey: () => string,
 ): void {
   const data = text.slice(from, to);
@@ -88,11 +91,12 @@ function dataSegments(
   const literals = c === 123 || c === 91 ? jsonLiterals(data) : null;
   // `[DONE]`, or anything else that is not a JSON object or array: scanned as it is.
   if (!literals) {
-    add(data === "[DONE]" ? `${event}\u0000done` : otherKey(), { start: from, end: to, value: data });
+    add(data === "[DONE]" ? `${event}\u0000done` : otherKey(), "", { start: from, end: to, value: data });
     return;
   }
   let index = "";
   for (const m of data.matchAll(INDEX)) index += `${m[1]},`;
+  const stream = `${event}\u0000${index}`;
   let key = "";
   for (const m of literals) {
     const body = m[1]!;
@@ -102,7 +106,7 @@ function dataSegments(
     }
     if (body === "") continue;
     const start = from + m.index + 1;
-    add(`${event}\u0000${key}\u0000${index}`, literalSegment(body, start));
+    add(stream, key, literalSegment(body, start));
   }
 }
 
