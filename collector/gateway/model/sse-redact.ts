@@ -15,7 +15,10 @@ export function redactSse(text: string): RedactResult {
   const groups = new Map<string, Map<string, Segment[]>>();
   const add = (stream: string, key: string, s: Segment) => {
     let byKey = groups.get(stream);
-    if (!byKey) groups.set(stream, (byKey = new Map()));
+    if (!byKey) {
+      byKey = new Map();
+      groups.set(stream, byKey);
+    }
     const g = byKey.get(key);
     if (g) g.push(s);
     else byKey.set(key, [s]);
