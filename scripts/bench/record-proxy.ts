@@ -6,11 +6,11 @@
 // argv[2] is the upstream and argv[3] the file. Prints its port on stdout.
 import { createHash } from "node:crypto";
 import { fsync, openSync, writev } from "node:fs";
-import { Agent, createServer, request } from "node:http";
+import { createServer, request } from "node:http";
+import { serve, upstreamOptions } from "./loopback.ts";
 
 const target = new URL(process.argv[2]!);
 const fd = openSync(process.argv[3]!, "a", 0o600);
-const agent = new Agent({ keepAlive: true, noDelay: true });
 
 let pending: Buffer[] = [];
 let flushing = false;
@@ -47,37 +47,29 @@ const server = createServer((req, res) => {
     reqHash.update(c);
     reqChunks.push(c);
   });
-  const up = request(
-    { host: target.hostname, port: target.port, path: req.url, method: req.method, headers: { ...req.headers, host: target.host }, agent },
-    (ur) => {
-      res.writeHead(ur.statusCode ?? 502, ur.headers);
-      const resHash = createHash("sha256");
-      const resChunks: Buffer[] = [];
-      ur.on("data", (c: Buffer) => {
-        resHash.update(c);
-        resChunks.push(c);
+  const up = request(upstreamOptions(target, req), (ur) => {
+    res.writeHead(ur.statusCode ?? 502, ur.headers);
+    const resHash = createHash("sha256");
+    const resChunks: Buffer[] = [];
+    ur.on("data", (c: Buffer) => {
+      resHash.update(c);
+      resChunks.push(c);
+    });
+    ur.on("end", () => {
+      const reqBody = Buffer.concat(reqChunks);
+      const resBody = Buffer.concat(resChunks);
+      const frame = JSON.stringify({
+        seq: ++seq,
+        t: Date.now(),
+        status: ur.statusCode,
+        req: { sha256: reqHash.digest("hex"), bytes: reqBody.length },
+        res: { sha256: resHash.digest("hex"), bytes: resBody.length },
       });
-      ur.on("end", () => {
-        const reqBody = Buffer.concat(reqChunks);
-        const resBody = Buffer.concat(resChunks);
-        const frame = JSON.stringify({
-          seq: ++seq,
-          t: Date.now(),
-          status: ur.statusCode,
-          req: { sha256: reqHash.digest("hex"), bytes: reqBody.length },
-          res: { sha256: resHash.digest("hex"), bytes: resBody.length },
-        });
-        append([Buffer.from(`${frame}\n`), reqBody, resBody]);
-      });
-      ur.pipe(res);
-    },
-  );
+      append([Buffer.from(`${frame}\n`), reqBody, resBody]);
+    });
+    ur.pipe(res);
+  });
   up.on("error", () => res.destroy());
   req.pipe(up);
 });
-server.on("connection", (socket) => socket.setNoDelay(true));
-server.listen(0, "127.0.0.1", () => {
-  const address = server.address();
-  console.log(typeof address === "object" && address ? address.port : 0);
-});
-process.on("SIGTERM", () => process.exit(0));
+serve(server);
