@@ -6,6 +6,7 @@ import type { WorkspacePart } from "./lib/host-policy.ts";
 import { metered } from "./lib/meter.ts";
 import { readPolicy } from "./lib/policy-store.ts";
 import type { ClauseUse, ExhaustedScope, RunSpend, UseFilter } from "./workspace/budgets.ts";
+import type { PushPart } from "./workspace/push-hub.ts";
 import { BudgetLedger, type Change, type LeaseAnswer, type ResizeAnswer } from "./workspace/ledger.ts";
 import { migrate } from "./workspace/schema.ts";
 import {
@@ -81,6 +82,16 @@ export class WorkspaceObject extends DurableObject<Env> {
     return { policy: s.policy, pausedAgents: s.pausedAgents, pausesMs: s.pausesMs, exhausted };
   }
 
+  /** The workspace's part of every host's policy at once, for a workspace-wide push (`workspace/push-hub.ts`). */
+  async pushPart(now: number): Promise<PushPart> {
+    const s = await this.#load();
+    const exhausted =
+      s.policy.budgets.length === 0
+        ? { scopes: [], changedMs: 0, complete: true }
+        : this.ctx.storage.transactionSync(() => new BudgetLedger(this.ctx.storage.sql, s.policy.budgets).allExhausted(now));
+    return { policy: s.policy, pausedAgents: s.pausedAgents, pausesMs: s.pausesMs, exhausted };
+  }
+
   /**
    * Takes runs' spend totals. When that exhausts a budget scope, or frees one, every connected
    * recorder of the workspace is told, by this object, after the answer: the report never waits
@@ -125,11 +136,13 @@ export class WorkspaceObject extends DurableObject<Env> {
     return this.#announceIf(this.ctx.storage.transactionSync(() => ledger.settle(leaseId, now, hostId)));
   }
 
-  // One announcement to every hub (each recorder fetches its own policy), not waited on.
+  // One announcement to every hub (each makes its hosts' policies from this part), not waited on.
   #announceIf<T extends { changed: boolean }>(c: T): T {
     if (c.changed)
       this.ctx.waitUntil(
-        announce(this.env, this.#workspaceId(), "all", 0).catch((err: unknown) => console.error("budget announcement failed", err)),
+        this.pushPart(Date.now())
+          .then((part) => announce(this.env, this.#workspaceId(), "all", 0, part))
+          .catch((err: unknown) => console.error("budget announcement failed", err)),
       );
     return c;
   }

@@ -260,6 +260,8 @@ export interface PushMessage {
   type: string;
   etag: string;
   change: string;
+  /** The host's signed policy, when the push carries it. */
+  policy?: SignedPolicy;
 }
 
 /**
