@@ -99,7 +99,10 @@ export class WorkspaceObject extends DurableObject<Env> {
    */
   async report(rows: RunSpend[], now: number): Promise<Change> {
     const ledger = await this.#ledger();
-    return this.#announceIf(this.ctx.storage.transactionSync(() => ledger.report(rows, now)));
+    return this.#announceIf(
+      this.ctx.storage.transactionSync(() => ledger.report(rows, now)),
+      now,
+    );
   }
 
   /** The exhausted scopes that concern one host, and when the exhausted set last changed (its policy's `issued_ms` is at least that). */
@@ -118,7 +121,7 @@ export class WorkspaceObject extends DurableObject<Env> {
   async lease(req: { hostId: string; runId: string; microusd: number; ttlMs: number }, now: number): Promise<LeaseAnswer> {
     const ledger = await this.#ledger();
     const answer = this.ctx.storage.transactionSync(() => ledger.lease(req, now));
-    if (answer.granted) this.#announceIf(answer);
+    if (answer.granted) this.#announceIf(answer, now);
     return answer;
   }
 
@@ -126,21 +129,25 @@ export class WorkspaceObject extends DurableObject<Env> {
   async resize(req: { hostId: string; leaseId: string; addMicrousd: number; ttlMs: number }, now: number): Promise<ResizeAnswer> {
     const ledger = await this.#ledger();
     const answer = this.ctx.storage.transactionSync(() => ledger.resize(req, now));
-    if (answer.granted) this.#announceIf(answer);
+    if (answer.granted) this.#announceIf(answer, now);
     return answer;
   }
 
   /** Ends a lease; unknown or expired leases (or another host's) are a no-op. */
   async settle(leaseId: string, now: number, hostId?: string): Promise<Change> {
     const ledger = await this.#ledger();
-    return this.#announceIf(this.ctx.storage.transactionSync(() => ledger.settle(leaseId, now, hostId)));
+    return this.#announceIf(
+      this.ctx.storage.transactionSync(() => ledger.settle(leaseId, now, hostId)),
+      now,
+    );
   }
 
   // One announcement to every hub (each makes its hosts' policies from this part), not waited on.
-  #announceIf<T extends { changed: boolean }>(c: T): T {
+  // The part is read at the change's own time, as the change was counted.
+  #announceIf<T extends { changed: boolean }>(c: T, now: number): T {
     if (c.changed)
       this.ctx.waitUntil(
-        this.pushPart(Date.now())
+        this.pushPart(now)
           .then((part) => announce(this.env, this.#workspaceId(), "all", 0, part))
           .catch((err: unknown) => console.error("budget announcement failed", err)),
       );
@@ -164,14 +171,17 @@ export class WorkspaceObject extends DurableObject<Env> {
   async reserveToolCall(call: MeterCall, rules: ToolCallRules, now: number): Promise<ReserveAnswer> {
     const ledger = await this.#ledger();
     const answer = this.ctx.storage.transactionSync(() => ledger.reserveTool(call, rules, now));
-    if (answer.granted) this.#announceIf(answer);
+    if (answer.granted) this.#announceIf(answer, now);
     return answer;
   }
 
   /** Settles a reserved tool call with how it ended; an exhaustion it frees or causes is announced after the answer. */
   async settleToolCall(end: CallEnd, now: number): Promise<Change> {
     const ledger = await this.#ledger();
-    return this.#announceIf(this.ctx.storage.transactionSync(() => ledger.settleTool(end, now)));
+    return this.#announceIf(
+      this.ctx.storage.transactionSync(() => ledger.settleTool(end, now)),
+      now,
+    );
   }
 
   /** Writes the meter row of a tool call refused before it was reserved (an access clause, a stop, a drift). */
