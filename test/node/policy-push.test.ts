@@ -2,34 +2,20 @@
 // daemon/policy.ts, wired as daemon/wire.ts wires them): taken without a fetch when it verifies,
 // refused under exactly the rules a fetched policy is (the pinned key, this host, never older than
 // the cached one), and then fetched instead. The server side is the stub server's push connection.
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { readHost } from "../../collector/lib/state.ts";
 import { PolicyRefresher } from "../../collector/daemon/policy.ts";
 import type { Recorder } from "../../collector/recorder/recorder.ts";
 import { readPolicyFile } from "../../collector/recorder/policy-cache.ts";
 import { PolicyPush } from "../../collector/recorder/push.ts";
 import { newSecretKey, policyEtag } from "../../protocol/index.ts";
-import { HOST, makeHome } from "../support/recorder.ts";
-import { StubServer } from "../support/stub-server.ts";
+import { HOST } from "../support/recorder.ts";
+import { stubServerEach } from "../support/stub-server.ts";
 
-let server: StubServer;
-let previousHome: string | undefined;
 let push: PolicyPush | null = null;
-
-beforeEach(async () => {
-  server = new StubServer();
-  const port = await server.start();
-  const home = await makeHome({ server: `http://127.0.0.1:${port}` });
-  previousHome = process.env.OXAGEN_HOME;
-  process.env.OXAGEN_HOME = home.dir;
-});
-
-afterEach(async () => {
+const stub = stubServerEach(() => {
   push?.stop();
   push = null;
-  await server.stop();
-  if (previousHome === undefined) delete process.env.OXAGEN_HOME;
-  else process.env.OXAGEN_HOME = previousHome;
 });
 
 /** The recorder's policy and push connection, connected, with the policy its connection's first fetch brought. */
@@ -47,7 +33,7 @@ async function connected() {
     { baseMs: hour, maxMs: hour, pollMs: hour, pingMs: hour, log: (l) => logs.push(l) },
   );
   push.start();
-  const conn = await server.pushConnection();
+  const conn = await stub.server.pushConnection();
   // A fetch done (the first open starts one too): the recorder holds a policy before the pushes.
   await policy.apply();
   return { holder, policy, conn, logs, status: push.status };
@@ -58,65 +44,65 @@ const ackOf = (change: string) => (m: string) => (JSON.parse(m) as { change?: st
 describe("a push that carries the host's signed policy", () => {
   it("is verified and applied without a fetch, and acknowledged with its ETag", async () => {
     const { holder, policy, conn, status } = await connected();
-    const fetches = server.policyFetches;
-    server.policy = { ...server.policy, issued_ms: 10, tools: [{ id: "no", tool: "Bash", decision: "deny", reason: "pushed" }] };
-    const signed = server.signedFor(HOST);
+    const fetches = stub.server.policyFetches;
+    stub.server.policy = { ...stub.server.policy, issued_ms: 10, tools: [{ id: "no", tool: "Bash", decision: "deny", reason: "pushed" }] };
+    const signed = stub.server.signedFor(HOST);
     conn.send(JSON.stringify({ type: "policy", etag: policyEtag(signed), change: "chg_1", policy: signed }));
     const ack = JSON.parse(await conn.next(ackOf("chg_1"))) as { etag: string };
     expect(ack.etag).toBe(policyEtag(signed));
     expect(holder.policy?.policy.tools).toEqual([{ id: "no", tool: "Bash", decision: "deny", reason: "pushed" }]);
     expect(readPolicyFile(readHost()!)?.policy.issued_ms).toBe(10);
-    expect(server.policyFetches).toBe(fetches);
+    expect(stub.server.policyFetches).toBe(fetches);
     expect(status).toMatchObject({ carried: 1, refused: 0 });
     expect(policy.etag).toBe(policyEtag(signed));
   });
 
   it("with a bad signature, or signed by another key, is refused and the policy fetched instead", async () => {
     const { holder, conn, status, logs } = await connected();
-    server.policy = { ...server.policy, issued_ms: 20 };
-    const good = server.signedFor(HOST);
+    stub.server.policy = { ...stub.server.policy, issued_ms: 20 };
+    const good = stub.server.signedFor(HOST);
     const forged = { ...good, payload: good.payload.replace('"default_tool_decision":"none"', '"default_tool_decision":"allow"') };
-    const fetches = server.policyFetches;
+    const fetches = stub.server.policyFetches;
     conn.send(JSON.stringify({ type: "policy", etag: policyEtag(forged), change: "chg_bad", policy: forged }));
     const ack = JSON.parse(await conn.next(ackOf("chg_bad"))) as { etag: string };
     // Acknowledged with what the fetch brought, never with the forged policy.
     expect(ack.etag).toBe(policyEtag(good));
-    expect(server.policyFetches).toBe(fetches + 1);
+    expect(stub.server.policyFetches).toBe(fetches + 1);
     expect(holder.policy?.policy.default_tool_decision).not.toBe("allow");
-    server.policy = { ...server.policy, issued_ms: 21 };
-    const other = server.signedFor(HOST, { secret: newSecretKey(), keyId: "k-other" });
-    server.policy = { ...server.policy, issued_ms: 20 };
+    stub.server.policy = { ...stub.server.policy, issued_ms: 21 };
+    const other = stub.server.signedFor(HOST, { secret: newSecretKey(), keyId: "k-other" });
+    stub.server.policy = { ...stub.server.policy, issued_ms: 20 };
     conn.send(JSON.stringify({ type: "policy", etag: policyEtag(other), change: "chg_other", policy: other }));
     await conn.next(ackOf("chg_other"));
-    expect(server.policyFetches).toBe(fetches + 2);
+    expect(stub.server.policyFetches).toBe(fetches + 2);
     expect(status).toMatchObject({ carried: 0, refused: 2 });
     expect(logs.filter((l) => l.startsWith("pushed policy refused"))).toHaveLength(2);
   });
 
   it("issued before the cached one, or for another host, is refused and the policy fetched instead", async () => {
     const { holder, conn, status } = await connected();
-    server.policy = { ...server.policy, issued_ms: 50 };
-    const current = server.signedFor(HOST);
+    stub.server.policy = { ...stub.server.policy, issued_ms: 50 };
+    const current = stub.server.signedFor(HOST);
     conn.send(JSON.stringify({ type: "policy", etag: policyEtag(current), change: "chg_50", policy: current }));
     await conn.next(ackOf("chg_50"));
-    const replay: typeof server.policy = {
-      ...server.policy,
+    const replay: typeof stub.server.policy = {
+      ...stub.server.policy,
       issued_ms: 40,
       tools: [{ id: "old", tool: "*", decision: "allow", reason: "old" }],
     };
-    server.policy = replay;
-    const stale = server.signedFor(HOST);
-    server.policy = { ...replay, issued_ms: 50, tools: [] };
-    const fetches = server.policyFetches;
+    stub.server.policy = replay;
+    const stale = stub.server.signedFor(HOST);
+    stub.server.policy = { ...replay, issued_ms: 50, tools: [] };
+    const fetches = stub.server.policyFetches;
     conn.send(JSON.stringify({ type: "policy", etag: policyEtag(stale), change: "chg_40", policy: stale }));
     await conn.next(ackOf("chg_40"));
-    expect(server.policyFetches).toBe(fetches + 1);
+    expect(stub.server.policyFetches).toBe(fetches + 1);
     expect(holder.policy?.policy.issued_ms).toBe(50);
     expect(holder.policy?.policy.tools).toEqual([]);
-    const theirs = server.signedFor("h-someone-else");
+    const theirs = stub.server.signedFor("h-someone-else");
     conn.send(JSON.stringify({ type: "policy", etag: policyEtag(theirs), change: "chg_theirs", policy: theirs }));
     await conn.next(ackOf("chg_theirs"));
-    expect(server.policyFetches).toBe(fetches + 2);
+    expect(stub.server.policyFetches).toBe(fetches + 2);
     expect(holder.policy?.policy.host).toBe(HOST);
     expect(status).toMatchObject({ carried: 1, refused: 2 });
   });

@@ -21,6 +21,8 @@ import {
   type Policy,
   type SignedLock,
 } from "../../protocol/index.ts";
+import { afterEach, beforeEach } from "vitest";
+import { makeHome } from "./recorder.ts";
 import { HOST_PUBLIC, SERVER_KEY_ID, SERVER_SECRET } from "./sample-run.ts";
 import { StubPushConnection } from "./stub-push.ts";
 
@@ -232,4 +234,24 @@ export class StubServer {
     }
     return ack;
   }
+}
+
+/** A fresh stub server for each test of the file, and `OXAGEN_HOME` a home enrolled with it (`makeHome`); put back after. */
+export function stubServerEach(after: () => void = () => {}): { server: StubServer } {
+  const state = {} as { server: StubServer };
+  let previousHome: string | undefined;
+  beforeEach(async () => {
+    state.server = new StubServer();
+    const port = await state.server.start();
+    const home = await makeHome({ server: `http://127.0.0.1:${port}` });
+    previousHome = process.env.OXAGEN_HOME;
+    process.env.OXAGEN_HOME = home.dir;
+  });
+  afterEach(async () => {
+    after();
+    await state.server.stop();
+    if (previousHome === undefined) delete process.env.OXAGEN_HOME;
+    else process.env.OXAGEN_HOME = previousHome;
+  });
+  return state;
 }
