@@ -1,5 +1,7 @@
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { openPolicy, type Policy, policyEtag, publicKeyOf } from "../../protocol/index.ts";
+import { hubOf } from "../../workers/lib/hubs.ts";
 import { SERVER_SECRET } from "../support/sample-run.ts";
 import { enrollHost, hostCall, ingest, op, openPush, seedWorkspace, type TestHost, TestRun } from "./support.ts";
 
@@ -93,6 +95,30 @@ describe("a workspace-wide change carries each host its own signed policy", () =
     const msg = (await conn.received(2))[1];
     expect(msg).toEqual({ type: "policy", etag: "*", change: expect.any(String) });
     expect((await fetched(h)).policy.exhausted_budgets).toMatchObject([{ budget: "none", spent_microusd: 0 }]);
+    conn.ws!.close();
+  });
+});
+
+describe("a hub's copy of a host", () => {
+  it("keeps the newest version it was handed: an older copy arriving late changes nothing; a copy it cannot make a policy from is `*`", async () => {
+    const { token, workspaceId } = await seedWorkspace();
+    const h = await enrollHost(token);
+    const conn = await openPush(h);
+    const hub = hubOf(env, workspaceId, h.id);
+    const part = { pausedRuns: [] as string[], pausedAgents: [], policyMs: 0 };
+    const newer = `run_${"a".repeat(32)}`;
+    await hub.hostCopy(h.id, { status: "active", part: { ...part, pausedRuns: [newer] }, version: Number.MAX_SAFE_INTEGER - 1 });
+    await hub.hostCopy(h.id, {
+      status: "active",
+      part: { ...part, pausedRuns: [`run_${"b".repeat(32)}`] },
+      version: Number.MAX_SAFE_INTEGER - 2,
+    });
+    await op(token, `/v1/workspaces/${workspaceId}/policy`, { method: "PUT", json: basePolicy });
+    const [msg] = await conn.received(1);
+    expect(openPolicy(msg!.policy!, serverKey).paused_runs).toEqual([newer]);
+    await hub.hostCopy(h.id, { status: "active", part: { ...part, pausedRuns: ["not a run id"] }, version: Number.MAX_SAFE_INTEGER });
+    await op(token, `/v1/workspaces/${workspaceId}/policy`, { method: "PUT", json: basePolicy });
+    expect((await conn.received(2))[1]).toEqual({ type: "policy", etag: "*", change: expect.any(String) });
     conn.ws!.close();
   });
 });

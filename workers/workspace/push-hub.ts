@@ -116,8 +116,13 @@ export class PushHub {
     for (const { host, copy } of held) {
       const c = JSON.parse(copy) as Pick<HostCopy, "status" | "part">;
       const exhausted = { scopes: ws.exhausted.scopes.filter((s) => concernsHost(s, host)), changedMs: ws.exhausted.changedMs };
-      const signed = await this.#sign(composePolicy({ id: host, status: c.status }, c.part, { ...ws, exhausted }));
-      if (signed.payload.length <= MAX_PUSHED_POLICY_CHARS) made.set(host, signed);
+      try {
+        const signed = await this.#sign(composePolicy({ id: host, status: c.status }, c.part, { ...ws, exhausted }));
+        if (signed.payload.length <= MAX_PUSHED_POLICY_CHARS) made.set(host, signed);
+      } catch (err) {
+        // That host is told `*` and fetches; the others still get theirs.
+        console.error("pushed policy not made", host, err);
+      }
     }
     return made;
   }
