@@ -16,6 +16,7 @@ import {
 } from "../../protocol/index.ts";
 import { db, schema } from "../../workers/db/client.ts";
 import { newToken } from "../../workers/lib/tokens.ts";
+import { projectionStatements } from "../../workers/projection/consume.ts";
 import { HOST_SECRET, SERVER_SECRET } from "../support/sample-run.ts";
 
 export const BASE = "http://oxagen.test";
@@ -292,4 +293,15 @@ export async function openPush(h: TestHost, sign: (s: AuthHeaders) => AuthHeader
     return messages;
   };
   return { res, ws, messages, received, ack };
+}
+
+/**
+ * Writes spend rows as the projection's consumer does (its statements, one transaction), so the
+ * daily rollup moves with them: one chain message per run, at `version`.
+ */
+export async function projectSpend(rows: (typeof schema.spend.$inferInsert)[], version = 1) {
+  const runs = new Map<string, (typeof schema.spend.$inferInsert)[]>();
+  for (const r of rows) runs.set(r.runId, [...(runs.get(r.runId) ?? []), { ...r, version }]);
+  const messages = [...runs].map(([chain, spend]) => ({ kind: "chain" as const, chain, version, run: null, agent: null, spend }));
+  await env.DB.batch(projectionStatements(env.DB, messages));
 }

@@ -361,6 +361,52 @@ export const spend = sqliteTable(
 );
 
 /**
+ * The workspace's spend per UTC day, computer, agent, vendor, model and price table: the `spend`
+ * rows summed, kept as they arrive (workers/spend/rollup.ts), so the Spend page reads a day's few
+ * rows instead of every run's. The projection's consumer adds to it what each `spend` row it
+ * writes changes (new minus stored), in the transaction that writes the row: a message delivered
+ * again changes nothing. `agent` is `''` on a computer's own chain (a key column is never null).
+ */
+export const spendDaily = sqliteTable(
+  "spend_daily",
+  {
+    workspaceId: text("workspace_id").notNull(),
+    day: text("day").notNull(),
+    hostId: text("host_id").notNull(),
+    agent: text("agent").notNull(),
+    vendor: text("vendor").notNull(),
+    model: text("model").notNull(),
+    priceVersion: text("price_version").notNull(),
+    calls: integer("calls").notNull(),
+    unpricedCalls: integer("unpriced_calls").notNull(),
+    microusd: integer("microusd").notNull(),
+    inputTokens: integer("input_tokens").notNull(),
+    outputTokens: integer("output_tokens").notNull(),
+    cacheReadTokens: integer("cache_read_tokens").notNull(),
+    cacheWriteTokens: integer("cache_write_tokens").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.workspaceId, t.day, t.hostId, t.agent, t.vendor, t.model, t.priceVersion] })],
+);
+
+/**
+ * Runs with spend, per UTC day, computer and agent, kept with {@link spendDaily}: `runs` the runs
+ * with calls that day; `runsLast` the runs whose latest day with calls is that day, so the runs
+ * with calls in a period that ends today are the sum of `runsLast` over its days (each run once).
+ */
+export const spendDailyRuns = sqliteTable(
+  "spend_daily_runs",
+  {
+    workspaceId: text("workspace_id").notNull(),
+    day: text("day").notNull(),
+    hostId: text("host_id").notNull(),
+    agent: text("agent").notNull(),
+    runs: integer("runs").notNull(),
+    runsLast: integer("runs_last").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.workspaceId, t.day, t.hostId, t.agent] })],
+);
+
+/**
  * A workspace's tools (docs/api.md "Workspace tools"): what the hosted MCP endpoint serves. The
  * definition served is the approved one (`defSha256`); an upstream MCP tool's live definition is
  * re-checked against `upstreamSha256`, and a difference is held in `drift` until approved.
