@@ -26,9 +26,10 @@ const { reserveCall, settleCall } = await import(join(ROOT, "workers/workspace/t
 
 function prepared(db: DatabaseSync) {
   const cache = new Map<string, StatementSync>();
-  return (sql: string) => {
-    let s = cache.get(sql);
-    if (!s) cache.set(sql, (s = db.prepare(sql)));
+  return (sql: string, arrays = false) => {
+    const s = cache.get(sql) ?? db.prepare(sql);
+    cache.set(sql, s);
+    s.setReturnArrays(arrays);
     return s;
   };
 }
@@ -37,15 +38,17 @@ function prepared(db: DatabaseSync) {
 function d1(db: DatabaseSync) {
   const stmt = prepared(db);
   const bound = (sql: string, params: unknown[]) => {
-    const s = stmt(sql);
     const p = params as never[];
     return {
       sql,
       params,
-      all: async () => ({ results: (s.setReturnArrays(false), s.all(...p)) }),
-      raw: async () => (s.setReturnArrays(true), s.all(...p)),
-      first: async () => (s.setReturnArrays(false), s.get(...p) ?? null),
-      run: async () => (s.run(...p), { success: true, meta: {} }),
+      all: async () => ({ results: stmt(sql).all(...p) }),
+      raw: async () => stmt(sql, true).all(...p),
+      first: async () => stmt(sql).get(...p) ?? null,
+      run: async () => {
+        stmt(sql).run(...p);
+        return { success: true, meta: {} };
+      },
     };
   };
   return {
@@ -65,8 +68,10 @@ function doStorage(db: DatabaseSync) {
   const sql = {
     exec: (q: string, ...params: unknown[]) => {
       const s = stmt(q);
-      s.setReturnArrays(false);
-      const rows = s.columns().length > 0 ? s.all(...(params as never[])) : (s.run(...(params as never[])), []);
+      const p = params as never[];
+      let rows: unknown[] = [];
+      if (s.columns().length > 0) rows = s.all(...p);
+      else s.run(...p);
       return { toArray: () => rows, one: () => rows[0], [Symbol.iterator]: () => rows[Symbol.iterator]() };
     },
   };
