@@ -1,13 +1,11 @@
 import { env } from "cloudflare:workers";
-import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { schema } from "../../workers/db/client.ts";
 import { usd } from "../../workers/console/layout.tsx";
-import worker from "../../workers/index.ts";
 import { meterStatements } from "../../workers/lib/meter.ts";
 import type { ProjectionMessage } from "../../workers/projection/messages.ts";
 import { signedIn } from "./console-browser.ts";
-import { enrollHost, op, projectSpend, seedWorkspace, type TestHost } from "./support.ts";
+import { deliverProjection, enrollHost, op, projectSpend, seedWorkspace, type TestHost } from "./support.ts";
 
 type SpendRow = typeof schema.spend.$inferInsert;
 const DAY = 86_400_000;
@@ -81,22 +79,6 @@ const message = (chain: string, version: number, spend: SpendRow[]): ProjectionM
   agent: null,
   spend: spend.map((s) => ({ ...s, runId: chain, version })),
 });
-
-/** Hands a batch to the projection's consumer as the queue does; `batchOf` stands in for D1's batch (to kill the consumer). */
-async function deliver(bodies: ProjectionMessage[], batchOf: D1Database["batch"] = (s) => env.DB.batch(s)) {
-  const batch = createMessageBatch<ProjectionMessage>(
-    "oxagen-projection",
-    bodies.map((body, i) => ({ id: `m${i}`, timestamp: Date.now(), attempts: 1, body })),
-  );
-  const ctx = createExecutionContext();
-  const db = { prepare: (q: string) => env.DB.prepare(q), batch: batchOf } as unknown as D1Database;
-  const threw = await worker.queue(batch, { ...env, DB: db }, ctx).then(
-    () => false,
-    () => true,
-  );
-  await getQueueResult(batch, ctx);
-  return threw ? "redelivered" : "ok";
-}
 
 describe("the daily spend rollup", () => {
   it("the Spend page's figures equal the spend rows summed, over several runs, agents, computers and days, read from the rollup only", async () => {
@@ -180,20 +162,20 @@ describe("the daily spend rollup", () => {
           .raw()
       ).map((r) => r.join(" "));
     const want = [`${d1} m-a 150 2`, `${d1} m-b 20 1`, `${d2} m-a 60 2`];
-    expect(await deliver([m2])).toBe("ok");
-    expect(await deliver([m1])).toBe("ok");
+    expect(await deliverProjection([m2])).toBe("ok");
+    expect(await deliverProjection([m1])).toBe("ok");
     await expectExact(ws.workspaceId);
-    expect(await deliver([m3])).toBe("ok");
+    expect(await deliverProjection([m3])).toBe("ok");
     expect(await cell()).toEqual(want);
     // All three again, in one batch and out of order, then the newest once more.
-    expect(await deliver([m3, m1, m2, m1])).toBe("ok");
-    expect(await deliver([m3])).toBe("ok");
+    expect(await deliverProjection([m3, m1, m2, m1])).toBe("ok");
+    expect(await deliverProjection([m3])).toBe("ok");
     expect(await cell()).toEqual(want);
     await expectExact(ws.workspaceId);
     // Another run's newer day first, its older day after: the run counts once, on its latest day.
     const other = runId(0x7002);
-    expect(await deliver([message(other, 5, [spendRow(h, 0, "alpha", d2, "m-a", 7)])])).toBe("ok");
-    expect(await deliver([message(other, 4, [spendRow(h, 0, "alpha", d1, "m-a", 3)])])).toBe("ok");
+    expect(await deliverProjection([message(other, 5, [spendRow(h, 0, "alpha", d2, "m-a", 7)])])).toBe("ok");
+    expect(await deliverProjection([message(other, 4, [spendRow(h, 0, "alpha", d1, "m-a", 3)])])).toBe("ok");
     await expectExact(ws.workspaceId);
     const runs = await env.DB.prepare("SELECT day, runs, runs_last FROM spend_daily_runs WHERE workspace_id = ? ORDER BY day")
       .bind(ws.workspaceId)
@@ -210,21 +192,21 @@ describe("the daily spend rollup", () => {
     const chains = [runId(0x7101), runId(0x7102)];
     const day = dayAgo(0);
     const older = chains.map((c) => message(c, 1, [spendRow(h, 0, "alpha", day, "m-a", 10)]));
-    await deliver(older);
+    await deliverProjection(older);
     const newer = chains.map((c, i) =>
       message(c, 2, [spendRow(h, 0, "alpha", day, "m-a", 40 + i), spendRow(h, 0, "alpha", day, "m-b", 5)]),
     );
     // Killed before its transaction committed: nothing written, the batch handed back whole.
-    expect(await deliver(newer, () => Promise.reject(new Error("consumer killed")))).toBe("redelivered");
+    expect(await deliverProjection(newer, () => Promise.reject(new Error("consumer killed")))).toBe("redelivered");
     await expectExact(ws.workspaceId);
     // Killed after the commit, before the queue heard: delivered again, it adds nothing.
     expect(
-      await deliver(newer, async (s) => {
+      await deliverProjection(newer, async (s) => {
         await env.DB.batch(s);
         throw new Error("consumer killed after its write");
       }),
     ).toBe("redelivered");
-    expect(await deliver(newer)).toBe("ok");
+    expect(await deliverProjection(newer)).toBe("ok");
     await expectExact(ws.workspaceId);
     const total = await env.DB.prepare("SELECT sum(microusd) AS m FROM spend_daily WHERE workspace_id = ?")
       .bind(ws.workspaceId)

@@ -324,6 +324,18 @@ export const agentPauses = sqliteTable(
   (t) => [primaryKey({ columns: [t.workspaceId, t.hostId, t.name] })],
 );
 
+/** The totals a spend row and the daily rollup hold alike. */
+const spendSums = () => ({
+  calls: integer("calls").notNull(),
+  /** Calls whose vendor or model the price table does not know: counted, never priced at $0. */
+  unpricedCalls: integer("unpriced_calls").notNull(),
+  microusd: integer("microusd").notNull(),
+  inputTokens: integer("input_tokens").notNull(),
+  outputTokens: integer("output_tokens").notNull(),
+  cacheReadTokens: integer("cache_read_tokens").notNull(),
+  cacheWriteTokens: integer("cache_write_tokens").notNull(),
+});
+
 /**
  * Priced model calls, per run, UTC day (of the server's receipt), vendor, model and price table
  * version: a copy of the run's ChainObject, which prices each `llm_call` once as it is appended.
@@ -343,14 +355,7 @@ export const spend = sqliteTable(
     hostId: text("host_id").notNull(),
     /** The run's harness label (a harness or a custom agent name); null on the computer's own chain. */
     agent: text("agent"),
-    calls: integer("calls").notNull(),
-    /** Calls whose vendor or model the price table does not know: counted, never priced at $0. */
-    unpricedCalls: integer("unpriced_calls").notNull(),
-    microusd: integer("microusd").notNull(),
-    inputTokens: integer("input_tokens").notNull(),
-    outputTokens: integer("output_tokens").notNull(),
-    cacheReadTokens: integer("cache_read_tokens").notNull(),
-    cacheWriteTokens: integer("cache_write_tokens").notNull(),
+    ...spendSums(),
     version: integer("version").notNull(),
   },
   (t) => [
@@ -377,13 +382,7 @@ export const spendDaily = sqliteTable(
     vendor: text("vendor").notNull(),
     model: text("model").notNull(),
     priceVersion: text("price_version").notNull(),
-    calls: integer("calls").notNull(),
-    unpricedCalls: integer("unpriced_calls").notNull(),
-    microusd: integer("microusd").notNull(),
-    inputTokens: integer("input_tokens").notNull(),
-    outputTokens: integer("output_tokens").notNull(),
-    cacheReadTokens: integer("cache_read_tokens").notNull(),
-    cacheWriteTokens: integer("cache_write_tokens").notNull(),
+    ...spendSums(),
   },
   (t) => [primaryKey({ columns: [t.workspaceId, t.day, t.hostId, t.agent, t.vendor, t.model, t.priceVersion] })],
 );
