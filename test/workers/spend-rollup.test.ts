@@ -1,11 +1,12 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { archiveRuns } from "../../workers/archive.ts";
 import type { schema } from "../../workers/db/client.ts";
 import { usd } from "../../workers/console/layout.tsx";
 import { meterStatements } from "../../workers/lib/meter.ts";
 import type { ProjectionMessage } from "../../workers/projection/messages.ts";
 import { signedIn } from "./console-browser.ts";
-import { deliverProjection, enrollHost, op, projectSpend, seedWorkspace, type TestHost } from "./support.ts";
+import { deliverProjection, enrollHost, op, projectSpend, seedRuns, seedWorkspace, type TestHost } from "./support.ts";
 
 type SpendRow = typeof schema.spend.$inferInsert;
 const DAY = 86_400_000;
@@ -257,5 +258,23 @@ describe("the daily spend rollup", () => {
     await expectExact(ws.workspaceId);
     const page = await (await signedIn(ws.token)).page("/console/spend");
     expect(page.html).toContain(`${usd(1111)} over the last 30 days`);
+  });
+
+  it("stays the spend rows summed when the archive moves ended runs' rows to R2", async () => {
+    const ws = await seedWorkspace();
+    const h = await enrollHost(ws.token);
+    await seedRuns(h, [0x7301, 0x7302, 0x7303], (i) => ({ archiveAfterMs: i === 0x7303 ? null : Date.now() - 1000, status: "ended" }));
+    await projectSpend([
+      spendRow(h, 0x7301, "claude-code", dayAgo(2), "m-a", 100),
+      spendRow(h, 0x7301, "claude-code", dayAgo(1), "m-a", 10),
+      spendRow(h, 0x7302, "claude-code", dayAgo(1), "m-b", 1),
+      spendRow(h, 0x7303, "claude-code", dayAgo(1), "m-a", 1000),
+    ]);
+    expect(
+      await archiveRuns(env, { kind: "archive", workspaceId: ws.workspaceId, runs: [runId(0x7301), runId(0x7302)], dueMs: Date.now() }),
+    ).toBe(2);
+    await expectExact(ws.workspaceId);
+    const page = await (await signedIn(ws.token)).page("/console/spend");
+    expect(page.html).toContain(`${usd(1000)} over the last 30 days`);
   });
 });

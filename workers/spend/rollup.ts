@@ -27,6 +27,11 @@ const WRITTEN = `n AS (
 
 const SUMS = ["calls", "unpriced_calls", "microusd", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"];
 
+const ADD_SUMS = `ON CONFLICT (workspace_id, day, host_id, agent, vendor, model, price_version) DO UPDATE SET
+    ${SUMS.map((c) => `${c} = spend_daily.${c} + excluded.${c}`).join(", ")}`;
+const ADD_RUNS = `ON CONFLICT (workspace_id, day, host_id, agent) DO UPDATE SET
+    runs = spend_daily_runs.runs + excluded.runs, runs_last = spend_daily_runs.runs_last + excluded.runs_last`;
+
 /** Adds each written row's new totals to its cell and takes the stored row's off its own (a row that moved cell moves). */
 export const SPEND_DAILY_SQL = `WITH ${WRITTEN},
   d AS (
@@ -37,9 +42,7 @@ export const SPEND_DAILY_SQL = `WITH ${WRITTEN},
       AND o.price_version = w.price_version)
   INSERT INTO spend_daily (workspace_id, day, host_id, agent, vendor, model, price_version, ${SUMS.join(", ")})
   SELECT workspace_id, day, host_id, agent, vendor, model, price_version, ${SUMS.map((c) => `sum(${c})`).join(", ")}
-  FROM d WHERE true GROUP BY workspace_id, day, host_id, agent, vendor, model, price_version
-  ON CONFLICT (workspace_id, day, host_id, agent, vendor, model, price_version) DO UPDATE SET
-    ${SUMS.map((c) => `${c} = spend_daily.${c} + excluded.${c}`).join(", ")}`;
+  FROM d WHERE true GROUP BY workspace_id, day, host_id, agent, vendor, model, price_version ${ADD_SUMS}`;
 
 /**
  * Moves the runs' counts: a run-day written counts once in its cell (and leaves the cell its stored
@@ -62,5 +65,27 @@ export const SPEND_DAILY_RUNS_SQL = `WITH ${WRITTEN},
       FROM lr JOIN spend o ON o.run_id = lr.run_id AND o.day = lr.o_day WHERE lr.w_day < lr.o_day GROUP BY lr.run_id)
   INSERT INTO spend_daily_runs (workspace_id, day, host_id, agent, runs, runs_last)
   SELECT workspace_id, day, host_id, agent, sum(runs), sum(runs_last) FROM d WHERE true GROUP BY workspace_id, day, host_id, agent
-  ON CONFLICT (workspace_id, day, host_id, agent) DO UPDATE SET
-    runs = spend_daily_runs.runs + excluded.runs, runs_last = spend_daily_runs.runs_last + excluded.runs_last`;
+  ${ADD_RUNS}`;
+
+/** The spend rows the archive is about to delete: of the runs in `?1` (a JSON array) still due by `?2`. */
+const ARCHIVED = `gone AS (SELECT run_id, day, workspace_id, host_id, coalesce(agent, '') AS agent, vendor, model, price_version,
+    ${SUMS.join(", ")} FROM spend
+    WHERE run_id IN (SELECT id FROM runs WHERE id IN (SELECT value FROM json_each(?1)) AND archive_after_ms <= ?2))`;
+
+/**
+ * The archive's share (workers/archive.ts), run in the transaction that deletes the rows: their
+ * totals and their runs' counts taken off the rollup, which stays the spend rows summed (a run
+ * that comes back to life later counts again from what it sends).
+ */
+export const ARCHIVE_ROLLUP_SQL = [
+  `WITH ${ARCHIVED}
+  INSERT INTO spend_daily (workspace_id, day, host_id, agent, vendor, model, price_version, ${SUMS.join(", ")})
+  SELECT workspace_id, day, host_id, agent, vendor, model, price_version, ${SUMS.map((c) => `-sum(${c})`).join(", ")}
+  FROM gone WHERE true GROUP BY workspace_id, day, host_id, agent, vendor, model, price_version ${ADD_SUMS}`,
+  `WITH ${ARCHIVED},
+  rd AS (SELECT run_id, day, workspace_id, host_id, agent FROM gone GROUP BY run_id, day),
+  last AS (SELECT run_id, max(day) AS day FROM rd GROUP BY run_id)
+  INSERT INTO spend_daily_runs (workspace_id, day, host_id, agent, runs, runs_last)
+  SELECT rd.workspace_id, rd.day, rd.host_id, rd.agent, -count(*), -sum(rd.day = last.day) FROM rd JOIN last ON last.run_id = rd.run_id
+  WHERE true GROUP BY rd.workspace_id, rd.day, rd.host_id, rd.agent ${ADD_RUNS}`,
+];
