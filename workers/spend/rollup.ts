@@ -7,7 +7,9 @@
  * the rollup what the upsert will change, new minus stored, for exactly the rows the upsert's
  * own version guard lets through. A message delivered again, or an older one after a newer one,
  * passes no guard and adds nothing; a consumer killed mid-batch wrote nothing (the batch is one
- * transaction). So the rollup is always the `spend` rows summed.
+ * transaction). So the rollup is always the `spend` rows summed. The run counts take a run-day's
+ * cell (host, agent) from any one of its rows: a chain sends all of a day's rows together, so they
+ * share it.
  */
 
 /** The batch's spend rows (one JSON array parameter), the `spend` rows they would replace, and those the upsert writes. */
