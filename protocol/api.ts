@@ -162,7 +162,7 @@ export function chainAck(chain: string, status: ChainAck["status"]): ChainAck {
 /** The answer to an ingest batch. */
 export const IngestAnswer = z.strictObject({ chains: z.array(ChainAck) });
 
-/** Headers of `PUT /v1/bodies/:sha256` besides the host signature: the run and the body's role. */
+/** Body upload headers besides the host signature: the run (`POST /v1/bodies` and `PUT /v1/bodies/:sha256`) and the body's role (the PUT only; an upload names each part's role). */
 export const BODY_HEADERS = { run: "x-oxagen-run", role: "x-oxagen-role" } as const;
 
 /**

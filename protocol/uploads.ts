@@ -8,7 +8,7 @@
  */
 import { z } from "zod";
 import { bytesToHex } from "./bytes.ts";
-import { type BodyRole, MAX_BODY_BYTES } from "./frames.ts";
+import type { BodyRole } from "./frames.ts";
 import { sha256 } from "./hash.ts";
 import { Sha256Hex } from "./ids.ts";
 
@@ -21,21 +21,46 @@ export const MAX_UPLOAD_BYTES = 8 * 1024 * 1024;
 export interface UploadBody {
   role: z.output<typeof BodyRole>;
   bytes: Uint8Array;
+  /** Its SHA-256 (lowercase hex of `bytes`) when the caller has it already; computed here otherwise. */
+  sha256?: string;
 }
 
 /**
- * The request body and its `content-type` for an upload of `bodies` (their hashes computed
- * here): sign exactly these bytes and send exactly this content type.
+ * The most bytes {@link encodeUpload} adds to an upload besides the bodies' own, per part, the
+ * closing line counted as one more part: an upload of n bodies is at most their bytes plus
+ * `(n + 1) × UPLOAD_PART_OVERHEAD`, for fitting it under {@link MAX_UPLOAD_BYTES}.
  */
-export async function encodeUpload(bodies: UploadBody[]): Promise<{ contentType: string; bytes: Uint8Array }> {
-  const form = new FormData();
+export const UPLOAD_PART_OVERHEAD = 256;
+
+const CRLF = new Uint8Array([13, 10]);
+
+/**
+ * The request body and its `content-type` for an upload of `bodies`: sign exactly these bytes and
+ * send exactly this content type. The boundary is 128 random bits, so no body holds it by chance
+ * and no recorded text can aim at it.
+ */
+export function encodeUpload(bodies: UploadBody[]): { contentType: string; bytes: Uint8Array } {
+  const boundary = `oxagen-${bytesToHex(crypto.getRandomValues(new Uint8Array(16)))}`;
+  const text = new TextEncoder();
+  const chunks: Uint8Array[] = [];
   for (const b of bodies) {
-    const copy = new Uint8Array(b.bytes.length);
-    copy.set(b.bytes);
-    form.append(b.role, new Blob([copy], { type: "application/octet-stream" }), bytesToHex(sha256(b.bytes)));
+    const sha = b.sha256 ?? bytesToHex(sha256(b.bytes));
+    chunks.push(
+      text.encode(
+        `--${boundary}\r\ncontent-disposition: form-data; name="${b.role}"; filename="${sha}"\r\ncontent-type: application/octet-stream\r\n\r\n`,
+      ),
+      b.bytes,
+      CRLF,
+    );
   }
-  const res = new Response(form);
-  return { contentType: res.headers.get("content-type")!, bytes: new Uint8Array(await res.arrayBuffer()) };
+  chunks.push(text.encode(`--${boundary}--\r\n`));
+  const bytes = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
+  let at = 0;
+  for (const c of chunks) {
+    bytes.set(c, at);
+    at += c.length;
+  }
+  return { contentType: `multipart/form-data; boundary=${boundary}`, bytes };
 }
 
 /** How the server took one body of an upload. */

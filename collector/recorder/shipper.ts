@@ -1,12 +1,18 @@
 import {
   BODY_HEADERS,
   type ChainAck,
+  encodeUpload,
   IngestAnswer,
   type IngestRequest,
   MAX_BATCH_CHAINS,
   MAX_BATCH_FRAMES,
+  MAX_UPLOAD_BODIES,
+  MAX_UPLOAD_BYTES,
   ROUTES,
   type SignedLock,
+  UPLOAD_PART_OVERHEAD,
+  UploadAnswer,
+  type UploadBody,
   utf8,
 } from "../../protocol/index.ts";
 import { hostFetch } from "../lib/server.ts";
@@ -24,7 +30,8 @@ export interface ShipperOptions {
 
 const BATCH_BYTES = 6 * 1024 * 1024;
 const RETRYABLE = new Set([429, 502, 503, 504]);
-const BODY_FINAL = new Set([400, 409, 413, 422]);
+// An upload refused as a whole by one of its parts (hash, role or size): resending it as it is cannot help.
+const UPLOAD_FINAL = new Set([400, 413]);
 
 class Retry extends Error {
   readonly afterMs: number | null;
@@ -58,8 +65,8 @@ interface Sent {
 }
 
 /**
- * Ships the journal to the server: frame/lock batches to /v1/ingest, then kept bodies to
- * /v1/bodies/:sha. Retries network errors and 429/502/503/504 with jittered backoff and
+ * Ships the journal to the server: frame/lock batches to /v1/ingest, then kept bodies, up to 64 of
+ * a run per request, to /v1/bodies. Retries network errors and 429/502/503/504 with jittered backoff and
  * Retry-After; other failures are surfaced as `lastError` and retried at the longest delay, since
  * nothing leaves the journal until the server acknowledged it.
  */
@@ -265,31 +272,82 @@ export class Shipper {
     return false;
   }
 
+  /** Each chain's bodies whose frames the server holds, in uploads as large as the server takes. */
   async #shipBodies(): Promise<void> {
     for (const rec of this.#journal.chains.values()) {
-      for (const b of rec.bodies.filter((x) => x.seq < rec.stored)) {
+      const due = new Map<string, UploadBody["role"]>();
+      for (const b of rec.bodies) if (b.seq < rec.stored && !due.has(b.sha)) due.set(b.sha, b.role as UploadBody["role"]);
+      const gone: string[] = [];
+      let parts: Part[] = [];
+      let bytes = 0;
+      for (const [sha, role] of due) {
         if (this.#stopped) return;
-        const bytes = this.#journal.body(b.sha);
-        if (!bytes) {
-          this.#journal.ack(rec, rec.stored, [], [b.sha]);
+        const body = this.#journal.body(sha);
+        if (!body) {
+          gone.push(sha);
           continue;
         }
-        const res = await this.#post(ROUTES.body(b.sha), "PUT", bytes, {
-          "content-type": "application/octet-stream",
-          [BODY_HEADERS.run]: rec.chain,
-          [BODY_HEADERS.role]: b.role,
-        });
-        const text = await res.text();
-        if (!res.ok && !BODY_FINAL.has(res.status))
-          throw new Retry(`body ${b.sha}: HTTP ${res.status} ${text.slice(0, 200)}`, this.#opts.maxMs);
-        // 409 (not retained) and 400/413/422 (refused, recorded as a gap on the server) are final answers.
-        if (!res.ok) this.lastError = `body ${b.sha} refused: HTTP ${res.status} ${text.slice(0, 200)}`;
-        this.#journal.ack(rec, rec.stored, [], [b.sha]);
-        this.lastDeliveryMs = Date.now();
+        const over = bytes + body.length + (parts.length + 2) * UPLOAD_PART_OVERHEAD > MAX_UPLOAD_BYTES;
+        if (parts.length && (parts.length >= MAX_UPLOAD_BODIES || over)) {
+          await this.#upload(rec, parts);
+          parts = [];
+          bytes = 0;
+        }
+        parts.push({ sha256: sha, role, bytes: body });
+        bytes += body.length;
       }
+      if (gone.length) this.#journal.ack(rec, rec.stored, [], gone);
+      if (parts.length && !this.#stopped) await this.#upload(rec, parts);
     }
   }
+
+  /**
+   * One upload of a run's bodies. Each part the server answers is final: stored or a duplicate
+   * (shipped), or refused (not retained; a credential in it, which the run records as a gap).
+   * A part it does not answer stays for the next shipment. Only what was answered is acknowledged
+   * in the journal, so a crash before the answer sends those bodies again (duplicates to the server).
+   */
+  async #upload(rec: ChainRecord, parts: Part[]): Promise<void> {
+    const { contentType, bytes } = encodeUpload(parts);
+    const res = await this.#post(ROUTES.bodies, "POST", bytes, { "content-type": contentType, [BODY_HEADERS.run]: rec.chain });
+    const text = await res.text();
+    if (res.ok) {
+      const answer = UploadAnswer.safeParse(safeJson(text));
+      if (!answer.success) throw new Retry(`bodies of ${rec.chain}: the answer is not an UploadAnswer`, null);
+      const sent = new Set(parts.map((p) => p.sha256));
+      const taken = answer.data.results.filter((r) => sent.has(r.sha256));
+      const refused = taken.filter((r) => r.status === "not_retained" || r.status === "body_refused");
+      if (refused.length) {
+        const [first] = refused;
+        const more = refused.length > 1 ? ` (and ${refused.length - 1} more)` : "";
+        this.lastError = `body ${first!.sha256} refused: ${first!.status} ${first!.message ?? ""}`.trim() + more;
+      }
+      this.#journal.ack(
+        rec,
+        rec.stored,
+        [],
+        taken.map((r) => r.sha256),
+      );
+      this.lastDeliveryMs = Date.now();
+      return;
+    }
+    if (!UPLOAD_FINAL.has(res.status))
+      throw new Retry(`bodies of ${rec.chain}: HTTP ${res.status} ${text.slice(0, 200)}`, this.#opts.maxMs);
+    // One part refuses the whole upload: halve it until that part goes alone, the others with their half.
+    if (parts.length > 1) {
+      const half = Math.ceil(parts.length / 2);
+      await this.#upload(rec, parts.slice(0, half));
+      if (!this.#stopped) await this.#upload(rec, parts.slice(half));
+      return;
+    }
+    // Refused alone: final (the frame names a body the server will list as missing).
+    this.lastError = `body ${parts[0]!.sha256} refused: HTTP ${res.status} ${text.slice(0, 200)}`;
+    this.#journal.ack(rec, rec.stored, [], [parts[0]!.sha256]);
+    this.lastDeliveryMs = Date.now();
+  }
 }
+
+type Part = UploadBody & { sha256: string };
 
 /** The chains of the batch an error answer (`invalid_batch`, or `error`) names as at fault, or null when it names none of them. */
 function refusedChains(answer: unknown, sent: Map<string, unknown>, error = "invalid_batch"): Set<string> | null {

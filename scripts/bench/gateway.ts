@@ -267,6 +267,9 @@ console.log(
   `recorder RSS idle ${idleRss.toFixed(0)} MB; calls the gateway carried / llm_call frames recorded after stop / calls answered 200: ${status.gateway?.carried ?? "?"} / ${onDisk} / ${gatewayCalls}`,
 );
 console.log(
+  `kept bodies the stand-in server received: ${server.bodies.size} in ${server.bodyUploads} upload requests (${fmt(server.bodyUploads / server.bodies.size, 3)} per body)`,
+);
+console.log(
   `budget leases the recorder took: ${server.leases.size}; load average at the end: ${readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ")}`,
 );
 const ratio = (a: number, b: number) => Number((a / b).toFixed(3));
@@ -282,6 +285,7 @@ console.log(
     added_p99_ratio: ratio(added(gateway, 0.99), added(bare, 0.99)),
     errors: gateway.errors,
     frames_on_disk: onDisk === gatewayCalls,
+    requests_per_body: ratio(server.bodyUploads, server.bodies.size),
     ...(portkeyWay
       ? {
           vs_portkey: {

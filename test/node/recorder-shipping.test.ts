@@ -49,7 +49,10 @@ describe("recorder shipping", () => {
     // Server down (connection refused) while the session runs.
     await send({ hook_event_name: "SessionStart" });
     await send({ hook_event_name: "UserPromptSubmit", prompt: "deploy it" });
-    for (let i = 0; i < 20; i++) {
+    // Enough steps that the chain's file passes the journal's compaction rule (idle, over 50 lines)
+    // by its events alone: the bodies' acks are one line per upload, not one per body.
+    const TOOLS = 30;
+    for (let i = 0; i < TOOLS; i++) {
       await send({ hook_event_name: "PreToolUse", tool_name: "Bash", tool_input: { command: `make step${i}` }, tool_use_id: `c${i}` });
       await send({
         hook_event_name: "PostToolUse",
@@ -80,7 +83,7 @@ describe("recorder shipping", () => {
     });
     expect(server.unavailable).toBe(0);
     const frames = server.stored(chain);
-    expect(frames.length).toBe(2 + 20 * 4 + 2);
+    expect(frames.length).toBe(2 + TOOLS * 4 + 2);
     expect(verifyChain(chain, frames).problems).toEqual([]);
     expect(server.chains.get(chain)!.run).toEqual({ harness: "ship-agent", agent: "ship-agent", session_id: "ship-1" });
     const locks = server.chains.get(chain)!.locks.map(parseLock);

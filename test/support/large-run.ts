@@ -2,7 +2,7 @@
 // `frames` frames, a lock every 100, signed ingest batches of 5,000 with their locks, then the bodies
 // it names, so its export lists no missing body and verifies complete. Shared by the export bench
 // and the large-export test: the collector's own hooks would take far longer to make as many frames.
-import { bodyRef, bytesToHex, type Frame, runIdFor, type SignedLock } from "../../protocol/index.ts";
+import { bytesToHex, encodeUpload, type Frame, runIdFor, type SignedLock, utf8 } from "../../protocol/index.ts";
 import { hostFetch } from "../../scripts/bench/host-fetch.ts";
 import { AGENT, BODIES, HOST_PUBLIC, HOST_SECRET, SESSION, sampleSteps } from "./sample-run.ts";
 
@@ -62,11 +62,18 @@ export async function shipSampleRun(
     if (batch.length >= BATCH) await send();
   }
   await send();
-  for (const [name, role] of Object.entries(ROLES)) {
-    const text = BODIES[name as keyof typeof BODIES];
-    const headers = { "x-oxagen-run": chain, "x-oxagen-role": role, "content-type": "application/octet-stream" };
-    const res = await hostFetch(url, host, "PUT", `/v1/bodies/${bodyRef(role, text, true).sha256}`, headers, Buffer.from(text));
-    if (res.status !== 201 && res.status !== 200) throw new Error(`body upload answered ${res.status} ${await res.text()}`);
-  }
+  // The bodies in one upload, as the recorder ships them.
+  const upload = encodeUpload(Object.entries(ROLES).map(([name, role]) => ({ role, bytes: utf8(BODIES[name as keyof typeof BODIES]) })));
+  const res = await hostFetch(
+    url,
+    host,
+    "POST",
+    "/v1/bodies",
+    { "x-oxagen-run": chain, "content-type": upload.contentType },
+    Buffer.from(upload.bytes),
+  );
+  const results = res.status === 200 ? ((await res.json()) as { results: { status: string }[] }).results : [];
+  if (results.length !== Object.keys(ROLES).length || results.some((r) => r.status !== "stored" && r.status !== "duplicate"))
+    throw new Error(`body upload answered ${res.status} ${JSON.stringify(results)}`);
   return { chain, frames: sent };
 }

@@ -1,5 +1,5 @@
 // A tiny stand-in for the server's collector routes (protocol/api.ts): /v1/ingest with ChainAcks,
-// /v1/bodies/:sha, /v1/policy with ETag. Host signatures are checked with protocol/auth.ts.
+// /v1/bodies (multipart, several per request), /v1/policy with ETag. Host signatures are checked with protocol/auth.ts.
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import {
   AUTH_HEADERS,
@@ -48,6 +48,8 @@ export class StubServer {
   /** Runs the server says it holds (GET /v1/host/runs/:id), besides those ingested. */
   readonly heldRuns = new Set<string>();
   requests = 0;
+  /** Body uploads received (POST /v1/bodies), each carrying one or more bodies. */
+  bodyUploads = 0;
   /** Budget leases granted (POST /v1/host/budget/leases, PATCH to resize): each lease's amount, granted without a limit. */
   readonly leases = new Map<string, number>();
   policy: Policy = defaultPolicy("ws_test", 1);
@@ -148,11 +150,22 @@ export class StubServer {
       if (h("if-none-match") === `"${etag}"`) return { status: 304, body: null };
       return { status: 200, body: signed, headers: { etag: `"${etag}"` } };
     }
-    const body = /^\/v1\/bodies\/([0-9a-f]{64})$/.exec(req.url!);
-    if (req.method === "PUT" && body) {
-      if (sha256Hex(bytes) !== body[1]) return { status: 400, body: { error: "sha_mismatch", message: "bytes do not hash to the path" } };
-      this.bodies.set(body[1]!, { bytes, run: h("x-oxagen-run") ?? "", role: h("x-oxagen-role") ?? "" });
-      return { status: 201, body: { stored: true } };
+    if (req.method === "POST" && req.url === ROUTES.bodies) {
+      this.bodyUploads++;
+      const form = await new Response(bytes, { headers: { "content-type": h("content-type") ?? "" } }).formData();
+      const results: { sha256: string; status: string }[] = [];
+      const parts: [string, File][] = [];
+      form.forEach((part, role) => {
+        parts.push([role, part as File]);
+      });
+      for (const [role, part] of parts) {
+        const got = Buffer.from(await part.arrayBuffer());
+        const sha = part.name;
+        if (sha256Hex(got) !== sha) return { status: 400, body: { error: "hash_mismatch", message: `${sha} does not hash to its name` } };
+        this.bodies.set(sha, { bytes: got, run: h("x-oxagen-run") ?? "", role });
+        results.push({ sha256: sha, status: "stored" });
+      }
+      return { status: 200, body: { results } };
     }
     if (req.method === "POST" && req.url === "/v1/ingest") {
       const parsed = IngestRequest.safeParse(JSON.parse(bytes.toString("utf8")));
