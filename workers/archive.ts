@@ -1,6 +1,7 @@
 import { and, asc, eq, inArray, lte } from "drizzle-orm";
 import { db, schema } from "./db/client.ts";
 import { RUN_COLUMNS, type RunRow } from "./lib/run-rows.ts";
+import { ARCHIVE_ROLLUP_SQL } from "./spend/rollup.ts";
 
 /** Runs the sweep hands to the archive queue per cron invocation (every 5 minutes: 576,000 a day). */
 export const ARCHIVE_SWEEP = 2000;
@@ -77,7 +78,14 @@ export async function archiveRuns(env: Env, m: ArchiveMessage): Promise<number> 
     }),
   );
   const due = and(inArray(r.id, ids), lte(r.archiveAfterMs, now));
-  await d.batch([d.delete(s).where(inArray(s.runId, d.select({ id: r.id }).from(r).where(due))), d.delete(r).where(due)]);
+  const deletes = [d.delete(s).where(inArray(s.runId, d.select({ id: r.id }).from(r).where(due))), d.delete(r).where(due)].map((q) =>
+    q.toSQL(),
+  );
+  // The daily rollup loses what the deletes take (workers/spend/rollup.ts), in the same transaction.
+  await env.DB.batch([
+    ...ARCHIVE_ROLLUP_SQL.map((q) => env.DB.prepare(q).bind(JSON.stringify(ids), now)),
+    ...deletes.map((q) => env.DB.prepare(q.sql).bind(...q.params)),
+  ]);
   return rows.length;
 }
 

@@ -8,6 +8,8 @@ import { migrate } from "./host/schema.ts";
 import { metered } from "./lib/meter.ts";
 import type { QuotaRefusal, QuotaWanted } from "./lib/quotas.ts";
 import { type HostPart, readHostPart } from "./lib/host-policy.ts";
+import { hubOf } from "./lib/hubs.ts";
+import type { HostCopy } from "./workspace/push-hub.ts";
 import { project } from "./projection/messages.ts";
 
 /** How often at most a host's last-seen time is sent to its D1 row (the console reads it in minutes). */
@@ -27,7 +29,7 @@ export interface HostSigned {
 }
 
 /** The outcome: the host's row, or why the request is refused. */
-export type HostAuthAnswer = { host: HostRow; part?: HostPart } | { refused: "bad_signature" | "replayed" };
+export type HostAuthAnswer = { host: HostRow; part?: HostPart; copy?: HostCopy } | { refused: "bad_signature" | "replayed" };
 
 let standIn: Uint8Array | null = null;
 // A key no host holds: an unknown host's request is checked against it, so it costs what a known one does.
@@ -56,7 +58,7 @@ export class HostObject extends DurableObject<Env> {
    * unenrolled: the same work and the same answer), then admits its nonce once. Answers the host's
    * row with its last-seen time now.
    */
-  async authenticate(hostId: string, req: HostSigned, opts: { policyPart?: boolean } = {}): Promise<HostAuthAnswer> {
+  async authenticate(hostId: string, req: HostSigned, opts: { policyPart?: boolean; copy?: boolean } = {}): Promise<HostAuthAnswer> {
     const row = await this.#load(hostId);
     const host = row && row.status !== "unenrolled" ? row : null;
     const ok = verifyStrict(host ? fromHex(host.publicKey, 32) : standInKey(), req.input, fromHex(req.signature, 64));
@@ -78,7 +80,9 @@ export class HostObject extends DurableObject<Env> {
         ),
       );
     }
-    return opts.policyPart ? { host, part: await this.policyPart(host.id, req.now) } : { host };
+    if (!opts.policyPart && !opts.copy) return { host };
+    const part = await this.policyPart(host.id, req.now);
+    return opts.copy ? { host, part, copy: this.#copy(host, part, req.now).copy } : { host, part };
   }
 
   /**
@@ -100,6 +104,12 @@ export class HostObject extends DurableObject<Env> {
     if (!held) return this.#load(hostId);
     const row = (await db(this.env).select().from(schema.hosts).where(eq(schema.hosts.id, hostId)))[0] ?? null;
     if (row) this.#save(row, held.seen_sent_ms);
+    // The host's push hub holds a copy of its status and own part (what a pushed policy is made of): it is handed the new one before the change is announced.
+    if (row) {
+      const now = Date.now();
+      // Again, unless handed already: an operator's change fails rather than leave the hub an older copy.
+      await this.#tellHub(await this.policyPart(hostId, now), now);
+    }
     return row;
   }
 
@@ -114,11 +124,13 @@ export class HostObject extends DurableObject<Env> {
     if (held && held.read_ms > now - PART_KEPT_MS) return JSON.parse(held.part) as HostPart;
     const part = await readHostPart(this.env, hostId, now);
     sql.exec("INSERT OR REPLACE INTO policy_part (id, part, read_ms) VALUES (1, ?, ?)", JSON.stringify(part), now);
+    // A fetch does not fail for the hub: a copy not handed is handed by the next change or read.
+    await this.#tellHub(part, now).catch((err: unknown) => console.error("hub copy not handed", hostId, err));
     return part;
   }
 
   /** A run of the host ended (or its computer ended the session): its policy no longer lists it as paused. */
-  runStopped(runId: string): void {
+  async runStopped(runId: string): Promise<void> {
     const sql = this.ctx.storage.sql;
     const held = sql.exec<{ part: string }>("SELECT part FROM policy_part WHERE id = 1").toArray()[0];
     if (!held) return;
@@ -126,6 +138,33 @@ export class HostObject extends DurableObject<Env> {
     if (!part.pausedRuns.includes(runId)) return;
     part.pausedRuns = part.pausedRuns.filter((r) => r !== runId);
     sql.exec("UPDATE policy_part SET part = ? WHERE id = 1", JSON.stringify(part));
+    await this.#tellHub(part, Date.now());
+  }
+
+  /**
+   * The copy of the host's status and own part its push hub is handed, with a version that moves
+   * on (never back) whenever either changes: the hub keeps the highest version it was handed, so
+   * copies that cross on the way cannot leave it an older one. `keep` records it as handed.
+   */
+  #copy(row: HostRow, part: HostPart, now: number, keep = true): { copy: HostCopy; changed: boolean } {
+    const sql = this.ctx.storage.sql;
+    const content = JSON.stringify({ status: row.status, part });
+    const held = sql.exec<{ copy: string; version: number }>("SELECT copy, version FROM hub_copy WHERE id = 1").toArray()[0];
+    if (held?.copy === content) return { copy: { status: row.status, part, version: held.version }, changed: false };
+    const version = Math.max(now, (held?.version ?? 0) + 1);
+    if (keep) sql.exec("INSERT OR REPLACE INTO hub_copy (id, copy, version) VALUES (1, ?, ?)", content, version);
+    return { copy: { status: row.status, part, version }, changed: true };
+  }
+
+  // Hands the host's hub its new copy when it changed (every change of the host's status or own
+  // part passes here), recorded as handed only once the hub took it.
+  async #tellHub(part: HostPart, now: number): Promise<void> {
+    const row = this.#row ?? null;
+    if (!row) return;
+    const { copy, changed } = this.#copy(row, part, now, false);
+    if (!changed) return;
+    await hubOf(this.env, row.workspaceId, row.id).hostCopy(row.id, copy);
+    this.#copy(row, part, now);
   }
 
   async #load(hostId: string): Promise<HostRow | null> {

@@ -6,6 +6,7 @@ import type { WorkspacePart } from "./lib/host-policy.ts";
 import { metered } from "./lib/meter.ts";
 import { readPolicy } from "./lib/policy-store.ts";
 import type { ClauseUse, ExhaustedScope, RunSpend, UseFilter } from "./workspace/budgets.ts";
+import type { PushPart } from "./workspace/push-hub.ts";
 import { BudgetLedger, type Change, type LeaseAnswer, type ResizeAnswer } from "./workspace/ledger.ts";
 import { migrate } from "./workspace/schema.ts";
 import {
@@ -81,6 +82,16 @@ export class WorkspaceObject extends DurableObject<Env> {
     return { policy: s.policy, pausedAgents: s.pausedAgents, pausesMs: s.pausesMs, exhausted };
   }
 
+  /** The workspace's part of every host's policy at once, for a workspace-wide push (`workspace/push-hub.ts`). */
+  async pushPart(now: number): Promise<PushPart> {
+    const s = await this.#load();
+    const exhausted =
+      s.policy.budgets.length === 0
+        ? { scopes: [], changedMs: 0, complete: true }
+        : this.ctx.storage.transactionSync(() => new BudgetLedger(this.ctx.storage.sql, s.policy.budgets).allExhausted(now));
+    return { policy: s.policy, pausedAgents: s.pausedAgents, pausesMs: s.pausesMs, exhausted };
+  }
+
   /**
    * Takes runs' spend totals. When that exhausts a budget scope, or frees one, every connected
    * recorder of the workspace is told, by this object, after the answer: the report never waits
@@ -88,7 +99,10 @@ export class WorkspaceObject extends DurableObject<Env> {
    */
   async report(rows: RunSpend[], now: number): Promise<Change> {
     const ledger = await this.#ledger();
-    return this.#announceIf(this.ctx.storage.transactionSync(() => ledger.report(rows, now)));
+    return this.#announceIf(
+      this.ctx.storage.transactionSync(() => ledger.report(rows, now)),
+      now,
+    );
   }
 
   /** The exhausted scopes that concern one host, and when the exhausted set last changed (its policy's `issued_ms` is at least that). */
@@ -107,7 +121,7 @@ export class WorkspaceObject extends DurableObject<Env> {
   async lease(req: { hostId: string; runId: string; microusd: number; ttlMs: number }, now: number): Promise<LeaseAnswer> {
     const ledger = await this.#ledger();
     const answer = this.ctx.storage.transactionSync(() => ledger.lease(req, now));
-    if (answer.granted) this.#announceIf(answer);
+    if (answer.granted) this.#announceIf(answer, now);
     return answer;
   }
 
@@ -115,21 +129,27 @@ export class WorkspaceObject extends DurableObject<Env> {
   async resize(req: { hostId: string; leaseId: string; addMicrousd: number; ttlMs: number }, now: number): Promise<ResizeAnswer> {
     const ledger = await this.#ledger();
     const answer = this.ctx.storage.transactionSync(() => ledger.resize(req, now));
-    if (answer.granted) this.#announceIf(answer);
+    if (answer.granted) this.#announceIf(answer, now);
     return answer;
   }
 
   /** Ends a lease; unknown or expired leases (or another host's) are a no-op. */
   async settle(leaseId: string, now: number, hostId?: string): Promise<Change> {
     const ledger = await this.#ledger();
-    return this.#announceIf(this.ctx.storage.transactionSync(() => ledger.settle(leaseId, now, hostId)));
+    return this.#announceIf(
+      this.ctx.storage.transactionSync(() => ledger.settle(leaseId, now, hostId)),
+      now,
+    );
   }
 
-  // One announcement to every hub (each recorder fetches its own policy), not waited on.
-  #announceIf<T extends { changed: boolean }>(c: T): T {
+  // One announcement to every hub (each makes its hosts' policies from this part), not waited on.
+  // The part is read at the change's own time, as the change was counted.
+  #announceIf<T extends { changed: boolean }>(c: T, now: number): T {
     if (c.changed)
       this.ctx.waitUntil(
-        announce(this.env, this.#workspaceId(), "all", 0).catch((err: unknown) => console.error("budget announcement failed", err)),
+        this.pushPart(now)
+          .then((part) => announce(this.env, this.#workspaceId(), "all", 0, part))
+          .catch((err: unknown) => console.error("budget announcement failed", err)),
       );
     return c;
   }
@@ -151,14 +171,17 @@ export class WorkspaceObject extends DurableObject<Env> {
   async reserveToolCall(call: MeterCall, rules: ToolCallRules, now: number): Promise<ReserveAnswer> {
     const ledger = await this.#ledger();
     const answer = this.ctx.storage.transactionSync(() => ledger.reserveTool(call, rules, now));
-    if (answer.granted) this.#announceIf(answer);
+    if (answer.granted) this.#announceIf(answer, now);
     return answer;
   }
 
   /** Settles a reserved tool call with how it ended; an exhaustion it frees or causes is announced after the answer. */
   async settleToolCall(end: CallEnd, now: number): Promise<Change> {
     const ledger = await this.#ledger();
-    return this.#announceIf(this.ctx.storage.transactionSync(() => ledger.settleTool(end, now)));
+    return this.#announceIf(
+      this.ctx.storage.transactionSync(() => ledger.settleTool(end, now)),
+      now,
+    );
   }
 
   /** Writes the meter row of a tool call refused before it was reserved (an access clause, a stop, a drift). */

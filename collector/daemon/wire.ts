@@ -78,6 +78,7 @@ export function wire(
     host,
     () => policy.etag,
     () => policy.apply(),
+    (signed) => policy.applyPushed(signed),
     {
       baseMs: envMs("OXAGEN_PUSH_BACKOFF_MS", 1000),
       maxMs: envMs("OXAGEN_PUSH_BACKOFF_MAX_MS", 60_000),

@@ -49,9 +49,8 @@ export function readPolicyFile(host: HostConfig): CachedPolicy | null {
 }
 
 /**
- * Fetches this host's policy with If-None-Match. Returns the new policy, "unchanged" on 304, or
- * throws with the reason (the caller keeps the cached one). A policy issued before the cached one
- * is refused: a host's policy never goes back, so an older one is a replay.
+ * Fetches this host's policy with If-None-Match. Returns the new policy ({@link acceptPolicy}),
+ * "unchanged" on 304, or throws with the reason (the caller keeps the cached one).
  */
 export async function fetchPolicy(host: HostConfig, etag: string | null, now: number): Promise<CachedPolicy | "unchanged"> {
   const res = await hostFetch(host, ROUTES.policy, { headers: etag ? { "if-none-match": `"${etag}"` } : {}, timeoutMs: 15_000 });
@@ -60,6 +59,16 @@ export async function fetchPolicy(host: HostConfig, etag: string | null, now: nu
   const body = (await res.json()) as unknown;
   const signed =
     body !== null && typeof body === "object" && "policy" in body && !("payload" in body) ? (body as { policy: unknown }).policy : body;
+  return acceptPolicy(host, signed, now);
+}
+
+/**
+ * Takes a signed policy from the server (fetched, or carried by a push): verified under the pinned
+ * key (a new key learned only through the pinned one's endorsement), naming this host, and not
+ * issued before the cached one (a host's policy never goes back, so an older one is a replay);
+ * then cached. Throws with the reason; the cached policy stays.
+ */
+export async function acceptPolicy(host: HostConfig, signed: unknown, now: number): Promise<CachedPolicy> {
   const keyId = SignedPolicy.safeParse(signed).data?.key_id;
   if (keyId && keyId !== host.server_key.key_id) await learnServerKey(host, keyId);
   const opened = openCached(signed, host, true);

@@ -19,6 +19,10 @@ export interface PushStatus {
   state: "connecting" | "connected" | "down";
   /** Pushes received that named an ETag other than the cached policy's. */
   pushes: number;
+  /** Of those, pushes whose carried signed policy was verified and applied without a fetch. */
+  carried: number;
+  /** Carried policies refused (a bad signature, another host's, an older one): each was followed by a fetch. */
+  refused: number;
   /** Announcements acknowledged: the policy they named was fetched, verified and applied first. */
   acks: number;
   connects: number;
@@ -27,14 +31,16 @@ export interface PushStatus {
 
 /**
  * The recorder's push connection: a host-signed WebSocket to the workspace's object. A push names
- * a change (and the new ETag, or `*`); `refresh` fetches and verifies the signed policy as a poll
- * does, and once the recorder decides from it the change is acknowledged on the same connection
+ * a change (and the new ETag, or `*`), and most often carries the host's signed policy: `apply`
+ * verifies it exactly as a fetched one (the pinned key, this host, never older than the cached
+ * one); without one, or when it is refused, `refresh` fetches and verifies the signed policy as a
+ * poll does. Once the recorder decides from it the change is acknowledged on the same connection
  * (`{"type":"ack","change","etag"}`): the operator's call that made the change waits for that. A
  * fetch that fails is not acknowledged. While the connection is down it reconnects with backoff
  * and jitter, and `refresh` runs every `pollMs`.
  */
 export class PolicyPush {
-  readonly status: PushStatus = { state: "down", pushes: 0, acks: 0, connects: 0, last_error: null };
+  readonly status: PushStatus = { state: "down", pushes: 0, carried: 0, refused: 0, acks: 0, connects: 0, last_error: null };
   #ws: WebSocket | null = null;
   #attempt = 0;
   #retry: NodeJS.Timeout | null = null;
@@ -46,12 +52,21 @@ export class PolicyPush {
   readonly #etag: () => string | null;
   /** Fetches, verifies and applies the policy (a fetch that starts after the call); resolves to the ETag now applied. */
   readonly #refresh: () => Promise<string | null>;
+  /** Verifies and applies a policy a push carried (throws with the reason it is refused); resolves to the ETag now applied. */
+  readonly #apply: (signed: unknown) => Promise<string | null>;
   readonly #opts: PushOptions;
 
-  constructor(host: HostConfig, etag: () => string | null, refresh: () => Promise<string | null>, opts: PushOptions) {
+  constructor(
+    host: HostConfig,
+    etag: () => string | null,
+    refresh: () => Promise<string | null>,
+    apply: (signed: unknown) => Promise<string | null>,
+    opts: PushOptions,
+  ) {
     this.#host = host;
     this.#etag = etag;
     this.#refresh = refresh;
+    this.#apply = apply;
     this.#opts = opts;
   }
 
@@ -105,7 +120,7 @@ export class PolicyPush {
     };
     ws.onmessage = (ev) => {
       if (typeof ev.data !== "string" || ev.data === "pong") return;
-      let msg: { type?: unknown; etag?: unknown; change?: unknown };
+      let msg: { type?: unknown; etag?: unknown; change?: unknown; policy?: unknown };
       try {
         msg = JSON.parse(ev.data) as typeof msg;
       } catch {
@@ -118,7 +133,7 @@ export class PolicyPush {
         return;
       }
       this.status.pushes++;
-      this.#refresh().then(
+      this.#take(msg.policy).then(
         (applied) => this.#ack(ws, change, applied),
         () => {
           // Not applied, so not acknowledged: the server names this computer as not there yet.
@@ -132,6 +147,21 @@ export class PolicyPush {
       if (this.#ws !== ws) return;
       this.#down(`closed (${ev.code}${ev.reason ? `: ${ev.reason}` : ""})`);
     };
+  }
+
+  // The carried policy when there is one and it holds; else (or when refused) a fetch.
+  async #take(carried: unknown): Promise<string | null> {
+    if (carried !== undefined) {
+      try {
+        const applied = await this.#apply(carried);
+        this.status.carried++;
+        return applied;
+      } catch (err) {
+        this.status.refused++;
+        this.#opts.log(`pushed policy refused, fetching it: ${(err as Error).message}`);
+      }
+    }
+    return this.#refresh();
   }
 
   #ack(ws: WebSocket, change: string | null, etag: string | null): void {

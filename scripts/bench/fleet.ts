@@ -9,8 +9,9 @@
 // written by the projection's consumer, Durable Object calls by namespace, Queue messages, and the
 // WorkspaceObject's time per report. Then the same with BENCH_SPEND spend records already counted
 // (300k), and the report's time with BENCH_SPEND_MAX (1M). Last, a policy change to BENCH_PUSH
-// (1,000) connected recorders, each fetching and verifying its policy on the push and
-// acknowledging it as the recorder does: the time until each applied it (p50/p95), and what the
+// (1,000) connected recorders, each verifying the signed policy the push carries (or fetching it
+// when the push carries none or it is refused) and acknowledging it as the recorder does: the
+// time until each applied it (p50/p95/max), the policy fetches per delivery, and what the
 // operator's request asked of D1 and the objects.
 //
 // The floor of each figure is in the same run: a computer's batch alone (N = 1) for latency, and
@@ -72,9 +73,13 @@ interface Sim {
   id: string;
   secret: Uint8Array;
   etag: string | null;
+  issued: number;
   applied: Map<string, number>;
   ws: WebSocket | null;
 }
+
+/** What the simulated recorders did with the pushes: policy fetches made, pushed policies taken, and refused. */
+const push = { fetches: 0, carried: 0, refused: 0 };
 
 const signed = (sim: Sim, path: string, headers: Record<string, string> = {}) =>
   signRequest(sim.secret, { origin: url, method: "GET", pathAndQuery: path, hostId: sim.id, headers, body: new Uint8Array() });
@@ -87,17 +92,25 @@ async function enroll(): Promise<Sim> {
     headers: { "content-type": "application/json" },
     body: JSON.stringify({ token: et.token, public_key: bytesToHex(publicKeyOf(secret)), hostname: "bench", harnesses: ["claude-code"] }),
   });
-  return { id: ((await json(res)) as { host_id: string }).host_id, secret, etag: null, applied: new Map(), ws: null };
+  return { id: ((await json(res)) as { host_id: string }).host_id, secret, etag: null, issued: 0, applied: new Map(), ws: null };
+}
+
+/** The recorder's checks of a signed policy (collector/recorder/policy-cache.ts): the pinned key, this host, never older. */
+function take(sim: Sim, body: SignedPolicy): void {
+  const policy = openPolicy(body, serverKey);
+  if (policy.host !== sim.id) throw new Error(`policy for ${policy.host}, not ${sim.id}`);
+  if (policy.issued_ms < sim.issued) throw new Error("policy issued before the cached one");
+  sim.issued = policy.issued_ms;
+  sim.etag = policyEtag(body);
 }
 
 /** The recorder's refresh: fetch with If-None-Match, verify under the pinned key. */
 async function refresh(sim: Sim): Promise<void> {
+  push.fetches++;
   const headers: Record<string, string> = sim.etag ? { "if-none-match": `"${sim.etag}"` } : {};
   const res = await fetch(`${url}${ROUTES.policy}`, { headers: { ...headers, ...signed(sim, ROUTES.policy, headers) } });
   if (res.status === 304) return;
-  const body = (await json(res)) as unknown as SignedPolicy;
-  openPolicy(body, serverKey);
-  sim.etag = policyEtag(body);
+  take(sim, (await json(res)) as unknown as SignedPolicy);
 }
 
 async function connect(sim: Sim): Promise<void> {
@@ -108,14 +121,24 @@ async function connect(sim: Sim): Promise<void> {
   });
   ws.onmessage = (ev) => {
     if (ev.data === "pong") return;
-    const msg = JSON.parse(String(ev.data)) as { type: string; etag: string; change: string };
+    const msg = JSON.parse(String(ev.data)) as { type: string; etag: string; change: string; policy?: SignedPolicy };
     if (msg.type !== "policy") return;
     const ack = () => {
       sim.applied.set(msg.change, performance.now());
       ws.send(JSON.stringify({ type: "ack", change: msg.change, etag: sim.etag }));
     };
-    if (msg.etag !== "*" && msg.etag === sim.etag) ack();
-    else void refresh(sim).then(ack, () => {});
+    if (msg.etag !== "*" && msg.etag === sim.etag) return ack();
+    // As the recorder does (collector/recorder/push.ts): the carried policy when it holds, else a fetch.
+    if (msg.policy) {
+      try {
+        take(sim, msg.policy);
+        push.carried++;
+        return ack();
+      } catch {
+        push.refused++;
+      }
+    }
+    void refresh(sim).then(ack, () => {});
   };
   sim.ws = ws;
 }
@@ -297,6 +320,10 @@ try {
   const perFetch = await meter(true);
   const applied: number[] = [];
   const apiMs: number[] = [];
+  let missed = 0;
+  push.fetches = 0;
+  push.carried = 0;
+  push.refused = 0;
   let opD1 = 0;
   let opDo = 0;
   for (let i = 0; i < CHANGES; i++) {
@@ -318,13 +345,17 @@ try {
     for (const s of sims) {
       const change = [...s.applied.keys()].find((k) => !before.has(k));
       if (change) applied.push(s.applied.get(change)! - t0);
+      else missed++;
     }
     if (answer.propagation.applied !== answer.propagation.hosts)
       console.log(`change ${i}: ${answer.propagation.hosts - answer.propagation.applied} not applied at return`);
   }
   console.log(`\npolicy change to ${sims.length} connected recorders, ${CHANGES} changes:`);
   console.log(
-    `  recorder applied it: p50 ${pct(applied, 50).toFixed(0)} ms, p95 ${pct(applied, 95).toFixed(0)} ms (${applied.length} acks)`,
+    `  recorder applied it: p50 ${pct(applied, 50).toFixed(0)} ms, p95 ${pct(applied, 95).toFixed(0)} ms, max ${pct(applied, 100).toFixed(0)} ms (${applied.length} acks, ${missed} not applied)`,
+  );
+  console.log(
+    `  per delivery: ${(push.fetches / Math.max(1, applied.length)).toFixed(3)} policy fetches (${push.fetches}); ${push.carried} carried in the push, ${push.refused} refused`,
   );
   console.log(`  operator's call (returns once all acked): p50 ${pct(apiMs, 50).toFixed(0)} ms, p95 ${pct(apiMs, 95).toFixed(0)} ms`);
   console.log(`  the operator's request beyond the recorders' fetches: ${opD1} D1 statements, ${opDo} Durable Object calls`);
@@ -341,6 +372,11 @@ try {
       push_recorders: sims.length,
       push_p50_ms: pct(applied, 50),
       push_p95_ms: pct(applied, 95),
+      push_max_ms: pct(applied, 100),
+      push_not_applied: missed,
+      push_fetches_per_delivery: Number((push.fetches / Math.max(1, applied.length)).toFixed(3)),
+      push_carried: push.carried,
+      push_refused: push.refused,
       push_api_p95_ms: pct(apiMs, 95),
       operator_request_d1: opD1,
       operator_request_do_calls: opDo,

@@ -2,8 +2,8 @@
 // simulated recorders connected to one workspace of the real Worker under `wrangler dev`.
 //
 // Each simulated recorder does what the recorder does: holds a host-signed push connection; on an
-// announcement (an ETag other than its own, or "*"), fetches its signed policy (If-None-Match),
-// verifies it under the pinned server key, decides a PreToolUse with the recorder's own decision
+// announcement (an ETag other than its own, or "*"), takes the signed policy it carries, or without
+// one fetches it (If-None-Match), verifies it under the pinned server key, decides a PreToolUse with the recorder's own decision
 // function, and acknowledges the change. A change alternates pausing and resuming one agent across
 // the workspace (every host's policy changes). The operator's call returns once every recorder
 // acknowledged (docs/api.md, "Propagation"): its duration is the time for a change to reach all of
@@ -108,11 +108,23 @@ async function connect(sim: Sim): Promise<void> {
     ws.onerror = () => reject(new Error(`push connection for ${sim.id} failed`));
   });
   ws.onmessage = (ev) => {
-    const msg = JSON.parse(String(ev.data)) as { type: string; etag: string; change: string };
+    const msg = JSON.parse(String(ev.data)) as { type: string; etag: string; change: string; policy?: SignedPolicy };
     if (msg.type !== "policy") return;
     const ack = () => ws.send(JSON.stringify({ type: "ack", change: msg.change, etag: sim.etag }));
-    if (msg.etag !== "*" && msg.etag === sim.etag) ack();
-    else void refresh(sim).then(ack);
+    if (msg.etag !== "*" && msg.etag === sim.etag) return ack();
+    // As the recorder does (collector/recorder/push.ts): the carried policy under a fetched one's checks, else a fetch.
+    try {
+      const policy = msg.policy ? openPolicy(msg.policy, serverKey) : null;
+      if (policy && policy.host === sim.id && policy.issued_ms >= (sim.policy?.issued_ms ?? 0)) {
+        sim.policy = policy;
+        sim.etag = policyEtag(msg.policy!);
+        check(sim);
+        return ack();
+      }
+    } catch {
+      // Refused: fetched instead.
+    }
+    void refresh(sim).then(ack);
   };
 }
 

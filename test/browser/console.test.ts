@@ -247,7 +247,7 @@ describe("the operator console in a browser", () => {
       const answer = claude("PreToolUse", { tool_name: "Bash", tool_input: { command: "ls" }, tool_use_id: "b1" });
       return (answer.hookSpecificOutput as { permissionDecision?: string } | undefined)?.permissionDecision === "deny";
     }, "the per-run budget refusal to reach the hook");
-    // The Spend page reads D1's spend rows, a projection a few seconds behind the budget counters that refused the step.
+    // The Spend page reads D1's daily spend rollup, a projection a few seconds behind the budget counters that refused the step.
     const text = await eventually(async () => {
       await page.goto(`${worker.url}/console/spend`);
       const t = await page.locator("main").innerText();

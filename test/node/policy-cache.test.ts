@@ -1,29 +1,14 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { readHost } from "../../collector/lib/state.ts";
 import { fetchPolicy, readPolicyFile } from "../../collector/recorder/policy-cache.ts";
 import { bytesToHex, endorseKey, keyIdFor, newSecretKey, publicKeyOf } from "../../protocol/index.ts";
-import { HOST, makeHome } from "../support/recorder.ts";
+import { HOST } from "../support/recorder.ts";
 import { SERVER_KEY_ID, SERVER_SECRET } from "../support/sample-run.ts";
-import { StubServer } from "../support/stub-server.ts";
+import { stubServerEach } from "../support/stub-server.ts";
 
-let server: StubServer;
-let previousHome: string | undefined;
-
-beforeEach(async () => {
-  server = new StubServer();
-  const port = await server.start();
-  const home = await makeHome({ server: `http://127.0.0.1:${port}` });
-  previousHome = process.env.OXAGEN_HOME;
-  process.env.OXAGEN_HOME = home.dir;
-});
-
-afterEach(async () => {
-  await server.stop();
-  if (previousHome === undefined) delete process.env.OXAGEN_HOME;
-  else process.env.OXAGEN_HOME = previousHome;
-});
+const stub = stubServerEach();
 
 describe("the cached policy is this host's own", () => {
   it("takes a policy that names this host, and caches it", async () => {
@@ -37,19 +22,19 @@ describe("the cached policy is this host's own", () => {
     const host = readHost()!;
     await fetchPolicy(host, null, Date.now());
     const cached = readFileSync(join(process.env.OXAGEN_HOME!, "policy.json"), "utf8");
-    server.policy = { ...server.policy, issued_ms: 2, tools: [{ id: "x", tool: "*", decision: "allow", reason: "for them" }] };
-    server.policyHost = "h-someone-else";
+    stub.server.policy = { ...stub.server.policy, issued_ms: 2, tools: [{ id: "x", tool: "*", decision: "allow", reason: "for them" }] };
+    stub.server.policyHost = "h-someone-else";
     await expect(fetchPolicy(host, null, Date.now())).rejects.toThrow(/signed for h-someone-else/);
-    server.policyHost = null;
+    stub.server.policyHost = null;
     await expect(fetchPolicy(host, null, Date.now())).rejects.toThrow(/signed for no host/);
     expect(readFileSync(join(process.env.OXAGEN_HOME!, "policy.json"), "utf8")).toBe(cached);
   });
 
   it("refuses a policy issued before the one it caches (a replay)", async () => {
     const host = readHost()!;
-    server.policy = { ...server.policy, issued_ms: 100 };
+    stub.server.policy = { ...stub.server.policy, issued_ms: 100 };
     await fetchPolicy(host, null, Date.now());
-    server.policy = { ...server.policy, issued_ms: 99, tools: [{ id: "old", tool: "*", decision: "allow", reason: "old" }] };
+    stub.server.policy = { ...stub.server.policy, issued_ms: 99, tools: [{ id: "old", tool: "*", decision: "allow", reason: "old" }] };
     await expect(fetchPolicy(host, null, Date.now())).rejects.toThrow(/issued before/);
     expect(readPolicyFile(host)?.policy.issued_ms).toBe(100);
   });
@@ -60,8 +45,8 @@ describe("a new server key", () => {
     const host = readHost()!;
     const next = newSecretKey();
     const nextId = keyIdFor(publicKeyOf(next));
-    server.signingKey = { secret: next, keyId: nextId };
-    server.endorsements = [
+    stub.server.signingKey = { secret: next, keyId: nextId };
+    stub.server.endorsements = [
       endorseKey(SERVER_SECRET, SERVER_KEY_ID, { key_id: nextId, pub: bytesToHex(publicKeyOf(next)), not_before_ms: 5 }),
     ];
     const got = await fetchPolicy(host, null, Date.now());
@@ -76,8 +61,10 @@ describe("a new server key", () => {
     const next = newSecretKey();
     const stranger = newSecretKey();
     const nextId = keyIdFor(publicKeyOf(next));
-    server.signingKey = { secret: next, keyId: nextId };
-    server.endorsements = [endorseKey(stranger, SERVER_KEY_ID, { key_id: nextId, pub: bytesToHex(publicKeyOf(next)), not_before_ms: 5 })];
+    stub.server.signingKey = { secret: next, keyId: nextId };
+    stub.server.endorsements = [
+      endorseKey(stranger, SERVER_KEY_ID, { key_id: nextId, pub: bytesToHex(publicKeyOf(next)), not_before_ms: 5 }),
+    ];
     await expect(fetchPolicy(host, null, Date.now())).rejects.toThrow(/other than the pinned server key/);
     expect(readHost()!.server_key.key_id).toBe(SERVER_KEY_ID);
   });

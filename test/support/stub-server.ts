@@ -21,7 +21,10 @@ import {
   type Policy,
   type SignedLock,
 } from "../../protocol/index.ts";
+import { afterEach, beforeEach } from "vitest";
+import { makeHome } from "./recorder.ts";
 import { HOST_PUBLIC, SERVER_KEY_ID, SERVER_SECRET } from "./sample-run.ts";
+import { StubPushConnection } from "./stub-push.ts";
 
 export interface StubChain {
   frames: Map<number, Frame>;
@@ -56,6 +59,11 @@ export class StubServer {
   endorsements: KeyEndorsement[] = [];
   /** The host the served policy names: the caller (undefined), another one, or none (null). */
   policyHost: string | null | undefined = undefined;
+  /** Policy fetches answered (200 or 304). */
+  policyFetches = 0;
+  /** Push connections accepted (GET /v1/push upgrades; the signature is not checked here). */
+  readonly pushes: StubPushConnection[] = [];
+  readonly #pushWaiters: (() => void)[] = [];
   readonly #nonces = new Set<string>();
   #server: Server | null = null;
   port = 0;
@@ -68,15 +76,33 @@ export class StubServer {
           res.end(body === null ? undefined : JSON.stringify(body));
         }),
     );
+    this.#server.on("upgrade", (req, socket) => {
+      if (req.url !== ROUTES.push) return socket.destroy();
+      this.pushes.push(new StubPushConnection(req, socket));
+      for (const w of this.#pushWaiters.splice(0)) w();
+    });
     await new Promise<void>((r) => this.#server!.listen(port, "127.0.0.1", r));
     this.port = (this.#server!.address() as { port: number }).port;
     return this.port;
   }
 
   async stop(): Promise<void> {
+    for (const p of this.pushes) p.close();
     this.#server?.closeAllConnections();
     await new Promise<void>((r) => (this.#server ? this.#server.close(() => r()) : r()));
     this.#server = null;
+  }
+
+  /** The newest push connection, once there is one. */
+  async pushConnection(): Promise<StubPushConnection> {
+    while (this.pushes.length === 0) await new Promise<void>((r) => this.#pushWaiters.push(r));
+    return this.pushes.at(-1)!;
+  }
+
+  /** This host's policy as GET /v1/policy answers it now, signed (by `signingKey` unless another key is given). */
+  signedFor(host: string, signer = this.signingKey ?? { secret: SERVER_SECRET, keyId: SERVER_KEY_ID }) {
+    const { host: _host, ...rest } = this.policy;
+    return signPolicy({ ...rest, host }, signer.secret, signer.keyId);
   }
 
   /** Frames stored from seq 0 without a hole. */
@@ -114,6 +140,7 @@ export class StubServer {
     if (this.#nonces.has(h(AUTH_HEADERS.nonce)!)) return { status: 401, body: { error: "replayed", message: "nonce seen before" } };
     this.#nonces.add(h(AUTH_HEADERS.nonce)!);
     if (req.method === "GET" && req.url === "/v1/policy") {
+      this.policyFetches++;
       // As the server does: each host's policy names it (unless a test says otherwise).
       const named = this.policyHost === undefined ? h(AUTH_HEADERS.host)! : this.policyHost;
       const { host: _host, ...rest } = this.policy;
@@ -220,4 +247,24 @@ export class StubServer {
     }
     return ack;
   }
+}
+
+/** A fresh stub server for each test of the file, and `OXAGEN_HOME` a home enrolled with it (`makeHome`); put back after. */
+export function stubServerEach(after: () => void = () => {}): { server: StubServer } {
+  const state = {} as { server: StubServer };
+  let previousHome: string | undefined;
+  beforeEach(async () => {
+    state.server = new StubServer();
+    const port = await state.server.start();
+    const home = await makeHome({ server: `http://127.0.0.1:${port}` });
+    previousHome = process.env.OXAGEN_HOME;
+    process.env.OXAGEN_HOME = home.dir;
+  });
+  afterEach(async () => {
+    after();
+    await state.server.stop();
+    if (previousHome === undefined) delete process.env.OXAGEN_HOME;
+    else process.env.OXAGEN_HOME = previousHome;
+  });
+  return state;
 }

@@ -1,6 +1,7 @@
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { type BudgetClause, defaultPolicy, ROUTES } from "../../protocol/index.ts";
+import { type BudgetClause, defaultPolicy, openPolicy, publicKeyOf, ROUTES } from "../../protocol/index.ts";
+import { SERVER_SECRET } from "../support/sample-run.ts";
 import { workspaceObject } from "../../workers/lib/policy-store.ts";
 import { BASE, enrollHost, hostCall, ingest, op, seedWorkspace, TestRun, type TestHost, hostPolicyOf, openPush } from "./support.ts";
 
@@ -52,8 +53,14 @@ describe("budgets", () => {
     expect(policy.exhausted_budgets).toEqual([
       { budget: "daily", scope: "workspace", window: "day", until_ms: midnight.getTime(), spent_microusd: 9000, limit_microusd: 9000 },
     ]);
-    // One announcement to the workspace: each recorder fetches its own policy.
-    expect(push.seen[0]).toEqual({ type: "policy", etag: "*", change: expect.stringMatching(/^chg_[0-9a-f]{32}$/) });
+    // One announcement to the workspace, carrying each host its own signed policy: the one it fetches.
+    expect(push.seen[0]).toEqual({
+      type: "policy",
+      etag: expect.any(String),
+      change: expect.stringMatching(/^chg_[0-9a-f]{32}$/),
+      policy: expect.anything(),
+    });
+    expect(openPolicy(push.seen[0]!.policy!, publicKeyOf(SERVER_SECRET))).toEqual(policy);
     await setBudgets(token, workspaceId, [{ id: "daily", scope: "workspace", window: "day", limit_microusd: 20_000 }]);
     await push.until(2);
     expect((await policyOf(host)).exhausted_budgets ?? []).toEqual([]);
@@ -64,6 +71,7 @@ describe("budgets", () => {
     const { token, workspaceId } = await seedWorkspace();
     const [a, b] = [await enrollHost(token), await enrollHost(token)];
     await setBudgets(token, workspaceId, [{ id: "per-run", scope: "run", window: "run", limit_microusd: 4500 }]);
+    const [pa, pb] = [await listen(a), await listen(b)];
     const big = new TestRun(a);
     big.llm();
     const small = new TestRun(a);
@@ -71,6 +79,12 @@ describe("budgets", () => {
     await ingest(a, [big.part(), small.part()]);
     expect((await policyOf(a)).exhausted_budgets).toEqual([expect.objectContaining({ budget: "per-run", run: big.chain, until_ms: null })]);
     expect((await policyOf(b)).exhausted_budgets ?? []).toEqual([]);
+    // The announcement carries each host its own: the run's exhaustion only to its host.
+    const [[toA], [toB]] = [await pa.until(1), await pb.until(1)];
+    expect(openPolicy(toA!.policy!, publicKeyOf(SERVER_SECRET))).toEqual(await policyOf(a));
+    expect(openPolicy(toB!.policy!, publicKeyOf(SERVER_SECRET))).toEqual(await policyOf(b));
+    pa.ws.close();
+    pb.ws.close();
   });
 
   it("counts each host on its own under a host budget", async () => {

@@ -7,7 +7,7 @@ import { db, schema } from "../../workers/db/client.ts";
 import { CSP } from "../../workers/console/index.tsx";
 import worker from "../../workers/index.ts";
 import { Browser, csrfOf, signedIn as signedInAs } from "./console-browser.ts";
-import { BASE, enrollHost, hostCall, hostPolicyOf, ingest, op, seedWorkspace, TestRun, type TestHost } from "./support.ts";
+import { BASE, enrollHost, hostCall, hostPolicyOf, ingest, op, projectSpend, seedWorkspace, TestRun, type TestHost } from "./support.ts";
 
 const HOSTILE = `<script>alert("x")</script><img src=x onerror=alert(1)>`;
 const LOCAL = "http://127.0.0.1:8787";
@@ -414,8 +414,7 @@ describe("the spend page", () => {
     const at = [now - day, now - day, now - 2 * day, now - 40 * day];
     // A computer of its own: the other tests' runs on the shared one have calls too.
     const spender = await enrollHost(token);
-    const d = db(env);
-    await d.insert(schema.spend).values(
+    await projectSpend(
       spends.map((microusd, i) => ({
         runId: `run_${(0x5e0 + i).toString(16).padStart(32, "0")}`,
         day: new Date(at[i]!).toISOString().slice(0, 10),

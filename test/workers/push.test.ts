@@ -35,7 +35,14 @@ describe("policy push", () => {
     expect(paused.status).toBe(200);
     const [first] = await conn.received(1);
     const now = await policyEtag(host);
-    expect(first).toEqual({ type: "policy", etag: now.etag, change: expect.stringMatching(/^chg_[0-9a-f]{32}$/) });
+    expect(first).toEqual({
+      type: "policy",
+      etag: now.etag,
+      change: expect.stringMatching(/^chg_[0-9a-f]{32}$/),
+      policy: expect.anything(),
+    });
+    // It carries the host's signed policy: the one a fetch answers now.
+    expect(openPolicy(first!.policy!, publicKeyOf(SERVER_SECRET))).toEqual(now.policy);
     // The connection acknowledged it: the pause answered once the host's recorder had applied it.
     expect(await paused.json()).toEqual({
       id: run.chain,
@@ -78,9 +85,10 @@ describe("policy push", () => {
     for (const [i, [path, init]] of changes.entries()) {
       expect((await op(token, path, init)).status, path).toBe(200);
       const got = await conn.received(i + 1);
-      // A change to one host names its new ETag; a change to the workspace is one announcement ("*").
-      const oneHost = path.startsWith("/v1/hosts/") || (init.json as { host?: string } | undefined)?.host !== undefined;
-      expect(got[i]!.etag, path).toBe(oneHost ? (await policyEtag(h)).etag : "*");
+      // Each names the host's new ETag and carries its signed policy, the one a fetch answers now.
+      const now = await policyEtag(h);
+      expect(got[i]!.etag, path).toBe(now.etag);
+      expect(openPolicy(got[i]!.policy!, publicKeyOf(SERVER_SECRET)), path).toEqual(now.policy);
     }
     expect(conn.messages).toHaveLength(changes.length);
     conn.ws!.close();

@@ -39,7 +39,7 @@ async function plans(): Promise<{ sql: string; steps: string[] }[]> {
 }
 
 // A full scan of a table that grows with the fleet or the month: `SCAN runs`, also through an index read whole.
-const FULL_SCAN = /^SCAN (runs|agents|hosts|spend)\b/;
+const FULL_SCAN = /^SCAN (runs|agents|hosts|spend|spend_daily|spend_daily_runs)\b/;
 
 describe("every console and API list query is served by an index", () => {
   it("reads no table that grows with the fleet whole: runs, agents, hosts, spend", async () => {
@@ -101,5 +101,19 @@ describe("every console and API list query is served by an index", () => {
       (p) => /\b(runs|hosts|agents)\b/.test(p.sql) && p.steps.some((s) => /TEMP B-TREE FOR (ORDER BY|RIGHT PART)/.test(s)),
     );
     expect(sorted.map((p) => `${p.sql}\n  ${p.steps.join("\n  ")}`)).toEqual([]);
+  });
+
+  it("the Spend page reads the daily rollup by its key over the period, never the runs' spend rows", async () => {
+    const b = await signedIn(token);
+    meterStatements(true);
+    expect((await b.page("/console/spend")).res.status).toBe(200);
+    const seen = (await plans()).filter((p) => /\bspend/.test(p.sql));
+    // By day, agent, computer and model; the runs by day, agent and computer.
+    expect(seen.length).toBe(4 + 3);
+    for (const p of seen) {
+      const steps = p.steps.join("\n  ");
+      expect(steps, p.sql).not.toMatch(/\b(SCAN|SEARCH) spend\b/);
+      expect(steps, p.sql).toMatch(/^SEARCH (spend_daily(_runs)?) USING INDEX sqlite_autoindex_\1_1 \(workspace_id=\? AND day>\?\)/m);
+    }
   });
 });

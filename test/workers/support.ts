@@ -1,4 +1,5 @@
 import { env, exports } from "cloudflare:workers";
+import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
 import {
   bodyRef,
   bytesToHex,
@@ -16,6 +17,9 @@ import {
 } from "../../protocol/index.ts";
 import { db, schema } from "../../workers/db/client.ts";
 import { newToken } from "../../workers/lib/tokens.ts";
+import worker from "../../workers/index.ts";
+import { projectionStatements } from "../../workers/projection/consume.ts";
+import type { ProjectionMessage } from "../../workers/projection/messages.ts";
 import { HOST_SECRET, SERVER_SECRET } from "../support/sample-run.ts";
 
 export const BASE = "http://oxagen.test";
@@ -260,6 +264,8 @@ export interface PushMessage {
   type: string;
   etag: string;
   change: string;
+  /** The host's signed policy, when the push carries it. */
+  policy?: SignedPolicy;
 }
 
 /**
@@ -292,4 +298,35 @@ export async function openPush(h: TestHost, sign: (s: AuthHeaders) => AuthHeader
     return messages;
   };
   return { res, ws, messages, received, ack };
+}
+
+/**
+ * Writes spend rows as the projection's consumer does (its statements, one transaction), so the
+ * daily rollup moves with them: one chain message per run, at `version`.
+ */
+export async function projectSpend(rows: (typeof schema.spend.$inferInsert)[], version = 1) {
+  const runs = new Map<string, (typeof schema.spend.$inferInsert)[]>();
+  for (const r of rows) runs.set(r.runId, [...(runs.get(r.runId) ?? []), { ...r, version }]);
+  const messages = [...runs].map(([chain, spend]) => ({ kind: "chain" as const, chain, version, run: null, agent: null, spend }));
+  await env.DB.batch(projectionStatements(env.DB, messages));
+}
+
+/**
+ * Hands `bodies` to the projection's consumer as one queue batch; `batchOf` stands in for D1's
+ * batch (to kill the consumer before or after its write). A handler that throws has its whole
+ * batch delivered again (nothing of it acknowledged): "redelivered".
+ */
+export async function deliverProjection(bodies: ProjectionMessage[], batchOf: D1Database["batch"] = (s) => env.DB.batch(s)) {
+  const batch = createMessageBatch<ProjectionMessage>(
+    "oxagen-projection",
+    bodies.map((body, i) => ({ id: `m${i}`, timestamp: Date.now(), attempts: 1, body })),
+  );
+  const ctx = createExecutionContext();
+  const DB = { prepare: (q: string) => env.DB.prepare(q), batch: batchOf } as unknown as D1Database;
+  const threw = await worker.queue(batch, { ...env, DB }, ctx).then(
+    () => false,
+    () => true,
+  );
+  const result = await getQueueResult(batch, ctx);
+  return threw ? "redelivered" : result.ackAll || result.explicitAcks.length > 0 ? "partly acknowledged" : "ok";
 }

@@ -2,6 +2,9 @@ import { describe, expect, it } from "vitest";
 import { TOOL_META, type ToolDecisionMeta } from "../../protocol/index.ts";
 import { budgetUseOf } from "../../workers/lib/budget-use.ts";
 import { env } from "cloudflare:workers";
+import { runInDurableObject } from "cloudflare:test";
+import { CALL_COUNT_STEPS, callsCounted } from "../../workers/workspace/call-counts.ts";
+import { reserveCall, settleCall } from "../../workers/workspace/tool-meter.ts";
 import { enrollHost, hostCall, seedWorkspace } from "./support.ts";
 import { connect, defineTool, hitsOf, meterRows, newTag, refundsTool, setBudgets, toolToken } from "./tools-support.ts";
 
@@ -109,5 +112,106 @@ describe("tool budgets", () => {
     const late = await meter.reserveToolCall(call("tc_4"), { costMicrousd: 2_500, limits: [] }, now + 4 * 60_000);
     expect(late).toMatchObject({ granted: false, rule: "budget" });
     expect(await use()).toEqual([8_000, 0]);
+  });
+
+  it("counts calls against a limit from running counters: an admission reads as many rows at 2,000 calls in the window as at 0", async () => {
+    const { workspaceId } = await seedWorkspace();
+    // Mid-hour (UTC): every call below is in the same hour.
+    const now = Math.floor(Date.now() / 3_600_000) * 3_600_000 + 30 * 60_000;
+    const call = (id: string, tool = "refund", agent = "claude-code") => ({
+      id,
+      tool,
+      defSha256: "d".repeat(64),
+      caller: "gateway" as const,
+      hostId: "h1",
+      agent,
+      runId: `run_${"c".repeat(32)}`,
+      tokenId: null,
+      inputSha256: "e".repeat(64),
+      inputSize: 2,
+    });
+    const end = { status: "ok" as const, durationMs: 1, outputSha256: null, outputSize: null, upstreamStatus: 200, scrubbed: false };
+    const limits = [
+      { id: "hourly", scope: "agent" as const, window: "hour" as const, max_calls: 1_000_000 },
+      { id: "per-run", scope: "run" as const, window: "run" as const, max_calls: 1_000_000 },
+    ];
+    const stub = env.WORKSPACES.get(env.WORKSPACES.idFromName(workspaceId));
+    await stub.reserveToolCall(call("tc_warm"), { costMicrousd: 0, limits: [] }, now);
+    const result = await runInDurableObject(stub, (_obj, state) => {
+      const sql = state.storage.sql;
+      // The rows one admission reads (every statement's cursor), and its statements.
+      const admit = (id: string) => {
+        const cursors: SqlStorageCursor<Record<string, SqlStorageValue>>[] = [];
+        const counting = {
+          exec: (q: string, ...p: SqlStorageValue[]) => {
+            const c = sql.exec(q, ...p);
+            cursors.push(c);
+            return c;
+          },
+        } as unknown as SqlStorage;
+        const { answer } = reserveCall(counting, call(id), { costMicrousd: 0, limits }, [], now);
+        settleCall(sql, { ...end, id, forwarded: true }, now);
+        return { granted: answer.granted, read: cursors.reduce((n, c) => n + c.rowsRead, 0), statements: cursors.length };
+      };
+      const first = admit("tc_first");
+      for (let i = 0; i < 2_000; i++) {
+        reserveCall(sql, call(`tc_${i}`), { costMicrousd: 0, limits: [] }, [], now);
+        settleCall(sql, { ...end, id: `tc_${i}`, forwarded: true }, now);
+      }
+      return { first, later: admit("tc_later") };
+    });
+    expect(result.first.granted && result.later.granted).toBe(true);
+    expect(result.later).toEqual(result.first);
+    // The limit still refuses past it, counting the calls the window holds, a call never forwarded given back.
+    const three = [{ id: "three-an-hour", scope: "agent" as const, window: "hour" as const, max_calls: 3 }];
+    const reserve = (id: string) => stub.reserveToolCall(call(id, "lookup"), { costMicrousd: 0, limits: three }, now);
+    for (const id of ["l1", "l2", "l3"]) expect(await reserve(id)).toMatchObject({ granted: true });
+    await stub.settleToolCall({ ...end, id: "l3", status: "error", forwarded: false }, now);
+    expect(await reserve("l4")).toMatchObject({ granted: true });
+    expect(await reserve("l5")).toMatchObject({
+      granted: false,
+      rule: "three-an-hour",
+      reason: "call limit reached: three-an-hour allows 3 calls of lookup for this agent this hour (UTC), and 3 were made",
+    });
+    // The next hour starts from 0; another agent has its own count.
+    expect(await stub.reserveToolCall(call("l6", "lookup"), { costMicrousd: 0, limits: three }, now + 3_600_000)).toMatchObject({
+      granted: true,
+    });
+    expect(await stub.reserveToolCall(call("l7", "lookup", "codex"), { costMicrousd: 0, limits: three }, now)).toMatchObject({
+      granted: true,
+    });
+  });
+
+  it("fills the call counts, once, from the meter rows an object held counted before them", async () => {
+    const { workspaceId } = await seedWorkspace();
+    const stub = env.WORKSPACES.get(env.WORKSPACES.idFromName(workspaceId));
+    const now = Math.floor(Date.now() / 3_600_000) * 3_600_000 + 30 * 60_000;
+    const counts = await runInDurableObject(stub, (_obj, state) => {
+      const sql = state.storage.sql;
+      // Rows as the meter wrote them before the counts: counted, not counted (refused, never forwarded), an hour earlier, no host.
+      const rows: [string, number, string | null, number][] = [
+        ["a", now, "h1", 1],
+        ["b", now - 60_000, "h1", 1],
+        ["c", now, "h1", 0],
+        ["d", now - 3_600_000, "h1", 1],
+        ["e", now, null, 1],
+      ];
+      for (const [id, ts, host, counted] of rows)
+        sql.exec(
+          `INSERT INTO tool_calls (id, ts_ms, day, tool, def_sha256, caller, host_id, agent, run_id, status, input_sha256, input_size, counted)
+           VALUES (?, ?, ?, 'lookup', 'd', 'gateway', ?, 'claude-code', 'run_1', 'ok', 'e', 2, ?)`,
+          id,
+          ts,
+          new Date(ts).toISOString().slice(0, 10),
+          host,
+          counted,
+        );
+      for (const q of CALL_COUNT_STEPS) sql.exec(q);
+      const c = (hostId: string | null) => ({ tool: "lookup", hostId, agent: "claude-code", runId: "run_1" });
+      const n = (scope: "workspace" | "host" | "agent" | "run", window: "hour" | "day" | "run", hostId: string | null = "h1") =>
+        callsCounted(sql, c(hostId), { id: "x", scope, window, max_calls: 1 }, now);
+      return [n("host", "hour"), n("agent", "hour"), n("run", "run"), n("host", "hour", null), n("workspace", "hour")];
+    });
+    expect(counts).toEqual([2, 3, 4, 1, 3]);
   });
 });

@@ -12,6 +12,7 @@ import {
   SIGNED_HEADERS,
 } from "../../protocol/index.ts";
 import type { HostPart } from "../lib/host-policy.ts";
+import type { HostCopy } from "../workspace/push-hub.ts";
 import type { AppEnv } from "../request-body.ts";
 import type { schema } from "../db/client.ts";
 import { AppError } from "../errors.ts";
@@ -20,7 +21,7 @@ import { AppError } from "../errors.ts";
 export type HostRow = typeof schema.hosts.$inferSelect;
 
 /** Hono env of a host-signed route: the signing host is set by {@link hostAuth} (and its own policy part, when asked for). */
-export type HostEnv = { Bindings: Env; Variables: AppEnv["Variables"] & { host: HostRow; hostPart?: HostPart } };
+export type HostEnv = { Bindings: Env; Variables: AppEnv["Variables"] & { host: HostRow; hostPart?: HostPart; hostCopy?: HostCopy } };
 
 const refuse = (why: string) => new AppError(401, "bad_signature", `The request is not signed by an enrolled host: ${why}.`);
 
@@ -55,7 +56,10 @@ export async function hostChanged(env: Env, hostId: string): Promise<void> {
  * signature that does not verify get the same answer after the same work. The caller decides what
  * a suspended host may still do.
  */
-async function authenticateHost(c: Context<HostEnv>, policyPart: boolean): Promise<{ host: HostRow; part?: HostPart }> {
+async function authenticateHost(
+  c: Context<HostEnv>,
+  opts: { policyPart?: boolean; copy?: boolean },
+): Promise<{ host: HostRow; part?: HostPart; copy?: HostCopy }> {
   const h: AuthHeaders = {
     host: c.req.header(AUTH_HEADERS.host) ?? null,
     time: c.req.header(AUTH_HEADERS.time) ?? null,
@@ -83,7 +87,7 @@ async function authenticateHost(c: Context<HostEnv>, policyPart: boolean): Promi
   const answer = await hostObject(c.env, h.host!).authenticate(
     h.host!,
     { input, signature: h.signature!, nonce: h.nonce!, expiresMs: read.time + REQUEST_WINDOW_MS, now },
-    { policyPart },
+    { policyPart: opts.policyPart === true, copy: opts.copy === true },
   );
   if ("host" in answer) return answer;
   if (answer.refused === "replayed")
@@ -94,14 +98,16 @@ async function authenticateHost(c: Context<HostEnv>, policyPart: boolean): Promi
 /**
  * The middleware of every host-signed route: {@link authenticateHost}, then a suspended host is
  * refused (403) unless `suspended` lets it through (its own policy, its unenrollment). Sets
- * `host`, and `hostPart` (the host's own policy part, from the same call) with `policyPart`.
+ * `host`, and `hostPart` (the host's own policy part, from the same call) with `policyPart`, and
+ * `hostCopy` (what the host's push hub holds of it) with `copy`.
  */
-export function hostAuth(opts: { suspended?: "allowed"; policyPart?: boolean } = {}) {
+export function hostAuth(opts: { suspended?: "allowed"; policyPart?: boolean; copy?: boolean } = {}) {
   return createMiddleware<HostEnv>(async (c, next) => {
-    const { host, part } = await authenticateHost(c, opts.policyPart === true);
+    const { host, part, copy } = await authenticateHost(c, opts);
     if (opts.suspended !== "allowed") requireActive(host);
     c.set("host", host);
     if (part) c.set("hostPart", part);
+    if (copy) c.set("hostCopy", copy);
     await next();
   });
 }

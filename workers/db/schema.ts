@@ -324,6 +324,18 @@ export const agentPauses = sqliteTable(
   (t) => [primaryKey({ columns: [t.workspaceId, t.hostId, t.name] })],
 );
 
+/** The totals a spend row and the daily rollup hold alike. */
+const spendSums = () => ({
+  calls: integer("calls").notNull(),
+  /** Calls whose vendor or model the price table does not know: counted, never priced at $0. */
+  unpricedCalls: integer("unpriced_calls").notNull(),
+  microusd: integer("microusd").notNull(),
+  inputTokens: integer("input_tokens").notNull(),
+  outputTokens: integer("output_tokens").notNull(),
+  cacheReadTokens: integer("cache_read_tokens").notNull(),
+  cacheWriteTokens: integer("cache_write_tokens").notNull(),
+});
+
 /**
  * Priced model calls, per run, UTC day (of the server's receipt), vendor, model and price table
  * version: a copy of the run's ChainObject, which prices each `llm_call` once as it is appended.
@@ -343,14 +355,7 @@ export const spend = sqliteTable(
     hostId: text("host_id").notNull(),
     /** The run's harness label (a harness or a custom agent name); null on the computer's own chain. */
     agent: text("agent"),
-    calls: integer("calls").notNull(),
-    /** Calls whose vendor or model the price table does not know: counted, never priced at $0. */
-    unpricedCalls: integer("unpriced_calls").notNull(),
-    microusd: integer("microusd").notNull(),
-    inputTokens: integer("input_tokens").notNull(),
-    outputTokens: integer("output_tokens").notNull(),
-    cacheReadTokens: integer("cache_read_tokens").notNull(),
-    cacheWriteTokens: integer("cache_write_tokens").notNull(),
+    ...spendSums(),
     version: integer("version").notNull(),
   },
   (t) => [
@@ -358,6 +363,46 @@ export const spend = sqliteTable(
     index("spend_ws_day").on(t.workspaceId, t.day),
     index("spend_ws_host_day").on(t.workspaceId, t.hostId, t.day),
   ],
+);
+
+/**
+ * The workspace's spend per UTC day, computer, agent, vendor, model and price table: the `spend`
+ * rows summed, kept as they arrive (workers/spend/rollup.ts), so the Spend page reads a day's few
+ * rows instead of every run's. The projection's consumer adds to it what each `spend` row it
+ * writes changes (new minus stored), in the transaction that writes the row: a message delivered
+ * again changes nothing. `agent` is `''` on a computer's own chain (a key column is never null).
+ */
+export const spendDaily = sqliteTable(
+  "spend_daily",
+  {
+    workspaceId: text("workspace_id").notNull(),
+    day: text("day").notNull(),
+    hostId: text("host_id").notNull(),
+    agent: text("agent").notNull(),
+    vendor: text("vendor").notNull(),
+    model: text("model").notNull(),
+    priceVersion: text("price_version").notNull(),
+    ...spendSums(),
+  },
+  (t) => [primaryKey({ columns: [t.workspaceId, t.day, t.hostId, t.agent, t.vendor, t.model, t.priceVersion] })],
+);
+
+/**
+ * Runs with spend, per UTC day, computer and agent, kept with {@link spendDaily}: `runs` the runs
+ * with calls that day; `runsLast` the runs whose latest day with calls is that day, so the runs
+ * with calls in a period that ends today are the sum of `runsLast` over its days (each run once).
+ */
+export const spendDailyRuns = sqliteTable(
+  "spend_daily_runs",
+  {
+    workspaceId: text("workspace_id").notNull(),
+    day: text("day").notNull(),
+    hostId: text("host_id").notNull(),
+    agent: text("agent").notNull(),
+    runs: integer("runs").notNull(),
+    runsLast: integer("runs_last").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.workspaceId, t.day, t.hostId, t.agent] })],
 );
 
 /**

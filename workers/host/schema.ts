@@ -3,7 +3,7 @@
 import { migrateSteps } from "../lib/do-schema.ts";
 
 /** Bump when a step is added below. */
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
 
 const STEPS: Record<number, string[]> = {
   1: [
@@ -21,6 +21,10 @@ const STEPS: Record<number, string[]> = {
     // The host's own part of its policy (lib/host-policy.ts), as read from D1 at `read_ms`.
     `CREATE TABLE policy_part (id INTEGER PRIMARY KEY CHECK (id = 1), part TEXT NOT NULL, read_ms INTEGER NOT NULL)`,
     `CREATE INDEX names_created ON names (created_ms)`,
+  ],
+  2: [
+    // The host's status and own policy part as its push hub was last handed them (JSON), and that copy's version.
+    `CREATE TABLE hub_copy (id INTEGER PRIMARY KEY CHECK (id = 1), copy TEXT NOT NULL, version INTEGER NOT NULL)`,
   ],
 };
 

@@ -81,15 +81,23 @@ export async function readHostPart(env: Env, hostId: string, now: number): Promi
 
 /**
  * The policy one host is handed: the workspace's part plus its own, naming the host, from the two
- * objects that hold them (no D1 statement). A suspended host learns only that it is suspended (no
- * clause of the workspace), under the workspace's mode and retention so what it records while
- * suspended stays true.
+ * objects that hold them (no D1 statement). See {@link composePolicy}.
  */
 export async function hostPolicy(env: Env, host: HostRow, now: number, part?: HostPart): Promise<Policy> {
   const [own, ws] = await Promise.all([
     part ?? hostObject(env, host.id).policyPart(host.id, now),
     workspaceObject(env, host.workspaceId).policyPart(host.id, now),
   ]);
+  return composePolicy(host, own, ws);
+}
+
+/**
+ * One host's policy from the workspace's part and its own (what a fetch answers and what a push
+ * hub carries, `workspace/push-hub.ts`). A suspended host learns only that it is suspended (no
+ * clause of the workspace), under the workspace's mode and retention so what it records while
+ * suspended stays true.
+ */
+export function composePolicy(host: Pick<HostRow, "id" | "status">, own: HostPart, ws: WorkspacePart): Policy {
   const policy = ws.policy;
   const issued = Math.max(policy.issued_ms, own.policyMs, ws.pausesMs);
   const mine = { host: host.id, issued_ms: issued };

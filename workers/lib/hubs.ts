@@ -1,5 +1,5 @@
 import { bytesToHex, sha256, utf8 } from "../../protocol/index.ts";
-import { type Announced, type Audience, newChange } from "../workspace/push-hub.ts";
+import { type Announced, type Audience, newChange, type PushPart } from "../workspace/push-hub.ts";
 
 /**
  * How many push hubs a workspace's connections spread over. Each hub is one object, with its
@@ -21,15 +21,17 @@ function hub(env: Env, workspaceId: string, k: number) {
 }
 
 /**
- * Announces a change to the workspace's connections: to every hub at once (`all`), or to the hub
- * of each host named, and merges what they answer. One call per hub, never one per host.
+ * Announces a change to the workspace's connections: to every hub at once (`all`, with the
+ * workspace's part of every host's policy when the caller has it: each hub makes its hosts'
+ * policies and carries them), or to the hub of each host named, and merges what they answer. One
+ * call per hub, never one per host.
  */
-export async function announce(env: Env, workspaceId: string, to: Audience, waitMs: number): Promise<Announced> {
+export async function announce(env: Env, workspaceId: string, to: Audience, waitMs: number, part?: PushPart): Promise<Announced> {
   // One change id across the hubs: every recorder acknowledges the same announcement.
   const change = newChange();
   const calls =
     to === "all"
-      ? Array.from({ length: PUSH_HUBS }, (_, k) => hub(env, workspaceId, k).announce("all", waitMs, change))
+      ? Array.from({ length: PUSH_HUBS }, (_, k) => hub(env, workspaceId, k).announce("all", waitMs, change, part))
       : to.map((t) => hubOf(env, workspaceId, t.host).announce([t], waitMs, change));
   const answers = await Promise.all(calls);
   return {

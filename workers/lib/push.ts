@@ -3,6 +3,7 @@ import { db, schema } from "../db/client.ts";
 import type { Announced } from "../workspace/push-hub.ts";
 import { hostPolicyPayload } from "./host-policy.ts";
 import { announce } from "./hubs.ts";
+import { workspaceObject } from "./policy-store.ts";
 
 /** How long an operator's change waits for the recorders' acknowledgements when `OXAGEN_PUSH_WAIT_MS` does not say. */
 const DEFAULT_WAIT_MS = 5000;
@@ -93,15 +94,20 @@ async function missingOf(env: Env, workspaceId: string, announced: Announced | n
 }
 
 /**
- * Tells every connected recorder of the workspace that its policy changed (one announcement,
- * `etag: "*"`, sent by each of the workspace's hubs: each recorder fetches its own policy), waits
+ * Tells every connected recorder of the workspace that its policy changed (one announcement, sent
+ * by each of the workspace's hubs with each host's signed policy made there from the workspace's
+ * part, `workspace/push-hub.ts`, or `etag: "*"` for a recorder to fetch its own), waits
  * for their acknowledgements (at most `waitMs`), and answers how far the change reached. A push
  * that fails is logged, never the operator's error: the change is stored, and a recorder that
  * missed the push learns it on its next poll. One call per hub, and bounded D1 reads, whatever
  * the fleet's size.
  */
 export async function pushPolicies(env: Env, workspaceId: string, waitMs = pushWaitMs(env)): Promise<Propagation> {
-  const announced = await announce(env, workspaceId, "all", waitMs).catch((err: unknown) => {
+  // Without the workspace's part the hubs still announce, with `*`: every recorder fetches.
+  const part = await workspaceObject(env, workspaceId)
+    .pushPart(Date.now())
+    .catch((err: unknown) => console.error("push part not read", workspaceId, err));
+  const announced = await announce(env, workspaceId, "all", waitMs, part ?? undefined).catch((err: unknown) => {
     console.error("policy push failed", workspaceId, err);
     return null;
   });
@@ -114,8 +120,8 @@ export async function pushHost(env: Env, hostId: string, waitMs = pushWaitMs(env
   if (!host) return propagation({ hosts: 0, named: [], count: 0 });
   let announced: Announced | null = null;
   try {
-    const { etag } = await hostPolicyPayload(env, host, Date.now());
-    announced = await announce(env, host.workspaceId, [{ host: host.id, etag }], waitMs);
+    const { etag, sign } = await hostPolicyPayload(env, host, Date.now());
+    announced = await announce(env, host.workspaceId, [{ host: host.id, etag, policy: await sign() }], waitMs);
   } catch (err) {
     console.error("policy push failed", host.workspaceId, host.id, err);
   }

@@ -2,6 +2,7 @@ import { getTableColumns, getTableName } from "drizzle-orm";
 import type { SQLiteTable } from "drizzle-orm/sqlite-core";
 import { schema } from "../db/client.ts";
 import { agentKind } from "../lib/health.ts";
+import { SPEND_DAILY_RUNS_SQL, SPEND_DAILY_SQL } from "../spend/rollup.ts";
 import type { AgentSeen, ProjectionMessage } from "./messages.ts";
 
 /** The most JSON text one statement's parameter carries: a large batch is written as a few statements. */
@@ -151,8 +152,8 @@ function chunks(rows: unknown[]): string[] {
 
 /**
  * The D1 statements that write a batch of projection messages: of each run only its newest state,
- * then at most one statement per table (more only past {@link MAX_PARAM_CHARS}), whatever the
- * batch's size. Every statement is an idempotent upsert guarded by the owner's version.
+ * then at most one statement per table (more only past {@link MAX_PARAM_CHARS}), and two for the
+ * daily spend rollup, whatever the batch's size. Every statement is an idempotent upsert guarded by the owner's version.
  */
 export function projectionStatements(db: D1Database, messages: ProjectionMessage[]): D1PreparedStatement[] {
   const chains = new Map<string, Extract<ProjectionMessage, { kind: "chain" }>>();
@@ -177,10 +178,10 @@ export function projectionStatements(db: D1Database, messages: ProjectionMessage
     RUNS_SQL,
     latest.flatMap((m) => (m.run ? [{ createdMs: m.run.updatedMs, ...m.run }] : [])),
   );
-  add(
-    SPEND_SQL,
-    latest.flatMap((m) => m.spend),
-  );
+  // Each part's rollup statements read the spend rows before that part's upsert writes them (workers/spend/rollup.ts).
+  for (const json of chunks(latest.flatMap((m) => m.spend))) {
+    for (const sql of [SPEND_DAILY_SQL, SPEND_DAILY_RUNS_SQL, SPEND_SQL]) statements.push(db.prepare(sql).bind(json));
+  }
   add(AGENTS_SQL, [...agents.values()]);
   add(HOSTS_SQL, seen);
   return statements;

@@ -126,9 +126,30 @@ export function budgetUse(sql: SqlStorage, clauses: BudgetClause[], now: number,
  * exhausted only by a limit of 0.
  */
 export function exhaustedScopes(sql: SqlStorage, clauses: BudgetClause[], now: number, onlyHost?: string): ExhaustedScope[] {
-  return budgetUse(sql, clauses, now, { onlyHost, atLimit: true }).flatMap(({ uses, more: _more, ...c }) =>
+  return atLimit(budgetUse(sql, clauses, now, { onlyHost, atLimit: true }));
+}
+
+function atLimit(use: ClauseUse[]): ExhaustedScope[] {
+  return use.flatMap(({ uses, more: _more, ...c }) =>
     uses.filter((u) => u.spent_microusd >= c.limit_microusd).map((u) => ({ ...c, ...u })),
   );
+}
+
+/**
+ * Every host's exhausted scopes at once (what a workspace-wide push makes each host's policy from,
+ * taking those that {@link concernsHost}), and whether the list is whole: not when a clause has
+ * more exhausted instances than are listed, nor when a per-host clause's limit is 0 (every host is
+ * exhausted by it, with spend or not, and only those with spend are listed).
+ */
+export function allExhaustedScopes(sql: SqlStorage, clauses: BudgetClause[], now: number): { scopes: ExhaustedScope[]; complete: boolean } {
+  const use = budgetUse(sql, clauses, now, { atLimit: true });
+  const complete = use.every((u) => u.more === 0) && clauses.every((c) => counterScope(c) !== "host" || c.limit_microusd > 0);
+  return { scopes: atLimit(use), complete };
+}
+
+/** Whether an exhausted scope concerns a host (its policy lists it): the workspace's, the host's own, or one of its runs'. */
+export function concernsHost(scope: ExhaustedScope, hostId: string): boolean {
+  return scope.host === null || scope.host === hostId;
 }
 
 /**

@@ -8,6 +8,7 @@ import {
   crossedLimit,
   dropLease,
   type ExhaustedScope,
+  allExhaustedScopes,
   exhaustedScopes,
   expireLeases,
   leaseDay,
@@ -64,6 +65,12 @@ export class BudgetLedger {
   exhausted(hostId: string, now: number): { scopes: ExhaustedScope[]; changedMs: number } {
     const { changedMs } = this.#change(this.#housekeep(now), now);
     return { scopes: exhaustedScopes(this.#sql, this.#clauses, now, hostId), changedMs };
+  }
+
+  /** Every host's exhausted scopes, for a workspace-wide push (see `budgets.ts` allExhaustedScopes). */
+  allExhausted(now: number): { scopes: ExhaustedScope[]; changedMs: number; complete: boolean } {
+    const { changedMs } = this.#change(this.#housekeep(now), now);
+    return { ...allExhaustedScopes(this.#sql, this.#clauses, now), changedMs };
   }
 
   /** Each clause's use in its current window (see `budgets.ts` budgetUse). */

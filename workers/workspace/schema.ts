@@ -1,11 +1,12 @@
 /** WorkspaceObject storage schema, versioned (see `lib/do-schema.ts`). */
 
 import { migrateSteps } from "../lib/do-schema.ts";
+import { CALL_COUNT_STEPS } from "./call-counts.ts";
 import { COUNTER_STEPS } from "./counters.ts";
 import { TOOL_METER_STEP } from "./tool-meter.ts";
 
 /** Bump when a step is added below. */
-export const SCHEMA_VERSION = 4;
+export const SCHEMA_VERSION = 5;
 
 const STEPS: Record<number, string[]> = {
   1: [
@@ -39,6 +40,8 @@ const STEPS: Record<number, string[]> = {
     `ALTER TABLE settings ADD COLUMN pauses_ms INTEGER NOT NULL DEFAULT 0`,
     `ALTER TABLE meta ADD COLUMN day TEXT`,
   ],
+  // The tools' call counts in the counters (workspace/call-counts.ts), filled once from the meter rows held counted.
+  5: CALL_COUNT_STEPS,
 };
 
 /** Brings the object's storage to {@link SCHEMA_VERSION}. Runs inside blockConcurrencyWhile. */

@@ -9,6 +9,7 @@ import { type BudgetClause, budgetReason, formatUsd, sha256Hex } from "../../pro
 import { utcDay } from "../spend/price.ts";
 import type { CallLimit } from "../tools/schema.ts";
 import { type ExhaustedScope, overLimit } from "./budgets.ts";
+import { callsCounted, countCall } from "./call-counts.ts";
 import { addToCounters, type Moved, type SpendKey, USD } from "./counters.ts";
 
 /** The WorkspaceObject schema step that adds the meter log. */
@@ -120,29 +121,13 @@ export type ReserveAnswer =
   | { granted: true; changed: boolean }
   | { granted: false; rule: string; reason: string; exhausted?: ExhaustedScope };
 
-function windowStart(window: CallLimit["window"], now: number): number {
-  const d = new Date(now);
-  if (window === "hour") return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate(), d.getUTCHours());
-  if (window === "day") return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate());
-  if (window === "month") return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1);
-  return 0;
-}
-
-const SCOPE_COLUMN = { workspace: null, host: "host_id", agent: "agent", run: "run_id" } as const;
 const WINDOW_WORDS = { hour: "this hour (UTC)", day: "today (UTC)", month: "this month (UTC)", run: "this run" } as const;
 
-/** The first call-count limit one more call of `c` would pass, with the sentence a refusal gives. */
+/** The first call-count limit one more call of `c` would pass, with the sentence a refusal gives: one counter read per limit. */
 function limitPassed(sql: SqlStorage, c: MeterCall, limits: CallLimit[], now: number): { rule: string; reason: string } | null {
   for (const l of limits) {
-    const column = SCOPE_COLUMN[l.scope];
-    const value = column === null ? null : column === "host_id" ? c.hostId : column === "agent" ? c.agent : c.runId;
     // A scope the call has no instance of (a direct client's host, a call with no run) counts the calls that have none either.
-    const scoped = column === null ? "" : value === null ? ` AND ${column} IS NULL` : ` AND ${column} = ?`;
-    const args: SqlStorageValue[] = [c.tool, l.window === "run" ? 0 : windowStart(l.window, now)];
-    if (column !== null && value !== null) args.push(value);
-    const n = sql
-      .exec<{ n: number }>(`SELECT count(*) AS n FROM tool_calls WHERE tool = ? AND counted = 1 AND ts_ms >= ?${scoped}`, ...args)
-      .one().n;
+    const n = callsCounted(sql, c, l, now);
     if (n + 1 > l.max_calls) {
       const scope =
         l.scope === "workspace" ? "the workspace" : l.scope === "host" ? "this computer" : l.scope === "agent" ? "this agent" : "this run";
@@ -207,6 +192,10 @@ export function reserveCall(
     return { answer: { granted: false, ...passed }, moved };
   }
   insert(sql, c, now, "reserved", { cost_microusd: rules.costMicrousd, counted: 1 });
+  const granted = () => {
+    countCall(sql, c, 1, now, now);
+    return { answer: { granted: true, changed: false } as const, moved };
+  };
   if (rules.costMicrousd > 0) {
     const row = { run_id: c.runId, host_id: c.hostId, day: utcDay(now), cost_microusd: rules.costMicrousd };
     const added = addToCounters(sql, USD, keyOf(row), 0, rules.costMicrousd, now);
@@ -221,7 +210,7 @@ export function reserveCall(
     }
     moved.push(...added);
   }
-  return { answer: { granted: true, changed: false }, moved };
+  return granted();
 }
 
 /** How a forwarded call ended. */
@@ -247,8 +236,14 @@ export interface CallEnd {
  */
 export function settleCall(sql: SqlStorage, end: CallEnd, now: number): Moved[] {
   const held = sql
-    .exec<Reserved>("SELECT id, run_id, host_id, day, cost_microusd FROM tool_calls WHERE id = ? AND status = 'reserved'", end.id)
+    .exec<Reserved & { tool: string; agent: string | null; ts_ms: number }>(
+      "SELECT id, run_id, host_id, day, cost_microusd, tool, agent, ts_ms FROM tool_calls WHERE id = ? AND status = 'reserved'",
+      end.id,
+    )
     .toArray()[0];
+  // A call that never reached its upstream is not counted against its limits.
+  if (held && !end.forwarded)
+    countCall(sql, { tool: held.tool, hostId: held.host_id, agent: held.agent, runId: held.run_id }, -1, held.ts_ms, now);
   sql.exec(
     `UPDATE tool_calls SET status = ?, rule = ?, reason = ?, reason_sha256 = ?, duration_ms = ?, output_sha256 = ?,
        output_size = ?, upstream_status = ?, scrubbed = ?, cost_microusd = CASE WHEN ? THEN cost_microusd ELSE 0 END,

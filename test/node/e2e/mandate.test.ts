@@ -19,7 +19,7 @@ const HOUR = "3600000";
 interface Status {
   policy_etag: string;
   policy_fetches: number;
-  push: { state: string; pushes: number; connects: number };
+  push: { state: string; pushes: number; carried: number; connects: number };
 }
 const status = () => JSON.parse(readFileSync(join(computer.env.OXAGEN_HOME!, "recorder-status.json"), "utf8")) as Status;
 const step = (session: string, event: string, extra: Record<string, unknown> = {}) =>
@@ -57,16 +57,18 @@ describe("the mandate, live", () => {
     await eventually(async () => (await worker.api(`/v1/runs/${run}`)).ok, "the run on the server");
     const fetchesBefore = status().policy_fetches;
     const pushesBefore = status().push.pushes;
+    const carriedBefore = status().push.carried;
     // Each call returns once the recorder applied it: the very next tool call sees it.
     expect(await applied(post(`/v1/runs/${run}/pause`))).toEqual(everywhere);
     expect(denied(tool(session))).toBe("this run is paused by an operator");
     expect(await applied(post(`/v1/runs/${run}/resume`))).toEqual(everywhere);
     expect(denied(tool(session))).toBeNull();
-    // Two changes, two pushes, two fetches: nothing else fetched the policy (the polls are an hour apart).
+    // Two changes, two pushes, each carrying the host's signed policy: no fetch (the polls are an hour apart).
     // The counts come from recorder-status.json, written every 200 ms: wait for it to catch up.
-    await eventually(async () => status().policy_fetches - fetchesBefore >= 2, "the status file to count both fetches");
+    await eventually(async () => status().push.carried - carriedBefore >= 2, "the status file to count both pushes");
     expect(status().push.pushes - pushesBefore).toBe(2);
-    expect(status().policy_fetches - fetchesBefore).toBe(2);
+    expect(status().push.carried - carriedBefore).toBe(2);
+    expect(status().policy_fetches - fetchesBefore).toBe(0);
   });
 
   it("pauses an agent across the workspace: its session start is stopped, its tools and prompts refused, until resumed", async () => {
