@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, renameSync, rmdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, join } from "node:path";
 import { z } from "zod";
@@ -95,9 +95,49 @@ export function readHost(): HostConfig | null {
   return parsed.data;
 }
 
+/** The directories above the state directory that tacho made when it made the state directory (nearest first). */
+const MADE_DIRS = "made-dirs.json";
+
 /** Writes a file in the state directory atomically (see {@link writeFileAtomic}). */
 export function writeStateFile(name: string, content: string): void {
+  makeStateDir();
   writeFileAtomic(statePath(name), content);
+}
+
+// The state directory's parents tacho made (`~/.config`, `~/.config/oxagen`) are noted, so unenroll takes away exactly those.
+function makeStateDir(): void {
+  const dir = stateDir();
+  if (existsSync(dir)) return;
+  const made: string[] = [];
+  for (let d = dirname(dir); !existsSync(d) && d !== dirname(d); d = dirname(d)) made.push(d);
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  if (made.length) writeFileAtomic(statePath(MADE_DIRS), `${JSON.stringify(made)}\n`);
+}
+
+/**
+ * Removes the state directory when nothing else is left in it, then the parents tacho made for it
+ * while they are empty (for a state directory made before those were noted: the default one's
+ * `oxagen` parent); whether the state directory is gone.
+ */
+export function removeStateDir(): boolean {
+  const dir = stateDir();
+  let made: string[] = [join(homedir(), ".config", "oxagen")].filter((d) => d === dirname(dir));
+  try {
+    made = z.array(z.string()).parse(JSON.parse(readFileSync(statePath(MADE_DIRS), "utf8")));
+  } catch {}
+  rmSync(statePath(MADE_DIRS), { force: true });
+  try {
+    rmdirSync(dir);
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "ENOENT";
+  }
+  for (const d of made)
+    try {
+      rmdirSync(d);
+    } catch {
+      break; // something else lives there
+    }
+  return true;
 }
 
 /** Writes a file atomically (temp file, fsync'd by writeFileSync's flush, then rename), mode 0600, in a 0700 directory. */

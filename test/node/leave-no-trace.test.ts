@@ -28,7 +28,7 @@ afterEach(() => home.cleanup());
 const tacho = (...args: string[]) => run(TACHO, args, { env });
 async function enroll(...more: string[]) {
   const args = ["enroll", "--no-start", ...more];
-  if (!existsSync(join(env.OXAGEN_HOME!, "host.json")))
+  if (!existsSync(join(env.OXAGEN_HOME ?? join(home.dir, ".config", "oxagen", "tacho"), "host.json")))
     args.push(
       "--server",
       stub.url,
@@ -151,6 +151,38 @@ describe("a user's own configuration comes back byte for byte", () => {
 });
 
 describe("nothing of tacho's own is left", () => {
+  it("the default state directory: unenroll takes away the ~/.config it made, and keeps one that was there", async () => {
+    delete env.OXAGEN_HOME;
+    const all = () => readdirSync(home.dir, { recursive: true }).map(String).sort();
+    const before = all();
+    await enroll("--harness", "claude-code");
+    expect(existsSync(join(home.dir, ".config", "oxagen", "tacho", "host.json"))).toBe(true);
+    expect((await tacho("unenroll", "--force")).code).toBe(0);
+    expect(all()).toEqual(before);
+
+    put(join(home.dir, ".config", "mine.conf"), "mine\n");
+    const withConfig = all();
+    await enroll("--harness", "claude-code");
+    expect((await tacho("unenroll", "--force")).code).toBe(0);
+    expect(all()).toEqual(withConfig);
+  });
+  it("unenroll while the recorder runs changes nothing and says the two steps that work", async () => {
+    const settings = join(env.CLAUDE_CONFIG_DIR!, "settings.json");
+    await enroll("--harness", "claude-code");
+    const enrolled = text(settings);
+    expect((await tacho("daemon", "start")).code).toBe(0);
+    try {
+      const r = await tacho("unenroll");
+      expect(r.code).toBe(1);
+      expect(r.stderr).toMatch(/the recorder is running \(pid \d+\); stop it with tacho daemon stop, then run tacho unenroll again/);
+      expect(text(settings)).toBe(enrolled);
+      expect(existsSync(join(env.OXAGEN_HOME!, "host.json"))).toBe(true);
+    } finally {
+      expect((await tacho("daemon", "stop")).code).toBe(0);
+    }
+    expect((await tacho("unenroll", "--force")).code).toBe(0);
+    expect(existsSync(settings)).toBe(false);
+  });
   it("unenroll removes the login service and the state directory with everything the recorder kept in it (its log, its sources)", async () => {
     env.XDG_CONFIG_HOME = join(home.dir, "xdg");
     mkdirSync(join(env.XDG_CONFIG_HOME, "systemd", "user"), { recursive: true });

@@ -1,6 +1,4 @@
-import { rmdirSync, rmSync } from "node:fs";
-import { homedir } from "node:os";
-import { dirname, join } from "node:path";
+import { rmSync } from "node:fs";
 import { applyHarnesses, checkHarnessConfigs, type HarnessResult } from "../../harnesses/apply.ts";
 import { checkRoutes, routeHarness } from "../../harnesses/gateway.ts";
 import { forgetAll } from "../../harnesses/originals.ts";
@@ -8,7 +6,7 @@ import { parse } from "../../lib/args.ts";
 import { ExitError, UsageError } from "../../lib/errors.ts";
 import { useNodeCrypto } from "../../lib/node-crypto.ts";
 import { unenrollOnServer } from "../../lib/server.ts";
-import { HOST_STATE, RECORDER_FILES, readHost, stateDir, statePath } from "../../lib/state.ts";
+import { HOST_STATE, RECORDER_FILES, readHost, removeStateDir, statePath } from "../../lib/state.ts";
 import { removeService } from "../daemon/service.ts";
 import { requireRecorderStopped } from "../../lib/stopped.ts";
 import { pendingCount, undelivered } from "../../recorder/undelivered.ts";
@@ -39,7 +37,7 @@ export async function unenroll(args: string[]): Promise<number> {
   if (positionals.length > 0) throw new UsageError(`tacho unenroll: unexpected ${positionals.join(" ")}\n${USAGE}`);
   const host = readHost();
   if (!host) throw new ExitError(1, "tacho unenroll: this computer is not enrolled");
-  requireRecorderStopped("tacho unenroll", "or start it and let it deliver what it holds first");
+  requireRecorderStopped("tacho unenroll", "then run tacho unenroll again");
   const left = undelivered();
   const pending = pendingCount(left);
   if (pending > 0 && !values.force)
@@ -87,22 +85,4 @@ export async function unenroll(args: string[]): Promise<number> {
     process.stdout.write(`${lines.join("\n")}\n`);
   }
   return 0;
-}
-
-/** Removes the state directory when nothing is left in it, and the default one's `oxagen` parent too; whether it is gone. */
-function removeStateDir(): boolean {
-  const dir = stateDir();
-  try {
-    rmdirSync(dir);
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === "ENOENT";
-  }
-  const parent = dirname(dir);
-  if (parent === join(homedir(), ".config", "oxagen"))
-    try {
-      rmdirSync(parent);
-    } catch {
-      // Something else of Oxagen's lives there.
-    }
-  return true;
 }
