@@ -94,9 +94,14 @@ export class ChainObject extends DurableObject<Env> {
     return s;
   }
 
+  /** The host whose chain this is, or null before its first frame. */
+  owner(): string | null {
+    return this.#core.state()?.hostId ?? null;
+  }
+
   /** Whether this chain is a run of `hostId` (a body upload for it is that host's to make). */
   ownedBy(hostId: string): boolean {
-    return this.#core.state()?.hostId === hostId;
+    return this.owner() === hostId;
   }
 
   /** Notes that bodies the chain may name are stored in R2. */

@@ -1,9 +1,10 @@
 import { env, exports } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { MAX_MCP_REQUEST_BYTES, ROUTES, TOOL_META, type ToolDecisionMeta } from "../../protocol/index.ts";
+import { meterCounts } from "../../workers/lib/meter.ts";
 import { egressProblem } from "../../workers/tools/egress.ts";
 import { signInCookie } from "./console-support.ts";
-import { BASE, enrollHost, op, seedRuns, seedWorkspace } from "./support.ts";
+import { BASE, enrollHost, hostCall, ingest, op, seedWorkspace, TestRun } from "./support.ts";
 import {
   callerFetch,
   connect,
@@ -93,11 +94,25 @@ describe("the MCP endpoint's doors", () => {
     // The agent header is covered by the signature: changed or dropped, the request does not verify.
     expect((await call(signedFor((h) => h.set("x-oxagen-agent", "refunds-bot")))).status).toBe(401);
     expect((await call(signedFor((h) => h.delete("x-oxagen-agent")))).status).toBe(401);
-    // A run of another computer of the workspace: no such run.
+    // A run of another computer of the workspace: no such run, known from the run's own object
+    // as soon as its first batch is in, before the projection wrote its row (and with no D1 read).
     const neighbour = await enrollHost(a.token);
-    await seedRuns(neighbour, [7]);
-    const theirs = callerFetch({ kind: "gateway", host, agent: "claude-code", run: `run_${(7).toString(16).padStart(32, "0")}` });
+    const theirRun = new TestRun(neighbour);
+    theirRun.start();
+    expect((await hostCall(neighbour, "POST", "/v1/ingest", JSON.stringify({ chains: [theirRun.part()] }))).status).toBe(200);
+    const theirs = callerFetch({ kind: "gateway", host, agent: "claude-code", run: theirRun.chain });
+    meterCounts(true);
     expect((await call(theirs)).status).toBe(404);
+    const c = meterCounts(true);
+    expect(c["request.do.CHAINS.owner"]).toBe(1);
+    expect(Object.entries(c).filter(([k, n]) => k.endsWith("d1_statements") && !k.startsWith("projection") && n > 0)).toEqual([]);
+    // Its own run, and a run not begun yet, are its to name.
+    const mine = new TestRun(host);
+    mine.start();
+    await ingest(host, [mine.part()]);
+    expect((await call(callerFetch({ kind: "gateway", host, agent: "claude-code", run: mine.chain }))).status).toBe(200);
+    const fresh = `run_${"ab".repeat(16)}`;
+    expect((await call(callerFetch({ kind: "gateway", host, agent: "claude-code", run: fresh }))).status).toBe(200);
     // A host of another workspace: no such workspace.
     const otherHost = await enrollHost(b.token);
     const foreign = callerFetch({ kind: "gateway", host: otherHost, agent: "claude-code" });
