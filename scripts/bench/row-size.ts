@@ -3,9 +3,8 @@
 // BENCH_RUNS runs on node:sqlite (the engine D1 runs), so the capacity plan's "runs a day in total"
 // rests on a measurement, not on an estimate from the schema. The reason texts are 80 characters,
 // more than the server writes, so the figure errs high. The floor is the same rows with no index.
-import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { DatabaseSync } from "node:sqlite";
+import { migratedDb } from "./migrated-db.ts";
 
 const ROOT = join(import.meta.dirname, "../..");
 const RUNS = Number(process.env.BENCH_RUNS ?? 20_000);
@@ -29,11 +28,7 @@ FROM n;
 `;
 
 function measure(indexes: boolean) {
-  const db = new DatabaseSync(":memory:");
-  for (const f of readdirSync(join(ROOT, "migrations"))
-    .filter((f) => f.endsWith(".sql"))
-    .sort())
-    for (const q of readFileSync(join(ROOT, "migrations", f), "utf8").split("--> statement-breakpoint")) db.exec(q);
+  const db = migratedDb(ROOT);
   if (!indexes)
     for (const { name } of db
       .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name IN ('runs', 'spend') AND sql IS NOT NULL")

@@ -7,10 +7,10 @@
 // the window (the floor) and BENCH_CALLS. BENCH_ROOT runs another tree's code (for example main's,
 // `git archive main workers protocol migrations | tar -x -C /tmp/main && ln -s $PWD/node_modules /tmp/main/`)
 // for a before/after in the same way.
-import { readdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { performance } from "node:perf_hooks";
 import { DatabaseSync, type StatementSync } from "node:sqlite";
+import { migratedDb } from "./migrated-db.ts";
 
 const ROOT = resolve(process.env.BENCH_ROOT ?? join(import.meta.dirname, "../.."));
 const SPEND = Number(process.env.BENCH_SPEND ?? 100_000);
@@ -84,11 +84,7 @@ const now = Date.now();
 
 /** A workspace's spend: runs of 10 spend rows (2 days × 5 models) on BENCH_HOSTS computers × 2 agents, over 30 days. */
 async function spendPage(rows: number) {
-  const db = new DatabaseSync(":memory:");
-  for (const f of readdirSync(join(ROOT, "migrations"))
-    .filter((f) => f.endsWith(".sql"))
-    .sort())
-    for (const q of readFileSync(join(ROOT, "migrations", f), "utf8").split("--> statement-breakpoint")) db.exec(q);
+  const db = migratedDb(ROOT);
   const DB = d1(db);
   const runs = Math.ceil(rows / 10);
   for (let from = 0; from < runs; from += 500) {
