@@ -1,6 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { statSync } from "node:fs";
-import { readHost, statePath, type HostConfig } from "../lib/state.ts";
+import { hostNow, type HostConfig } from "../lib/state.ts";
 import type { HookRequest } from "../recorder/request.ts";
 import type { Recorder } from "../recorder/recorder.ts";
 import { parseRequest } from "../recorder/request.ts";
@@ -36,20 +35,10 @@ export function httpHook(recorder: Recorder, spoolDir: string, label: string, pa
   }
 }
 
-/** The enrollment's hook secret, re-read when host.json changes (a re-enroll adds one to an older enrollment). */
-export function hookSecret(host: HostConfig): () => string | null {
-  let seen = -1;
-  let secret = host.hook_secret ?? null;
-  return () => {
-    try {
-      const mtime = statSync(statePath("host.json")).mtimeMs;
-      if (mtime !== seen) {
-        seen = mtime;
-        secret = readHost()?.hook_secret ?? secret;
-      }
-    } catch {
-      // Unreadable now: keep the one we have.
-    }
-    return secret;
-  };
+/**
+ * The enrollment's hook secret as host.json holds it (a re-enroll adds one to an older enrollment);
+ * `now` reads it again at once (lib/loopback.ts `carriesSecret`: a secret that does not match).
+ */
+export function hookSecret(host: HostConfig): (now?: boolean) => string | null {
+  return (now) => hostNow(now)?.hook_secret ?? host.hook_secret ?? null;
 }

@@ -10,7 +10,7 @@ import type { RecorderStatus } from "./status.ts";
 export interface PortHandlers {
   recorder: Recorder;
   http(label: string, payload: unknown): unknown;
-  secret(): string | null;
+  secret(now?: boolean): string | null;
   leases: BudgetLeases;
 }
 

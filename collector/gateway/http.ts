@@ -9,7 +9,7 @@ import {
   type ServerResponse,
 } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
-import { HOOK_SECRET_HEADER, loopbackRequest, SECRET_PATH, secretMatches, sendJson } from "../lib/loopback.ts";
+import { carriesSecret, HOOK_SECRET_HEADER, loopbackRequest, SECRET_PATH, sendJson } from "../lib/loopback.ts";
 import { GATEWAY_HEADERS } from "./session.ts";
 
 export { sendJson };
@@ -26,7 +26,7 @@ export function admitted(
   req: IncomingMessage,
   res: ServerResponse,
   port: number,
-  secret: string | null,
+  secret: (now?: boolean) => string | null,
   unauthorized: (message: string) => void,
 ): boolean {
   if (!loopbackRequest(req, port)) {
@@ -34,7 +34,7 @@ export function admitted(
     sendJson(res, 403, { error: "forbidden", message: "the Oxagen gateway answers loopback clients only" });
     return false;
   }
-  if (secret !== null && !secretMatches(req.headers[HOOK_SECRET_HEADER], secret)) {
+  if (!carriesSecret(req.headers[HOOK_SECRET_HEADER], secret)) {
     // Loopback is shared by every user of the computer: only this enrollment's harnesses may use it.
     req.resume();
     unauthorized(

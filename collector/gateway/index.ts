@@ -42,11 +42,11 @@ export function gatewayHandler(
         mcp.refuse(res, 403, "the Oxagen gateway's MCP endpoint refuses requests from browser pages (an Origin header)");
         return;
       }
-      if (!admitted(req, res, port, tools!.sink.secret(), (message) => mcp.refuse(res, 401, message))) return;
+      if (!admitted(req, res, port, tools!.sink.secret, (message) => mcp.refuse(res, 401, message))) return;
       mcp.handle(req, res, t, started);
       return;
     }
-    if (!admitted(req, res, port, sink.secret(), (message) => model.unauthorized(req, res, url, message))) return;
+    if (!admitted(req, res, port, sink.secret, (message) => model.unauthorized(req, res, url, message))) return;
     model.handle(req, res, url, t, started);
   };
 }
@@ -62,7 +62,7 @@ export interface Gateway {
 export async function startGateway(
   host: HostConfig,
   recorder: Recorder,
-  secret: () => string | null,
+  secret: (now?: boolean) => string | null,
   stats: GatewayStats = emptyStats(),
   leases?: BudgetLeases,
   mcp: McpStats = emptyMcpStats(),

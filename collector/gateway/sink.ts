@@ -14,12 +14,12 @@ export interface GatewaySink {
    */
   record(session: GatewaySession | null, steps: Step[], t: number, id: string | null | ((chain: string) => string)): void;
   /** The enrollment's secret every call must carry (header x-oxagen-hook-secret); null for an enrollment without one. */
-  secret(): string | null;
+  secret(now?: boolean): string | null;
   log(msg: string): void;
 }
 
 /** The recorder as each side of the gateway records through it. */
-export function recordPath(recorder: Recorder, secret: () => string | null): GatewaySink {
+export function recordPath(recorder: Recorder, secret: (now?: boolean) => string | null): GatewaySink {
   return {
     secret,
     runId: (session) => recorder.gatewayRun(session),

@@ -86,6 +86,19 @@ export function secretMatches(given: string | string[] | undefined, secret: stri
   return a.length === b.length && timingSafeEqual(a, b);
 }
 
+/**
+ * Whether a request may pass the enrollment's secret check: no secret is set (an enrollment from
+ * before there was one), or its header carries the secret. A header that does not match the
+ * secret as last read is checked again against host.json read now, so a re-enroll's new secret
+ * works at once; an old one is refused within HOST_CHECK_MS (lib/state.ts).
+ */
+export function carriesSecret(given: string | string[] | undefined, secret: (now?: boolean) => string | null): boolean {
+  const seen = secret();
+  if (seen === null || secretMatches(given, seen)) return true;
+  const now = secret(true);
+  return now === null || secretMatches(given, now);
+}
+
 /** True when a request's Host names this loopback port and its Origin, when it has one, does too. */
 export function loopbackRequest(req: IncomingMessage, port: number): boolean {
   const origin = req.headers.origin;

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, renameSync, rmdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { homedir } from "node:os";
+import { performance } from "node:perf_hooks";
 import { dirname, join } from "node:path";
 import { z } from "zod";
 import { HostId, Sha256Hex, UpstreamUrl } from "../../protocol/index.ts";
@@ -166,15 +167,33 @@ function safeJson(text: string): unknown {
   }
 }
 
-let upstreamsSeen: { mtime: number; upstreams: HostConfig["upstreams"] } | null = null;
+/** How often a running recorder looks at host.json for what a re-enroll changed (its secret, its upstreams). */
+export const HOST_CHECK_MS = 1000;
 
-/** This computer's own upstreams as host.json holds them now (re-read when it changes: a re-enroll may set one). */
-export function hostUpstreams(): HostConfig["upstreams"] {
+let hostSeen: { path: string; mtime: number; checked: number; host: HostConfig | null } | null = null;
+
+/**
+ * host.json as a running recorder sees it: read again when it changed, and looked at (a stat) no
+ * more than every {@link HOST_CHECK_MS} unless `now` (every hook and model call asks: a stat each
+ * was a few percent of a call). Unreadable or damaged now: the one last read.
+ */
+export function hostNow(now = false): HostConfig | null {
+  const path = statePath("host.json");
+  const t = performance.now();
+  if (hostSeen?.path === path && !now && t - hostSeen.checked < HOST_CHECK_MS) return hostSeen.host;
+  const last = hostSeen?.path === path ? hostSeen : null;
   try {
-    const mtime = statSync(statePath("host.json")).mtimeMs;
-    if (upstreamsSeen?.mtime !== mtime) upstreamsSeen = { mtime, upstreams: readHost()?.upstreams };
+    const mtime = statSync(path).mtimeMs;
+    if (last?.mtime === mtime) last.checked = t;
+    else hostSeen = { path, mtime, checked: t, host: readHost() ?? last?.host ?? null };
   } catch {
-    // Unreadable or gone now: keep the ones we had.
+    // Unreadable or gone now: keep the one we had.
+    if (last) last.checked = t;
   }
-  return upstreamsSeen?.upstreams;
+  return hostSeen?.path === path ? hostSeen.host : null;
+}
+
+/** This computer's own upstreams as host.json holds them (a re-enroll may set one: seen within HOST_CHECK_MS). */
+export function hostUpstreams(): HostConfig["upstreams"] {
+  return hostNow()?.upstreams;
 }

@@ -20,12 +20,15 @@ export function bodyText(value: unknown): string {
 /**
  * Redacts, then hashes: credentials never reach a hash, a frame or the disk. `redactor` is how the
  * text is scanned (the gateway's streamed responses: by their content, collector/gateway/model/sse-redact.ts).
+ * `encoded`, when given, is the value's own UTF-8 encoding (a text decoded from valid UTF-8): hashed
+ * and kept as it is when nothing is redacted, rather than encoded again.
  */
 export function makeBody(
   role: Role,
   value: unknown,
   retention: Policy["retention"] | null,
   redactor: (text: string) => RedactResult = redact,
+  encoded?: Uint8Array,
 ): Body {
   const cut = oversizeOf(value);
   if (cut) {
@@ -36,7 +39,7 @@ export function makeBody(
   }
   const text = bodyText(value).toWellFormed();
   const red = redactor(text);
-  const bytes = utf8(red.text);
+  const bytes = encoded && red.text === text ? encoded : utf8(red.text);
   const ref = bodyRef(role, bytes, keepFor(retention, role));
   return {
     ref,

@@ -9,7 +9,7 @@ import {
   type Listening,
   listenLoopback,
   loopbackRequest,
-  secretMatches,
+  carriesSecret,
   sendJson,
   track,
 } from "../lib/loopback.ts";
@@ -28,8 +28,8 @@ export interface SocketHandlers {
 export interface HttpHandlers {
   /** One HTTP hook (the harness's payload) for a harness label; returns the hook answer, throws when it could not be recorded. */
   http(label: string, payload: unknown): unknown;
-  /** The enrollment's hook secret; null for an enrollment made before there was one (then unchecked). */
-  secret(): string | null;
+  /** The enrollment's hook secret (`now`: read again at once); null for an enrollment made before there was one (then unchecked). */
+  secret(now?: boolean): string | null;
   /** What GET /healthz reports. */
   health(): unknown;
   log(msg: string): void;
@@ -178,8 +178,7 @@ function onHttp(req: IncomingMessage, res: ServerResponse, port: number, handler
     req.resume();
     return;
   }
-  const secret = handlers.secret();
-  if (secret !== null && !secretMatches(req.headers[HOOK_SECRET_HEADER], secret)) {
+  if (!carriesSecret(req.headers[HOOK_SECRET_HEADER], handlers.secret)) {
     send(res, 401, { error: "unauthorized", message: `the hook did not carry this enrollment's ${HOOK_SECRET_HEADER}` });
     req.resume();
     return;

@@ -42,9 +42,36 @@ function defined<T extends Record<string, unknown>>(o: T): T {
 export function namedRun(req: HookRequest, hostId: string): { chain: string; run: RunInfo } | null {
   const label = req.harness ?? req.agent;
   const session = str(req.event.session_id);
-  if (!label || !AgentName.safeParse(label).success || !session) return null;
-  const agent = req.agent && AgentName.safeParse(req.agent).success ? req.agent : null;
-  return { chain: runIdFor(hostId, label, session), run: { harness: label, agent, session_id: session } };
+  if (!label || !validName(label) || !session) return null;
+  const agent = req.agent && validName(req.agent) ? req.agent : null;
+  return { chain: runIdOf(hostId, label, session), run: { harness: label, agent, session_id: session } };
+}
+
+// A session's model calls and hooks name its run again and again: its id (a SHA-256) and its
+// label's check are remembered, a bounded few thousand at a time.
+const REMEMBERED = 4096;
+const runIds = new Map<string, string>();
+const names = new Map<string, boolean>();
+
+function runIdOf(hostId: string, label: string, session: string): string {
+  const key = `${hostId}\u0000${label}\u0000${session}`;
+  let id = runIds.get(key);
+  if (id === undefined) {
+    if (runIds.size >= REMEMBERED) runIds.clear();
+    id = runIdFor(hostId, label, session);
+    runIds.set(key, id);
+  }
+  return id;
+}
+
+function validName(label: string): boolean {
+  let ok = names.get(label);
+  if (ok === undefined) {
+    if (names.size >= REMEMBERED) names.clear();
+    ok = AgentName.safeParse(label).success;
+    names.set(label, ok);
+  }
+  return ok;
 }
 
 /** A step `tacho hook` answered offline: a spooled line with the answer it printed. */

@@ -27,7 +27,7 @@ export interface McpSink extends GatewaySink {
 }
 
 /** The recorder as the MCP side sees it: its host (key, server, workspace), its policy, its chains. */
-export function recorderMcpSink(recorder: Recorder, secret: () => string | null): McpSink {
+export function recorderMcpSink(recorder: Recorder, secret: (now?: boolean) => string | null): McpSink {
   const host = recorder.host;
   return {
     ...recordPath(recorder, secret),

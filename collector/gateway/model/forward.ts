@@ -57,6 +57,34 @@ export function forwardModel(c: Call): void {
   new Forwarded(c).start();
 }
 
+interface Destination {
+  target: URL;
+  https: boolean;
+  where: Forwarded["where"];
+}
+
+// A vendor's calls go to a few URLs (its upstream, a path or two): each made once, never changed after.
+const destinations = new Map<string, Destination>();
+
+function destinationOf(base: URL, url: URL): Destination {
+  const key = `${base.href}\u0000${url.pathname}${url.search}`;
+  let d = destinations.get(key);
+  if (!d) {
+    const target = targetOf(base, url);
+    const https = target.protocol === "https:";
+    const where = {
+      protocol: target.protocol,
+      hostname: target.hostname.startsWith("[") ? target.hostname.slice(1, -1) : target.hostname,
+      port: target.port || (https ? 443 : 80),
+      path: `${target.pathname}${target.search}`,
+    };
+    if (destinations.size >= 256) destinations.clear();
+    d = { target, https, where };
+    destinations.set(key, d);
+  }
+  return d;
+}
+
 class Forwarded {
   readonly c: Call;
   readonly target: URL;
@@ -76,15 +104,10 @@ class Forwarded {
 
   constructor(c: Call) {
     this.c = c;
-    this.target = targetOf(c.sink.upstream(c.api.vendor), c.url);
-    this.https = this.target.protocol === "https:";
-    const t = this.target;
-    this.where = {
-      protocol: t.protocol,
-      hostname: t.hostname.startsWith("[") ? t.hostname.slice(1, -1) : t.hostname,
-      port: t.port || (this.https ? 443 : 80),
-      path: `${t.pathname}${t.search}`,
-    };
+    const d = destinationOf(c.sink.upstream(c.api.vendor), c.url);
+    this.target = d.target;
+    this.https = d.https;
+    this.where = d.where;
     this.meter = c.api.meter();
   }
 

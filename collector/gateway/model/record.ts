@@ -1,3 +1,4 @@
+import { isUtf8 } from "node:buffer";
 import type { Payload, Policy } from "../../../protocol/index.ts";
 import { bodyFields, makeBody } from "../../recorder/bodies.ts";
 import type { DecisionRecord } from "../../recorder/decide.ts";
@@ -25,9 +26,11 @@ export interface Carried {
 
 /** The `llm_call` of a call the gateway forwarded, with its request and response bodies (redacted, then hashed). */
 export function llmCallStep(c: Carried, retention: Policy["retention"] | null): Step {
-  const request = makeBody("llm_request", c.request.toString("utf8"), retention);
+  const request = makeBody("llm_request", c.request.toString("utf8"), retention, undefined, ownBytes(c.request));
   // A stream is scanned by its content (each delta's text, joined), not its SSE framing.
-  const response = c.response ? makeBody("llm_response", c.response.toString("utf8"), retention, c.stream ? redactSse : undefined) : null;
+  const response = c.response
+    ? makeBody("llm_response", c.response.toString("utf8"), retention, c.stream ? redactSse : undefined, ownBytes(c.response))
+    : null;
   const bodies = response ? [request, response] : [request];
   const payload: Payload<"llm_call"> = {
     path: "gateway",
@@ -48,6 +51,11 @@ export function llmCallStep(c: Carried, retention: Policy["retention"] | null): 
     ...(c.requestId ? { request_id: c.requestId.slice(0, 256) } : {}),
   };
   return { kind: "llm_call", payload, bodies };
+}
+
+/** Bytes that decode to a text which encodes back to them (valid UTF-8): what makeBody may hash as they are. */
+function ownBytes(b: Buffer): Buffer | undefined {
+  return isUtf8(b) ? b : undefined;
 }
 
 /** The `policy_decision` of a model call the gateway refused (or, in observe mode, would have). */

@@ -52,20 +52,41 @@ const ENV: Record<Vendor, string> = { anthropic: "OXAGEN_GATEWAY_ANTHROPIC_URL",
  */
 export function upstreamOf(recorder: Recorder, vendor: Vendor): URL {
   const own = hostUpstreams()?.[vendor]?.url;
-  return new URL(own ?? recorder.policy?.policy.upstreams?.[vendor] ?? process.env[ENV[vendor]] ?? VENDOR_URLS[vendor]);
+  return parsed(own ?? recorder.policy?.policy.upstreams?.[vendor] ?? process.env[ENV[vendor]] ?? VENDOR_URLS[vendor]);
+}
+
+// Every call asks where its vendor is; the answer is one of a few URLs, parsed once each. Never
+// changed by a caller (targetOf makes its own).
+const urls = new Map<string, URL>();
+function parsed(href: string): URL {
+  let u = urls.get(href);
+  if (!u) {
+    if (urls.size >= 64) urls.clear();
+    u = new URL(href);
+    urls.set(href, u);
+  }
+  return u;
 }
 
 /**
  * The model side's view of the recorder: its policy, its chains, its one append path, and the budget
  * leases its calls reserve against (docs/collector.md, "Budget reservations").
  */
-export function recorderSink(recorder: Recorder, secret: () => string | null, leases?: BudgetLeases): ModelSink {
+export function recorderSink(recorder: Recorder, secret: (now?: boolean) => string | null, leases?: BudgetLeases): ModelSink {
   // A call that holds a reservation was checked against the budget by the server's lease, which
   // counts the leases too: the pushed exhaustion (which a lease reaching the limit also sets) does
   // not refuse it again. A call let through unreserved (server unreachable) is still refused by it.
+  const unexhausted = new WeakMap<object, typeof recorder.policy>();
   const ctx = (reserved: boolean) => {
     const p = recorder.policy;
-    return { hostId: recorder.host.host_id, policy: reserved && p ? { ...p, policy: { ...p.policy, exhausted_budgets: [] } } : p };
+    if (!reserved || !p) return { hostId: recorder.host.host_id, policy: p };
+    // Made once per policy the recorder holds, not once per call.
+    let view = unexhausted.get(p);
+    if (!view) {
+      view = { ...p, policy: { ...p.policy, exhausted_budgets: [] } };
+      unexhausted.set(p, view);
+    }
+    return { hostId: recorder.host.host_id, policy: view };
   };
   return {
     ...recordPath(recorder, secret),
