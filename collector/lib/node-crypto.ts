@@ -3,23 +3,19 @@ import { createHash, createPrivateKey, createPublicKey, hash, sign, verify } fro
 import { bytesToHex } from "../../protocol/bytes.ts";
 import { useFastSign, useFastVerify } from "../../protocol/ed25519.ts";
 import { useSha256, useSha256Stream } from "../../protocol/hash.ts";
+import { Remembered } from "./remembered.ts";
 
 const SPKI_ED25519_PREFIX = Buffer.from("302a300506032b6570032100", "hex");
 const PKCS8_ED25519_PREFIX = Buffer.from("302e020100300506032b657004220420", "hex");
 const keyObjects = new Map<string, ReturnType<typeof createPublicKey>>();
-const secretObjects = new Map<string, ReturnType<typeof createPrivateKey>>();
+const secretObjects = new Remembered<ReturnType<typeof createPrivateKey>>(17);
 
 // The recorder signs every request it sends its server (a body's PUT, a batch) with one key:
 // noble derives that key's public half again on each signature (about 0.25 ms), OpenSSL once here.
 function secretObject(secretKey: Uint8Array) {
-  const id = bytesToHex(secretKey);
-  let key = secretObjects.get(id);
-  if (!key) {
-    key = createPrivateKey({ key: Buffer.concat([PKCS8_ED25519_PREFIX, secretKey]), format: "der", type: "pkcs8" });
-    if (secretObjects.size > 16) secretObjects.clear();
-    secretObjects.set(id, key);
-  }
-  return key;
+  return secretObjects.get(bytesToHex(secretKey), () =>
+    createPrivateKey({ key: Buffer.concat([PKCS8_ED25519_PREFIX, secretKey]), format: "der", type: "pkcs8" }),
+  );
 }
 
 function keyObject(publicKey: Uint8Array) {

@@ -3,6 +3,7 @@ import { bodyFields, makeBody, oversizeOf, type Body } from "./bodies.ts";
 import { decideEvent, type DecideContext, type DecisionRecord, type Told, toldOf } from "./decide.ts";
 import { deriveFrames } from "./derive.ts";
 import { str } from "../lib/json.ts";
+import { Remembered } from "../lib/remembered.ts";
 import type { RunInfo } from "./journal/index.ts";
 import { type HookRequest, toldBySpooledAnswer } from "./request.ts";
 
@@ -49,30 +50,12 @@ export function namedRun(req: HookRequest, hostId: string): { chain: string; run
 
 // A session's model calls and hooks name its run again and again: its id (a SHA-256) and its
 // label's check are remembered, a bounded few thousand at a time.
-const REMEMBERED = 4096;
-const runIds = new Map<string, string>();
-const names = new Map<string, boolean>();
+const runIds = new Remembered<string>(4096);
+const names = new Remembered<boolean>(4096);
 
-function runIdOf(hostId: string, label: string, session: string): string {
-  const key = `${hostId}\u0000${label}\u0000${session}`;
-  let id = runIds.get(key);
-  if (id === undefined) {
-    if (runIds.size >= REMEMBERED) runIds.clear();
-    id = runIdFor(hostId, label, session);
-    runIds.set(key, id);
-  }
-  return id;
-}
-
-function validName(label: string): boolean {
-  let ok = names.get(label);
-  if (ok === undefined) {
-    if (names.size >= REMEMBERED) names.clear();
-    ok = AgentName.safeParse(label).success;
-    names.set(label, ok);
-  }
-  return ok;
-}
+const runIdOf = (hostId: string, label: string, session: string) =>
+  runIds.get(`${hostId}\u0000${label}\u0000${session}`, () => runIdFor(hostId, label, session));
+const validName = (label: string) => names.get(label, () => AgentName.safeParse(label).success);
 
 /** A step `tacho hook` answered offline: a spooled line with the answer it printed. */
 function spooledAnswer(req: HookRequest): boolean {

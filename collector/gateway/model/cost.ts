@@ -1,4 +1,5 @@
 import { priceCall, type RecordedUsage } from "../../../protocol/price.ts";
+import { Remembered } from "../../lib/remembered.ts";
 import type { Api, ModelRequest, Vendor } from "./apis.ts";
 
 /**
@@ -20,8 +21,7 @@ export function roundUp(n: number): number {
 // Pricing one call from the table takes about 80 µs (its model lookup): too slow for the hot path,
 // so maximum costs are kept per (day, vendor, model, rounded input and output). Rounding up keeps
 // the estimate an upper bound: a price only grows with tokens.
-const cache = new Map<string, number | null>();
-const CACHE_MAX = 4096;
+const cache = new Remembered<number | null>(4096);
 
 /**
  * A call's maximum cost in millionths of a dollar, priced by the server's own rule
@@ -39,16 +39,13 @@ export function maxCostOf(api: Api, mr: ModelRequest, at: Date): number | null {
   const input = roundUp(mr.bytes.length);
   const output = roundUp(mr.maxOutputTokens ?? DEFAULT_OUTPUT_TOKENS[api.vendor]);
   const key = `${at.toISOString().slice(0, 10)}\u0000${api.vendor}\u0000${mr.model}\u0000${input}\u0000${output}`;
-  const hit = cache.get(key);
-  if (hit !== undefined) return hit;
-  const prices = [
-    priceCall(api.vendor, mr.model, { input_tokens: input, output_tokens: output }, at),
-    priceCall(api.vendor, mr.model, { input_tokens: 0, cache_write_tokens: input, output_tokens: output }, at),
-  ].filter((p): p is number => p !== null);
-  const max = prices.length > 0 ? Math.max(...prices) : null;
-  if (cache.size >= CACHE_MAX) cache.clear();
-  cache.set(key, max);
-  return max;
+  return cache.get(key, () => {
+    const prices = [
+      priceCall(api.vendor, mr.model, { input_tokens: input, output_tokens: output }, at),
+      priceCall(api.vendor, mr.model, { input_tokens: 0, cache_write_tokens: input, output_tokens: output }, at),
+    ].filter((p): p is number => p !== null);
+    return prices.length > 0 ? Math.max(...prices) : null;
+  });
 }
 
 /** What a finished call costs, priced as the server will price its `llm_call` (0 when nothing was billed or the model is unpriced). */

@@ -2,6 +2,7 @@ import { type ClientRequest, type IncomingMessage, request as httpRequest } from
 import { request as httpsRequest } from "node:https";
 import type { Socket } from "node:net";
 import { envMs } from "../../lib/env.ts";
+import { Remembered } from "../../lib/remembered.ts";
 import { performance } from "node:perf_hooks";
 import { parseObject } from "../../lib/json.ts";
 import { agents, forwardHeaders, one, responseHeaders, sendJson, staleConnection, targetOf } from "../http.ts";
@@ -64,12 +65,10 @@ interface Destination {
 }
 
 // A vendor's calls go to a few URLs (its upstream, a path or two): each made once, never changed after.
-const destinations = new Map<string, Destination>();
+const destinations = new Remembered<Destination>(256);
 
 function destinationOf(base: URL, url: URL): Destination {
-  const key = `${base.href}\u0000${url.pathname}${url.search}`;
-  let d = destinations.get(key);
-  if (!d) {
+  return destinations.get(`${base.href}\u0000${url.pathname}${url.search}`, () => {
     const target = targetOf(base, url);
     const https = target.protocol === "https:";
     const where = {
@@ -78,11 +77,8 @@ function destinationOf(base: URL, url: URL): Destination {
       port: target.port || (https ? 443 : 80),
       path: `${target.pathname}${target.search}`,
     };
-    if (destinations.size >= 256) destinations.clear();
-    d = { target, https, where };
-    destinations.set(key, d);
-  }
-  return d;
+    return { target, https, where };
+  });
 }
 
 class Forwarded {

@@ -1,4 +1,5 @@
 import { hostChainId } from "../../../protocol/index.ts";
+import { Remembered } from "../../lib/remembered.ts";
 import { hostUpstreams } from "../../lib/state.ts";
 import { type CallIdentity, callKey, nextCarriedId } from "../../recorder/carried.ts";
 import { decideModelCall, type ModelCall, type ModelVerdict } from "../../recorder/decide.ts";
@@ -57,16 +58,8 @@ export function upstreamOf(recorder: Recorder, vendor: Vendor): URL {
 
 // Every call asks where its vendor is; the answer is one of a few URLs, parsed once each. Never
 // changed by a caller (targetOf makes its own).
-const urls = new Map<string, URL>();
-function parsed(href: string): URL {
-  let u = urls.get(href);
-  if (!u) {
-    if (urls.size >= 64) urls.clear();
-    u = new URL(href);
-    urls.set(href, u);
-  }
-  return u;
-}
+const urls = new Remembered<URL>(64);
+const parsed = (href: string) => urls.get(href, () => new URL(href));
 
 /**
  * The model side's view of the recorder: its policy, its chains, its one append path, and the budget
