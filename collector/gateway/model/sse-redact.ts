@@ -1,5 +1,6 @@
 import { findCredentials, type RedactResult } from "../../../protocol/redact.ts";
 import { sha256Hex } from "../../../protocol/index.ts";
+import { jsonLine } from "./sse-json.ts";
 
 /**
  * Redacts a streamed response by its content, not its framing (docs/collector.md, "The gateway"):
@@ -74,13 +75,6 @@ interface Cut {
 
 // An ordinary event name is framing; anything else on an `event:` line is scanned.
 const EVENT_NAME = /^event: ?[A-Za-z0-9_.-]{0,64}$/;
-// A JSON string literal, and whether it is a key (a colon follows).
-const LITERAL = /"((?:[^"\\]|\\.)*)"(\s*:)?/g;
-// What may stand between a JSON text's string literals: structure, numbers, true, false, null.
-const STRUCTURE = /^[\s{}[\],:0-9eE.+-]*$/;
-const WORDS = /true|false|null/g;
-const INDEX = /"(?:index|output_index|content_index)"\s*:\s*(\d+)/g;
-
 function dataSegments(
   text: string,
   from: number,
@@ -91,44 +85,22 @@ function dataSegments(
 ): void {
   const data = text.slice(from, to);
   const c = data.charCodeAt(0);
-  const literals = c === 123 || c === 91 ? jsonLiterals(data) : null;
+  const line = c === 123 || c === 91 ? jsonLine(data) : null;
   // `[DONE]`, or anything else that is not a JSON object or array: scanned as it is.
-  if (!literals) {
+  if (!line) {
     add(data === "[DONE]" ? `${event}\u0000done` : otherKey(), "", { start: from, end: to, value: data });
     return;
   }
-  let index = "";
-  for (const m of data.matchAll(INDEX)) index += `${m[1]},`;
-  const stream = `${event}\u0000${index}`;
+  const stream = `${event}\u0000${line.index}`;
   let key = "";
-  for (const m of literals) {
-    const body = m[1]!;
-    if (m[2] !== undefined) {
-      key = body;
+  for (const l of line.literals) {
+    if (l.key) {
+      key = data.slice(l.start, l.end);
       continue;
     }
-    if (body === "") continue;
-    const start = from + m.index + 1;
-    add(stream, key, literalSegment(body, start));
+    if (l.end === l.start) continue;
+    add(stream, key, literalSegment(data.slice(l.start, l.end), from + l.start));
   }
-}
-
-/**
- * A JSON text's string literals, in one pass: null when anything but structure, numbers, true,
- * false and null stands between them (what is left once every literal is taken out).
- */
-function jsonLiterals(data: string): RegExpExecArray[] | null {
-  const found: RegExpExecArray[] = [];
-  let between = "";
-  let at = 0;
-  LITERAL.lastIndex = 0;
-  for (let m = LITERAL.exec(data); m; m = LITERAL.exec(data)) {
-    between += data.slice(at, m.index);
-    at = m.index + m[0].length;
-    found.push(m);
-  }
-  between += data.slice(at);
-  return STRUCTURE.test(between.replace(WORDS, "")) ? found : null;
 }
 
 /** A JSON string literal's segment: its value decoded (an escape it cannot decode leaves it scanned as written). */
