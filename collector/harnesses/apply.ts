@@ -5,9 +5,9 @@ import { commandTroubles } from "./health.ts";
 import { adapterFor } from "./index.ts";
 import { isDeepStrictEqual } from "node:util";
 import { setMemberText } from "./json-edit.ts";
-import { forgetSetting, noteSetting, settingOf } from "./originals.ts";
-import { type ConfigFile, plannedText, readConfig, writeConfig } from "./settings.ts";
-import type { EntriesHost, HarnessAdapter, JsonObject } from "./types.ts";
+import { forgetSetting, noteSetting, settingOf, settingsOf } from "./originals.ts";
+import { type ConfigFile, type EmptyHooks, emptyHooksIn, isHooksKey, plannedText, readConfig, writeConfig } from "./settings.ts";
+import type { EntriesHost, HarnessAdapter, HookEntries, JsonObject } from "./types.ts";
 
 /** What applying (or removing) the hook entries did to one harness's configuration. */
 export interface HarnessResult {
@@ -22,9 +22,24 @@ function plan(host: EntriesHost, names: string[], action: "apply" | "remove") {
   return names.map((name) => {
     const adapter = adapterFor(name);
     const file = readConfig(adapter);
-    const text = plannedText(file, adapter, action === "apply" ? adapter.entries(host) : null);
-    return { name, adapter, file, text: action === "remove" ? withRequiredBack(file, adapter, text) : text };
+    const entries = adapter.entries(host);
+    if (action === "apply") return { name, adapter, file, entries, text: plannedText(file, adapter, entries) };
+    const text = plannedText(file, adapter, null, emptyHooksOf(file.path));
+    return { name, adapter, file, entries, text: withRequiredBack(file, adapter, text) };
   });
+}
+
+/** The `hooks` object and event lists of the user's that were empty before enroll, with their text (noted by {@link noteEmptyHooks}). */
+function emptyHooksOf(path: string): EmptyHooks {
+  const out: Record<string, string> = {};
+  for (const [key, { before }] of Object.entries(settingsOf(path))) if (isHooksKey(key) && before !== null) out[key] = before;
+  return out;
+}
+
+/** Notes the user's empty `hooks` object or event lists an apply writes into, so a removal gives them back rather than dropping them. */
+function noteEmptyHooks(file: ConfigFile, entries: HookEntries, text: string | null): void {
+  if (text === null) return;
+  for (const { key, before, wrote } of emptyHooksIn(file, entries, text)) noteSetting(file.path, key, before, wrote);
 }
 
 /** The removal's text with the top-level keys tacho added for its entries (Cursor's `version`) given back as they were. */
@@ -51,10 +66,16 @@ function noteRequired(file: ConfigFile, adapter: HarnessAdapter, text: string | 
  * read and its new text computed first, so a broken one stops the command before any file is written.
  */
 export function applyHarnesses(host: HostConfig, harnesses: string[], action: "apply" | "remove"): HarnessResult[] {
-  const results = plan(host, harnesses, action).map(({ name, adapter, file, text }) => {
-    if (action === "apply") noteRequired(file, adapter, text);
+  const results = plan(host, harnesses, action).map(({ name, adapter, file, entries, text }) => {
+    if (action === "apply") {
+      noteRequired(file, adapter, text);
+      noteEmptyHooks(file, entries, text);
+    }
     const changed = writeConfig(file, text);
-    if (action === "remove") for (const key of Object.keys(adapter.required ?? {})) forgetSetting(file.path, key);
+    if (action === "remove") {
+      for (const key of Object.keys(adapter.required ?? {})) forgetSetting(file.path, key);
+      for (const key of Object.keys(settingsOf(file.path))) if (isHooksKey(key)) forgetSetting(file.path, key);
+    }
     const result: HarnessResult = { harness: name, config: file.path, changed };
     if (changed && action === "apply" && adapter.afterWrite) result.action = adapter.afterWrite;
     return result;

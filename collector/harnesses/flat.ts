@@ -27,8 +27,7 @@ export function flatWithEntries(hooksIn: JsonObject, adapter: HarnessAdapter, en
       }
     }
     if (ours && !placed) out.push(ours);
-    if (out.length > 0) hooks[event] = out;
-    else delete hooks[event];
+    hooks[event] = out;
   }
   return hooks;
 }

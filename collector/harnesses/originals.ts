@@ -95,6 +95,11 @@ export function settingOf(path: string, key: string): Setting | null {
   return read().settings[path]?.[key] ?? null;
 }
 
+/** Every setting noted for `path`, by key. */
+export function settingsOf(path: string): Record<string, Setting> {
+  return read().settings[path] ?? {};
+}
+
 /** Notes that tacho writes `wrote` at `key` over `before` (see {@link beforeOf}). */
 export function noteSetting(path: string, key: string, before: string | null, wrote: unknown): void {
   const o = read();

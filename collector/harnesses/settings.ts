@@ -3,7 +3,7 @@ import { dirname } from "node:path";
 import { isDeepStrictEqual } from "node:util";
 import { ExitError } from "../lib/errors.ts";
 import { flatOurs, flatWithEntries, groupedOurs } from "./flat.ts";
-import { insertChild, memberIndex, removeChild } from "./json-edit.ts";
+import { insertChild, memberIndex, memberText, removeChild, setMemberText } from "./json-edit.ts";
 import { noteCreated, removeCreated, wasCreated } from "./originals.ts";
 import { parseToml, withBlock } from "./toml.ts";
 import type { HarnessAdapter, HookEntries, JsonObject } from "./types.ts";
@@ -65,20 +65,43 @@ function checked(adapter: HarnessAdapter, file: ConfigFile): ConfigFile {
 }
 
 /**
+ * The `hooks` object, or one event's list in it (`hooks.<event>`): the key its text is noted under
+ * in originals.json when the user left it empty, so that removing our entries gives it back
+ * rather than dropping it with our last entry.
+ */
+const hooksKey = (event?: string): string => (event === undefined ? "hooks" : `hooks.${event}`);
+export const isHooksKey = (key: string): boolean => key === "hooks" || key.startsWith("hooks.");
+
+/** Per hooks key, the exact text of a `hooks` object or event list that was empty before enroll. */
+export type EmptyHooks = Readonly<Record<string, string>>;
+
+/** The user's empty `hooks` object or event lists that applying `entries` writes into, each with its text and its value after. */
+export function emptyHooksIn(file: ConfigFile, entries: HookEntries, next: string): { key: string; before: string; wrote: unknown }[] {
+  const hooks = file.json.hooks;
+  if (file.format !== "json" || file.text === null || !isObject(hooks)) return [];
+  const after = (JSON.parse(next) as { hooks: JsonObject }).hooks;
+  if (Object.keys(hooks).length === 0) return [{ key: hooksKey(), before: memberText(file.text, [], "hooks")!, wrote: after }];
+  return Object.keys(entries)
+    .filter((event) => Array.isArray(hooks[event]) && hooks[event].length === 0)
+    .map((event) => ({ key: hooksKey(event), before: memberText(file.text!, ["hooks"], event)!, wrote: after[event] }));
+}
+
+/**
  * The new text of a configuration with our entries applied (or removed when null); null when
  * nothing changes. Only our entries change: in JSON they are inserted and removed as text (the
- * rest of the file keeps its bytes), in TOML they are one marked block.
+ * rest of the file keeps its bytes), in TOML they are one marked block. A `hooks` object or event
+ * list in `empty` gets its noted text back when our entries go.
  */
-export function plannedText(file: ConfigFile, adapter: HarnessAdapter, entries: HookEntries | null): string | null {
+export function plannedText(file: ConfigFile, adapter: HarnessAdapter, entries: HookEntries | null, empty: EmptyHooks = {}): string | null {
   if (file.format === "toml") {
     const next = withBlock(file.path, file.text ?? "", adapter, entries);
     return next === (file.text ?? "") ? null : next;
   }
-  let want = withEntries(file.json, adapter, entries);
+  let want = withEntries(file.json, adapter, entries, empty);
   if (entries && adapter.required) want = { ...adapter.required, ...want };
   if (isDeepStrictEqual(want, file.json)) return null;
   if (file.text === null) return `${JSON.stringify(want, null, 2)}\n`;
-  const next = editedText(file.text, file.json, adapter, entries);
+  const next = editedText(file.text, file.json, adapter, entries, empty);
   // The text edits must give exactly what the rule above says; anything else is our bug, not the user's file.
   if (!isDeepStrictEqual(JSON.parse(next), want)) throw new Error(`editing ${file.path} gave a different result than planned`);
   return next;
@@ -90,7 +113,7 @@ const ourGroup = (adapter: HarnessAdapter, event: string, handler: JsonObject): 
 };
 
 /** The JSON text with our handlers replaced, one insertion or removal at a time (see json-edit.ts). */
-function editedText(text: string, json: JsonObject, adapter: HarnessAdapter, entries: HookEntries | null): string {
+function editedText(text: string, json: JsonObject, adapter: HarnessAdapter, entries: HookEntries | null, empty: EmptyHooks): string {
   for (const [key, value] of Object.entries(adapter.required ?? {})) {
     if (entries && json[key] === undefined) text = insertChild(text, [], 0, value, key);
   }
@@ -133,21 +156,26 @@ function editedText(text: string, json: JsonObject, adapter: HarnessAdapter, ent
       }
     }
     if (fresh) text = insertChild(text, ["hooks", event], place, fresh);
-    else if (left === 0 && list.length > 0) text = removeChild(text, ["hooks"], memberIndex(text, ["hooks"], event));
+    else if (left === 0 && list.length > 0) text = emptied(text, ["hooks"], event, empty[hooksKey(event)]);
   }
   const after = JSON.parse(text) as JsonObject;
-  if (hadEvents && isObject(after.hooks) && Object.keys(after.hooks).length === 0)
-    text = removeChild(text, [], memberIndex(text, [], "hooks"));
+  if (hadEvents && isObject(after.hooks) && Object.keys(after.hooks).length === 0) text = emptied(text, [], "hooks", empty[hooksKey()]);
   return text;
+}
+
+/** A member whose last entry of ours went: back to the user's empty text, or removed when tacho created it. */
+function emptied(text: string, path: string[], key: string, before: string | undefined): string {
+  return before === undefined ? removeChild(text, path, memberIndex(text, path, key)) : setMemberText(text, path, key, before);
 }
 
 /**
  * The configuration with the collector's handlers replaced by `entries` (or removed when null).
  * Every other key, group and handler keeps its place and value. A group that held only our
  * handler is dropped with it; our fresh group takes the place of the first one we had. An event
- * that is not a list (a common mistake: `"Stop": { "hooks": [...] }`) is refused, untouched.
+ * that is not a list (a common mistake: `"Stop": { "hooks": [...] }`) is refused, untouched. An
+ * event list, or the hooks object, emptied of ours goes with it unless it is in `empty` (the user's).
  */
-export function withEntries(json: JsonObject, adapter: HarnessAdapter, entries: HookEntries | null): JsonObject {
+export function withEntries(json: JsonObject, adapter: HarnessAdapter, entries: HookEntries | null, empty: EmptyHooks = {}): JsonObject {
   const before = isObject(json.hooks) ? json.hooks : {};
   for (const event of Object.keys(entries ?? {})) {
     if (before[event] !== undefined && !Array.isArray(before[event]))
@@ -180,13 +208,18 @@ export function withEntries(json: JsonObject, adapter: HarnessAdapter, entries: 
         placed = true;
       }
       if (ours && !placed) out.push(ourGroup(adapter, event, ours));
-      if (out.length > 0) hooks[event] = out;
-      else delete hooks[event];
+      hooks[event] = out;
     }
   }
+  // A list or hooks object we emptied goes with our last entry; one the user left empty stays.
+  for (const [event, list] of Object.entries(hooks)) {
+    const was = before[event];
+    if (Array.isArray(list) && list.length === 0 && Array.isArray(was) && was.length > 0 && !(hooksKey(event) in empty))
+      delete hooks[event];
+  }
   const next: JsonObject = { ...json };
-  // A hooks object we emptied goes with our last entry; one the user left empty stays.
-  if (Object.keys(hooks).length > 0 || (json.hooks !== undefined && Object.keys(before).length === 0)) next.hooks = hooks;
+  if (Object.keys(hooks).length > 0 || (json.hooks !== undefined && Object.keys(before).length === 0) || hooksKey() in empty)
+    next.hooks = hooks;
   else delete next.hooks;
   return next;
 }

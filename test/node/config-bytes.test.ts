@@ -129,3 +129,52 @@ describe("TOML files keep their bytes", () => {
     expect(readFileSync(path, "utf8")).toBe(text);
   });
 });
+
+// A hooks block or event list the user left empty is theirs: removing our entries gives it back as
+// it was (spacing inside it too), and only the blocks and lists enroll created go.
+const EMPTY_HOOKS: Record<string, string> = {
+  "empty hooks, one line": `{"hooks":{}}`,
+  "empty hooks, pretty, final newline": `{\n  "hooks": {}\n}\n`,
+  "empty hooks, pretty, no final newline": `{\n  "hooks": {}\n}`,
+  "empty hooks with a space inside, between other keys": `{ "theme": "dark", "hooks": { }, "env": {} }`,
+  "empty event list, one line": `{"hooks":{"PreToolUse":[]}}`,
+  "empty event list, pretty, final newline": `{\n  "hooks": {\n    "PreToolUse": [ ]\n  }\n}\n`,
+  "empty event list, pretty, no final newline": `{\n    "hooks": {\n        "PreToolUse": []\n    }\n}`,
+  "empty event list next to a user's hook on an event of ours": `{\n  "hooks": {\n    "PreToolUse": [],\n    "Stop": [ { "hooks": [ { "type": "command", "command": "say done" } ] } ]\n  }\n}\n`,
+  "events that are not ours, one empty, one with a hook": `{"hooks":{"PostCompact":[],"Elicitation":[{"hooks":[{"type":"command","command":"./x.sh"}]}]}}`,
+};
+const FILES: Record<string, { path: () => string; text: (t: string) => string }> = {
+  "claude-code": { path: () => join(home.env.CLAUDE_CONFIG_DIR!, "settings.json"), text: (t) => t },
+  codex: { path: () => join(env.CODEX_HOME!, "hooks.json"), text: (t) => t },
+  stella: { path: () => join(env.STELLA_HOME!, "settings.json"), text: (t) => t },
+  // Cursor's events are camelCase, and its file carries version 1.
+  cursor: {
+    path: () => join(home.dir, ".cursor", "hooks.json"),
+    text: (t) => t.replace("{", '{"version": 1,').replaceAll('"PreToolUse"', '"preToolUse"').replaceAll('"Stop"', '"stop"'),
+  },
+};
+
+describe("empty hooks blocks and event lists come back byte for byte", () => {
+  for (const [name, text] of Object.entries(EMPTY_HOOKS)) {
+    for (const remove of [
+      ["unenroll", "--force"],
+      ["reassign", "--harness", "none"],
+    ]) {
+      it(`${name}: enroll, enroll again, ${remove.join(" ")}`, async () => {
+        env.STELLA_HOME = join(home.dir, ".stella");
+        for (const file of Object.values(FILES)) put(file.path(), file.text(text));
+        const r = await enroll(Object.keys(FILES).join(","));
+        expect(r.code, r.stderr).toBe(0);
+        const applied = Object.values(FILES).map((f) => readFileSync(f.path(), "utf8"));
+        expect(applied.every((a, i) => a !== Object.values(FILES)[i]!.text(text))).toBe(true);
+        expect((await enroll(Object.keys(FILES).join(","))).code).toBe(0);
+        expect(Object.values(FILES).map((f) => readFileSync(f.path(), "utf8"))).toEqual(applied);
+        const rm = await tacho(...remove);
+        expect(rm.code, rm.stderr).toBe(0);
+        for (const [harness, file] of Object.entries(FILES)) expect(readFileSync(file.path(), "utf8"), harness).toBe(file.text(text));
+        // Nothing of what enroll noted is left over for a later enroll to misread.
+        expect(existsSync(join(env.OXAGEN_HOME!, "originals.json"))).toBe(false);
+      });
+    }
+  }
+});
