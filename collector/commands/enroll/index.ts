@@ -11,7 +11,7 @@ import { useNodeCrypto } from "../../lib/node-crypto.ts";
 import { readHost, statePath, withHookSecret, writeHost, type HostConfig } from "../../lib/state.ts";
 import { startRecorder } from "../../lib/recorder-process.ts";
 import { checkShellHeaders, chooseUpstreams, type UpstreamSaid, upstreamLine } from "../../harnesses/upstreams.ts";
-import { cachePolicy, register, serverUrl, signIn } from "./register.ts";
+import { cachePolicy, checkOrigin, register, serverUrl, signIn } from "./register.ts";
 import { choosePorts, portTrouble, type Reenroll, reenrollCheck } from "./steps.ts";
 
 export const USAGE = `usage: tacho enroll --server URL [--token TOKEN] [--harness LIST] [options]
@@ -123,6 +123,7 @@ export async function enrollWith(options: EnrollOptions): Promise<number> {
   let policy: string;
   if (enrolling) {
     const base = serverUrl(values.server!);
+    await checkOrigin(options.program, base, values.token !== undefined);
     const secret = newSecretKey();
     const token =
       values.token ?? (await signIn(base, secret, harnesses, values.workspace, { program: options.program, print: values.print ?? false }));

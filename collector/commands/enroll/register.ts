@@ -2,6 +2,7 @@ import { bytesToHex, EnrollAnswer, keyIdFor, publicKeyOf, ROUTES } from "../../.
 import { signInWithCode, thisComputer } from "../../lib/device.ts";
 import { ExitError, UsageError } from "../../lib/errors.ts";
 import { refusal, requestJson } from "../../lib/http.ts";
+import { otherOrigin } from "../../lib/server.ts";
 import { type HostConfig, withHookSecret } from "../../lib/state.ts";
 import { fetchPolicy } from "../../recorder/policy-cache.ts";
 
@@ -11,6 +12,19 @@ export function serverUrl(server: string): URL {
   } catch {
     throw new UsageError(`--server ${server} is not a URL`);
   }
+}
+
+/**
+ * Refuses a --server that is another name for the server (docs/operations.md, "The server's origin")
+ * before a code is asked for or the token is sent: the host would sign every request for that name,
+ * and the server refuses every one not signed for its own origin.
+ */
+export async function checkOrigin(program: string, base: URL, token: boolean): Promise<void> {
+  const origin = await otherOrigin(base.origin);
+  if (origin === null) return;
+  throw new UsageError(
+    `${program}: the server at ${base.origin} gives its origin as ${origin}, the URL computers must enroll with: it refuses every request signed for another. Run this again with --server ${origin}${token ? " (the token was not used)" : ""}. Nothing was written. [wrong_origin]`,
+  );
 }
 
 /** Signs in (protocol/device.ts) for a one-time enrollment token bound to this computer's new key. */
