@@ -9,6 +9,8 @@ export interface HostFetchOptions {
   body?: Uint8Array;
   headers?: Record<string, string>;
   timeoutMs?: number;
+  /** Ends the call early (with the timeout, whichever comes first). */
+  signal?: AbortSignal;
 }
 
 /**
@@ -25,7 +27,9 @@ export function hostFetch(host: HostConfig, path: string, opts: HostFetchOptions
     method,
     headers: { ...headers, ...auth },
     body: method === "GET" ? undefined : (body as Uint8Array<ArrayBuffer>),
-    signal: AbortSignal.timeout(opts.timeoutMs ?? 30_000),
+    signal: opts.signal
+      ? AbortSignal.any([opts.signal, AbortSignal.timeout(opts.timeoutMs ?? 30_000)])
+      : AbortSignal.timeout(opts.timeoutMs ?? 30_000),
   });
 }
 
