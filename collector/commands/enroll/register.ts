@@ -59,9 +59,9 @@ export async function register(
   if (!answer.ok) {
     const hint =
       answer.status === 401
-        ? "\nAn enrollment token works once and expires: 60 minutes after it was made unless its maker chose another ttl_minutes (the one npm start prints lasts 24 hours). Create a new one with an operator token: POST /v1/enrollment-tokens (npm start prints a ready enroll line with one)."
+        ? "\nAn enrollment token works once and expires: 60 minutes after it was made unless its maker chose another ttl_minutes (the one npm start prints lasts 24 hours). Make a new one on the console's Computers page, or with an operator token: POST /v1/enrollment-tokens (npm start prints a ready enroll line with one)."
         : "";
-    throw new ExitError(1, `enrollment refused (HTTP ${answer.status}): ${refusal(answer).message}${hint}`);
+    throw new ExitError(1, `tacho enroll: enrollment refused (HTTP ${answer.status}): ${refusal(answer).message}${hint}`);
   }
   const parsed = EnrollAnswer.safeParse(answer.body);
   if (!parsed.success) throw new ExitError(1, `the server's enrollment answer is not one this collector understands`);
