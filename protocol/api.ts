@@ -96,6 +96,19 @@ export const EnrollRequest = z.strictObject({
   harnesses: z.array(z.string().min(1).max(64)).max(32),
 });
 
+/**
+ * `GET /healthz`. `origin` is the server's own origin, the one every host request must be signed
+ * for (docs/operations.md, "The server's origin"); a server from before it was named leaves it out.
+ */
+export const HealthAnswer = z.looseObject({
+  ok: z.literal(true),
+  version: z.string(),
+  protocol: z.number().int(),
+  origin: z.url().optional(),
+});
+/** One of {@link HealthAnswer}. */
+export type HealthAnswer = z.infer<typeof HealthAnswer>;
+
 /** The answer to an enrollment. */
 export const EnrollAnswer = z.strictObject({
   host_id: HostId,

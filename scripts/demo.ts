@@ -170,7 +170,9 @@ async function main(): Promise<number> {
   const frames = (
     (await (await api(`/v1/runs/${runId}/frames?limit=1000`)).json()) as { frames: { seq: number; kind: string; payload: string }[] }
   ).frames;
-  say(`\nRun ${runId}: ${view.status}, ${view.frame_count} frames, ${view.lock_count} locks`);
+  say(
+    `\nRun ${runId}: ${view.status}, ${view.frame_count} frame${view.frame_count === 1 ? "" : "s"}, ${view.lock_count} lock${view.lock_count === 1 ? "" : "s"}`,
+  );
   for (const f of frames) {
     const p = JSON.parse(f.payload) as Record<string, unknown>;
     const note = [p.tool_name, p.decision, p.reason, p.program, p.outcome].filter((x) => typeof x === "string").join(" · ");

@@ -19,6 +19,8 @@ export function stopper(r: Running, socket: Listening, timers: NodeJS.Timeout[])
 }
 
 async function stop(r: Running, socket: Listening, timers: NodeJS.Timeout[]): Promise<void> {
+  // `tacho daemon stop` waits 15 s for the process to end: all of a stop's waiting on the server fits in this.
+  const deadline = Date.now() + envMs("OXAGEN_STOP_MS", 10_000);
   const { journal, recorder, shipper, replayer } = r;
   for (const t of timers) clearInterval(t);
   r.push.stop();
@@ -36,7 +38,7 @@ async function stop(r: Running, socket: Listening, timers: NodeJS.Timeout[]): Pr
   // A last chance to deliver; the timer is ref'd so the process stays up for it.
   await new Promise((done) => setTimeout(done, envMs("OXAGEN_STOP_FLUSH_MS", 1500)));
   await givingBack;
-  await shipper.stop();
+  await shipper.stop(deadline - Date.now());
   if (enrolled) writeStatus(r, Date.now());
   journal.close();
   try {

@@ -55,7 +55,7 @@ export function chooseUpstreams(
     given.add(vendor);
   }
   const ours = gatewayUrl(host);
-  const shell = (name: string) => `the environment ${program} ran in (${name})`;
+  const shell = (name: string) => `${name} in the environment ${program} ran in`;
   if (routed.includes("claude-code") && !given.has("anthropic")) {
     const file = readConfig(claudeCode);
     const own = ownClaudeBaseUrl(file, host);

@@ -1,4 +1,6 @@
-import { ErrorAnswer, fromHex, ROUTES, signRequest } from "../../protocol/index.ts";
+import { ErrorAnswer, fromHex, HealthAnswer, originOf, ROUTES, signRequest } from "../../protocol/index.ts";
+import { ExitError } from "./errors.ts";
+import { requestJson } from "./http.ts";
 import type { HostConfig } from "./state.ts";
 
 /** A host-signed call's options: header names lowercase, as protocol/auth.ts signs them. */
@@ -7,6 +9,8 @@ export interface HostFetchOptions {
   body?: Uint8Array;
   headers?: Record<string, string>;
   timeoutMs?: number;
+  /** Ends the call early (with the timeout, whichever comes first). */
+  signal?: AbortSignal;
 }
 
 /**
@@ -23,7 +27,9 @@ export function hostFetch(host: HostConfig, path: string, opts: HostFetchOptions
     method,
     headers: { ...headers, ...auth },
     body: method === "GET" ? undefined : (body as Uint8Array<ArrayBuffer>),
-    signal: AbortSignal.timeout(opts.timeoutMs ?? 30_000),
+    signal: opts.signal
+      ? AbortSignal.any([opts.signal, AbortSignal.timeout(opts.timeoutMs ?? 30_000)])
+      : AbortSignal.timeout(opts.timeoutMs ?? 30_000),
   });
 }
 
@@ -44,15 +50,39 @@ export function hostAuth(
     body,
   });
 }
-/** Unenrolls this host on its server (`DELETE /v1/host`, signed with its key); "gone" when it already does not know this host's key (unenrolled by an operator). */
+/**
+ * The server's own origin (`GET /healthz`), the one it checks host signatures against, when `server`
+ * is another name for it (`localhost` for `127.0.0.1`, another address that reaches it): every
+ * request signed for `server` would be refused. Null when they agree, or when the server does not
+ * name its origin (one from before it did). A server that cannot be reached is an ExitError.
+ */
+export async function otherOrigin(server: string): Promise<string | null> {
+  const answer = await requestJson(new URL(ROUTES.health, server), { timeoutMs: 15_000 });
+  const health = HealthAnswer.safeParse(answer.body);
+  if (!answer.ok || !health.success || health.data.origin === undefined) return null;
+  const origin = originOf(health.data.origin);
+  return origin === originOf(server) ? null : origin;
+}
+
+/**
+ * Unenrolls this host on its server (`DELETE /v1/host`, signed with its key); "gone" when it already
+ * does not know this host's key (unenrolled by an operator). A refused signature is "gone" only when
+ * it was signed for the server's own origin: one signed for another name of the server says so.
+ */
 export async function unenrollOnServer(host: HostConfig): Promise<"unenrolled" | "gone" | { error: string }> {
   try {
     const res = await hostFetch(host, ROUTES.hostStatus, { method: "DELETE", timeoutMs: 15_000 });
     if (res.ok) return "unenrolled";
     const answer = ErrorAnswer.safeParse(await res.json().catch(() => null));
-    if (res.status === 401 && answer.success && answer.data.error === "bad_signature") return "gone";
+    if (res.status === 401 && answer.success && answer.data.error === "bad_signature") {
+      const origin = await otherOrigin(host.server);
+      if (origin === null) return "gone";
+      return {
+        error: `this computer signs its requests for ${host.server}, the URL it enrolled with, but the server's origin is ${origin}, so it refuses them [wrong_origin]`,
+      };
+    }
     return { error: `HTTP ${res.status}: ${answer.success ? answer.data.message : "no reason given"}` };
   } catch (err) {
-    return { error: `cannot reach ${host.server}: ${(err as Error).message}` };
+    return { error: err instanceof ExitError ? err.message : `cannot reach ${host.server}: ${(err as Error).message}` };
   }
 }

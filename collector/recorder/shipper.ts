@@ -83,6 +83,7 @@ export class Shipper {
   #backoff = 0;
   #stopped = false;
   #again = false;
+  readonly #abort = new AbortController();
 
   constructor(journal: Journal, host: HostConfig, opts: ShipperOptions) {
     this.#journal = journal;
@@ -110,12 +111,22 @@ export class Shipper {
     this.#timer.unref();
   }
 
-  /** Stops; waits for a shipment in flight (whose acks are journaled) to finish. */
-  async stop(): Promise<void> {
+  /**
+   * Stops; waits for a shipment in flight (whose acks are journaled) to finish, for at most
+   * `graceMs`: then it is abandoned, and what it carried stays in the journal for the next start
+   * (the server keeps a frame once, however often it arrives).
+   */
+  async stop(graceMs = 5_000): Promise<void> {
     this.#stopped = true;
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = null;
-    await this.#running;
+    if (!this.#running) return;
+    const abandon = setTimeout(() => this.#abort.abort(new Error("the recorder is stopping")), Math.max(0, graceMs));
+    try {
+      await this.#running;
+    } finally {
+      clearTimeout(abandon);
+    }
   }
 
   /** Frames, locks and bodies not yet acknowledged. */
@@ -145,6 +156,10 @@ export class Shipper {
     } catch (err) {
       const retry = err instanceof Retry ? err.afterMs : null;
       this.lastError = (err as Error).message;
+      if (this.#stopped) {
+        this.#opts.log(`ship: ${this.lastError}; what it carried stays in the journal for the next start`);
+        return null;
+      }
       this.#backoff = this.#backoff === 0 ? this.#opts.baseMs : Math.min(this.#backoff * 1.5, this.#opts.maxMs);
       const jittered = Math.min(this.#backoff * (0.8 + Math.random() * 0.4), this.#opts.maxMs);
       const wait = retry !== null ? Math.min(Math.max(retry, 0), 10 * this.#opts.maxMs) : jittered;
@@ -193,7 +208,7 @@ export class Shipper {
   async #post(path: string, method: "POST" | "PUT", body: Uint8Array, headers: Record<string, string>): Promise<Response> {
     let res: Response;
     try {
-      res = await hostFetch(this.#host, path, { method, body, headers, timeoutMs: 60_000 });
+      res = await hostFetch(this.#host, path, { method, body, headers, timeoutMs: 60_000, signal: this.#abort.signal });
     } catch (err) {
       throw new Retry(`${method} ${path}: ${(err as Error & { cause?: Error }).cause?.message ?? (err as Error).message}`, null);
     }

@@ -10,10 +10,11 @@
 // streams, CPU per call of the proxy's own process (/proc utime+stime), its peak RSS, and errors.
 // The RESULT line carries the gateway's figures as ratios to the bare proxy's in the same run, and
 // its CPU per call as a ratio to the recording floor's (cpu_ratio_floor).
-import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { type ChildProcess, execFile, spawn, spawnSync } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { Agent, request } from "node:http";
 import { performance } from "node:perf_hooks";
+import { promisify } from "node:util";
 import { defaultPolicy } from "../../protocol/index.ts";
 import { createServer } from "node:net";
 import { freePort, makeHome, NODE, ROOT, sleep, TACHO } from "../../test/support/recorder.ts";
@@ -234,7 +235,9 @@ for (let r = 0; r < ROUNDS; r++) {
 }
 const peak = new Map(ways.filter((w) => w.pid).map((w) => [w.name, hwmOf(w.pid!)]));
 
-spawnSync(NODE, [TACHO, "daemon", "stop"], { env });
+// Not spawnSync: the stand-in server runs in this process and answers the stop's last shipment (a
+// blocked one held the stop until it gave up, and the status read here was the last heartbeat's).
+await promisify(execFile)(NODE, [TACHO, "daemon", "stop"], { env });
 const status = JSON.parse(readFileSync(`${home.dir}/recorder-status.json`, "utf8")) as { gateway?: { carried: number } };
 // Every call's llm_call, once: in the journal, or already acknowledged by the stand-in server.
 const llmCalls = new Set<string>();

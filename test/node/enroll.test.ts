@@ -1,5 +1,5 @@
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { startStub, STUB_TOKEN, STUB_WORKSPACE, type StubServer } from "./support/stub-server.ts";
@@ -137,6 +137,31 @@ describe("tacho enroll into Claude Code", () => {
     expect(readFileSync(settingsPath, "utf8")).toBe(once);
     expect((await tacho(...enrollArgs())).code).toBe(0);
     expect(readFileSync(settingsPath, "utf8")).toBe(once);
+  });
+
+  it("says when a settings file others can read now holds the enrollment's secret, and leaves its mode alone", async () => {
+    writeFileSync(settingsPath, USER_SETTINGS, { mode: 0o644 });
+    chmodSync(settingsPath, 0o644);
+    // A home other users can enter (mkdtemp made it 0700, which keeps the file private whatever its mode).
+    chmodSync(home.dir, 0o755);
+    chmodSync(home.env.CLAUDE_CONFIG_DIR!, 0o755);
+    const r = await tacho(...enrollArgs());
+    expect(r.code).toBe(0);
+    const out = JSON.parse(r.stdout) as Json;
+    expect(readFileSync(settingsPath, "utf8")).toContain(
+      JSON.parse(readFileSync(join(home.env.OXAGEN_HOME!, "host.json"), "utf8")).hook_secret,
+    );
+    expect(out.secret_readable_by_others).toEqual([{ path: settingsPath, mode: "0644" }]);
+    expect(statSync(settingsPath).mode & 0o777).toBe(0o644);
+    const text = await tacho("enroll", "--harness", "claude-code");
+    expect(text.stdout).toContain(`warning: ${settingsPath} (mode 0644) can be read by other users of this computer`);
+    expect(text.stdout).toContain(`chmod 600 ${settingsPath}`);
+
+    chmodSync(settingsPath, 0o600);
+    expect((await tacho("enroll", "--harness", "claude-code")).stdout).not.toContain("warning:");
+    chmodSync(settingsPath, 0o644);
+    chmodSync(home.dir, 0o700);
+    expect((await tacho("enroll", "--harness", "claude-code")).stdout).not.toContain("warning:");
   });
 
   it("creates settings.json when Claude Code has none", async () => {

@@ -152,7 +152,7 @@ describe("enroll --gateway", () => {
     expect(r.code, r.stderr).toBe(0);
     const host = JSON.parse(readFileSync(join(env.OXAGEN_HOME!, "host.json"), "utf8")) as Json;
     expect(host.upstreams).toEqual({
-      anthropic: { url: "http://127.0.0.1:8/anthropic", from: "the environment tacho enroll ran in (ANTHROPIC_BASE_URL)" },
+      anthropic: { url: "http://127.0.0.1:8/anthropic", from: "ANTHROPIC_BASE_URL in the environment tacho enroll ran in" },
       openai: { url: "http://127.0.0.1:9/openai", from: "--upstream" },
     });
     const bad = await tacho("enroll", "--no-start", "--harness", "claude-code", "--upstream", "anthropic=https://user:pw@proxy.example");

@@ -105,4 +105,18 @@ describe("a streamed response's credentials, found in its content", () => {
     expect(out.text).toContain('"text":"say \\"hi\\"\\n\\u0001\u00e9 [REDACTED:anthropic_api_key]"');
     expect(out.text).toContain('"text":""');
   });
+
+  it("a credential whose JSON escapes leave a lone surrogate is removed and hashed as UTF-8 writes it; the call is recorded", () => {
+    // \ud800 alone: the model's text as the vendor escaped it, no UTF-8 form until replaced by U+FFFD.
+    const line = `event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"password=ab\\ud800cdefghij1234"}}\n\n`;
+    const out = redactSse(line);
+    expect(out.text).toContain('"text":"password=[REDACTED:password]"');
+    expect(out.redactions).toEqual([{ kind: "password", sha256: sha256Hex("ab\ufffdcdefghij1234") }]);
+    const step = llmCallStep(
+      carried(anthropic([]).replace("event: content_block_stop", `${line.slice(0, -1)}event: content_block_stop`)),
+      null,
+    );
+    expect(step.kind).toBe("llm_call");
+    expect(Buffer.from(step.bodies[1]!.bytes!).toString()).not.toContain("cdefghij1234");
+  });
 });

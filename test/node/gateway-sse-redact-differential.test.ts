@@ -51,6 +51,11 @@ const same = (stream: string) => {
   }
   const got = outcome(redactSse, stream);
   const want = outcome(referenceRedactSse, stream);
+  // The one change on purpose: a credential holding a lone surrogate is hashed, not thrown on.
+  if ("threw" in want && want.threw === "string holds a lone surrogate") {
+    expect(got).toHaveProperty("ok");
+    return;
+  }
   if (JSON.stringify(got) !== JSON.stringify(want)) expect({ stream, got }).toEqual({ stream, got: want });
 };
 

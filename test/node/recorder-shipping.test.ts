@@ -1,8 +1,22 @@
+import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { promisify } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
 import { parseLock, runIdFor, sha256Hex, verifyChain } from "../../protocol/index.ts";
-import { agentEvent, freePort, HOST, makeHome, readJournal, sleep, startDaemon, until, type DaemonProc } from "../support/recorder.ts";
+import {
+  agentEvent,
+  freePort,
+  HOST,
+  makeHome,
+  NODE,
+  readJournal,
+  sleep,
+  startDaemon,
+  TACHO,
+  until,
+  type DaemonProc,
+} from "../support/recorder.ts";
 import { StubServer } from "../support/stub-server.ts";
 
 const running: DaemonProc[] = [];
@@ -201,5 +215,32 @@ describe("recorder shipping", () => {
     await until(() => status(home.dir)?.last_error?.includes("quota"));
     server.overQuota.clear();
     await until(() => server.stored(busy).length === 1);
+  });
+
+  it("a stop whose last shipment the server never answers still ends (tacho daemon stop succeeds), and the next start ships what it held", async () => {
+    const server = new StubServer();
+    servers.push(server);
+    server.stallIngest = true;
+    const port = await server.start();
+    const home = await makeHome({ server: `http://127.0.0.1:${port}` });
+    const env = { ...FAST, OXAGEN_STOP_MS: "1000" };
+    const d = await startDaemon(home, env);
+    running.push(d);
+    await agentEvent(home, "stall-agent", { session_id: "stall-1", hook_event_name: "SessionStart" });
+    await agentEvent(home, "stall-agent", { session_id: "stall-1", hook_event_name: "UserPromptSubmit", prompt: "go" });
+    await until(() => server.stalled >= 1);
+
+    // Not spawnSync: the stand-in server is in this process and must go on holding its connection.
+    const stopped = await promisify(execFile)(NODE, [TACHO, "daemon", "stop"], { env: { ...process.env, OXAGEN_HOME: home.dir } });
+    expect(stopped.stderr).toBe("");
+    expect(await d.exited).toBe(0);
+    expect(d.stderr()).toContain("stays in the journal for the next start");
+    const chain = runIdFor(HOST, "stall-agent", "stall-1");
+    expect(server.stored(chain)).toEqual([]);
+
+    server.stallIngest = false;
+    running.push(await startDaemon(home, env));
+    await until(() => server.stored(chain).length >= 2);
+    expect(verifyChain(chain, server.stored(chain)).problems).toEqual([]);
   });
 });

@@ -37,6 +37,10 @@ export class StubServer {
   readonly bodies = new Map<string, { bytes: Buffer; run: string; role: string }>();
   /** Answer this many next requests with 503 + Retry-After: 1. */
   unavailable = 0;
+  /** While set, /v1/ingest requests are read and never answered (a server that hangs). */
+  stallIngest = false;
+  /** Ingest requests held unanswered so far. */
+  stalled = 0;
   /** Seqs to lose the first time they arrive (as if a batch were cut short), to test resending. */
   readonly loseOnce = new Set<number>();
   /** Every chain part received: which seqs it carried. */
@@ -118,6 +122,11 @@ export class StubServer {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
     const bytes = Buffer.concat(chunks);
+    if (this.stallIngest && req.url === ROUTES.ingest) {
+      this.stalled++;
+      // Never answered: the connection ends when the server stops.
+      return new Promise(() => {});
+    }
     if (this.unavailable > 0) {
       this.unavailable--;
       return { status: 503, body: { error: "unavailable", message: "try later" }, headers: { "retry-after": "1" } };

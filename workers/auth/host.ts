@@ -34,7 +34,7 @@ export function serverOrigin(env: Env): string {
   try {
     return originOf(env.OXAGEN_ORIGIN);
   } catch (cause) {
-    throw new AppError(500, "misconfigured", "The server's OXAGEN_ORIGIN is not a URL.", { cause });
+    throw new AppError(500, "server_misconfigured", "The server's OXAGEN_ORIGIN is not a URL.", { cause });
   }
 }
 

@@ -1,3 +1,4 @@
+import { exposedLine, secretReadableByOthers } from "../../harnesses/exposed.ts";
 import { fromHex, keyIdFor, newSecretKey, TOKEN_SHAPE } from "../../../protocol/index.ts";
 import { applyHarnesses, checkHarnessConfigs, proveHookCommands, type HarnessResult } from "../../harnesses/apply.ts";
 import { hookProgram } from "../../harnesses/command.ts";
@@ -11,7 +12,7 @@ import { useNodeCrypto } from "../../lib/node-crypto.ts";
 import { readHost, statePath, withHookSecret, writeHost, type HostConfig } from "../../lib/state.ts";
 import { startRecorder } from "../../lib/recorder-process.ts";
 import { checkShellHeaders, chooseUpstreams, type UpstreamSaid, upstreamLine } from "../../harnesses/upstreams.ts";
-import { cachePolicy, register, serverUrl, signIn } from "./register.ts";
+import { cachePolicy, checkOrigin, register, serverUrl, signIn } from "./register.ts";
 import { choosePorts, portTrouble, type Reenroll, reenrollCheck } from "./steps.ts";
 
 export const USAGE = `usage: tacho enroll --server URL [--token TOKEN] [--harness LIST] [options]
@@ -123,6 +124,7 @@ export async function enrollWith(options: EnrollOptions): Promise<number> {
   let policy: string;
   if (enrolling) {
     const base = serverUrl(values.server!);
+    await checkOrigin(options.program, base, values.token !== undefined);
     const secret = newSecretKey();
     const token =
       values.token ?? (await signIn(base, secret, harnesses, values.workspace, { program: options.program, print: values.print ?? false }));
@@ -167,6 +169,8 @@ function report(
   gateway: { routes: GatewayResult[]; unrouted: { harness: string; why: string }[] },
   more: { upstreams: UpstreamSaid[]; reenroll: Reenroll["said"] | null; listening: string[] },
 ): void {
+  const written = [...results.map((r) => r.config), ...gateway.routes.flatMap((r) => [r.config, ...(r.mcp ? [r.mcp.config] : [])])];
+  const exposed = host.hook_secret ? secretReadableByOthers(written, host.hook_secret) : [];
   if (json) {
     const out = {
       host_id: host.host_id,
@@ -182,6 +186,7 @@ function report(
       gateway: { port: host.ports.gateway, routed: gateway.routes, not_routed: gateway.unrouted, upstreams: more.upstreams },
       reenrolled: more.reenroll,
       cannot_listen: more.listening,
+      secret_readable_by_others: exposed,
       state_dir: statePath(),
     };
     process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
@@ -209,6 +214,7 @@ function report(
   else if ("error" in recorder) lines.push(`recorder: ${recorder.error}`);
   else lines.push(`recorder: ${recorder.started ? "started" : "running"} (pid ${recorder.pid}, 127.0.0.1:${host.ports.hooks})`);
   for (const l of more.listening) lines.push(`but ${l}`);
+  for (const e of exposed) lines.push(exposedLine(e));
   process.stdout.write(`${lines.join("\n")}\n`);
 }
 

@@ -2,6 +2,7 @@ import { bytesToHex, EnrollAnswer, keyIdFor, publicKeyOf, ROUTES } from "../../.
 import { signInWithCode, thisComputer } from "../../lib/device.ts";
 import { ExitError, UsageError } from "../../lib/errors.ts";
 import { refusal, requestJson } from "../../lib/http.ts";
+import { otherOrigin } from "../../lib/server.ts";
 import { type HostConfig, withHookSecret } from "../../lib/state.ts";
 import { fetchPolicy } from "../../recorder/policy-cache.ts";
 
@@ -11,6 +12,19 @@ export function serverUrl(server: string): URL {
   } catch {
     throw new UsageError(`--server ${server} is not a URL`);
   }
+}
+
+/**
+ * Refuses a --server that is another name for the server (docs/operations.md, "The server's origin")
+ * before a code is asked for or the token is sent: the host would sign every request for that name,
+ * and the server refuses every one not signed for its own origin.
+ */
+export async function checkOrigin(program: string, base: URL, token: boolean): Promise<void> {
+  const origin = await otherOrigin(base.origin);
+  if (origin === null) return;
+  throw new UsageError(
+    `${program}: the server at ${base.origin} gives its origin as ${origin}, the URL computers must enroll with: it refuses every request signed for another. Run this again with --server ${origin}${token ? " (the token was not used)" : ""}. Nothing was written. [wrong_origin]`,
+  );
 }
 
 /** Signs in (protocol/device.ts) for a one-time enrollment token bound to this computer's new key. */
@@ -45,9 +59,9 @@ export async function register(
   if (!answer.ok) {
     const hint =
       answer.status === 401
-        ? "\nAn enrollment token works once and expires: 60 minutes after it was made unless its maker chose another ttl_minutes (the one npm start prints lasts 24 hours). Create a new one with an operator token: POST /v1/enrollment-tokens (npm start prints a ready enroll line with one)."
+        ? "\nAn enrollment token works once and expires: 60 minutes after it was made unless its maker chose another ttl_minutes (the one npm start prints lasts 24 hours). Make a new one on the console's Computers page, or with an operator token: POST /v1/enrollment-tokens (npm start prints a ready enroll line with one)."
         : "";
-    throw new ExitError(1, `enrollment refused (HTTP ${answer.status}): ${refusal(answer).message}${hint}`);
+    throw new ExitError(1, `tacho enroll: enrollment refused (HTTP ${answer.status}): ${refusal(answer).message}${hint}`);
   }
   const parsed = EnrollAnswer.safeParse(answer.body);
   if (!parsed.success) throw new ExitError(1, `the server's enrollment answer is not one this collector understands`);

@@ -1,3 +1,4 @@
+import { exposedLine, secretReadableByOthers } from "../../harnesses/exposed.ts";
 import { applyHarnesses, checkHarnessConfigs, proveHookCommands } from "../../harnesses/apply.ts";
 import { hookProgram } from "../../harnesses/command.ts";
 import { checkRoutes, gatewayHarnesses, routeHarness } from "../../harnesses/gateway.ts";
@@ -75,9 +76,11 @@ export async function reassign(args: string[]): Promise<number> {
       `warning: workspace changed to ${values.workspace} on this computer only; the server still files this host under ${host.workspace} until it offers a move\n`,
     );
   }
+  const written = [...applied.map((r) => r.config), ...routes.flatMap((r) => [r.config, ...(r.mcp ? [r.mcp.config] : [])])];
+  const exposed = next.hook_secret ? secretReadableByOthers(written, next.hook_secret) : [];
   if (values.json) {
     process.stdout.write(
-      `${JSON.stringify({ host_id: next.host_id, workspace: next.workspace, moved: moving, server_told: false, harnesses: next.harnesses, removed, applied, gateway: { routed: routes, unrouted, upstreams: upstreams.said } }, null, 2)}\n`,
+      `${JSON.stringify({ host_id: next.host_id, workspace: next.workspace, moved: moving, server_told: false, harnesses: next.harnesses, removed, applied, gateway: { routed: routes, unrouted, upstreams: upstreams.said }, secret_readable_by_others: exposed }, null, 2)}\n`,
     );
   } else {
     const lines = [`host ${next.host_id} in workspace ${next.workspace}; wraps ${next.harnesses.join(", ") || "no harness"}`];
@@ -87,10 +90,13 @@ export async function reassign(args: string[]): Promise<number> {
       if (r.action) lines.push(`  ${r.action}`);
     }
     for (const r of unrouted)
-      lines.push(`${r.harness}: model calls no longer through the gateway (${r.changed ? "removed from" : "were not in"} ${r.config})`);
+      lines.push(
+        `${r.harness}: model calls no longer through the gateway (${r.changed ? "settings given back in" : "were not in"} ${r.config})`,
+      );
     for (const r of routes)
       lines.push(`${r.harness}: model calls through the gateway (${r.changed ? "set in" : "already in"} ${r.config})`);
     for (const u of upstreams.said) lines.push(upstreamLine(u));
+    for (const e of exposed) lines.push(exposedLine(e));
     process.stdout.write(`${lines.join("\n")}\n`);
   }
   return 0;

@@ -54,7 +54,7 @@ export async function unenroll(args: string[]): Promise<number> {
   if (typeof server === "object" && !values.force)
     throw new ExitError(
       1,
-      `tacho unenroll: the server was not told (${server.error}); nothing was changed. Pass --force to unenroll here anyway`,
+      `tacho unenroll: the server was not told (${server.error}); nothing was changed. Pass --force to unenroll here anyway, then remove host ${host.host_id} in the console`,
     );
   const unrouted = (host.gateway ?? []).map((h) => routeHarness(host, h, false)!);
   const removed: HarnessResult[] = applyHarnesses(host, host.harnesses, "remove");

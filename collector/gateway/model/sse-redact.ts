@@ -132,7 +132,9 @@ function cutsOf(segments: Segment[], cuts: Cut[]): void {
       cuts.push({
         start: s.start + rawOffset(s, from),
         end: s.start + rawOffset(s, to),
-        first: first ? { kind: m.kind, secret: joined.slice(m.start, m.end) } : null,
+        // A credential read through a JSON escape can hold a lone surrogate, which has no UTF-8 form
+        // to hash: it is hashed as UTF-8 encoding writes it (each lone surrogate U+FFFD).
+        first: first ? { kind: m.kind, secret: joined.slice(m.start, m.end).toWellFormed() } : null,
       });
       first = false;
     }
