@@ -4,6 +4,7 @@
 // gives, and the events' bytes are the stream's own.
 import { describe, expect, it } from "vitest";
 import { SseSplitter } from "../../collector/gateway/model/sse.ts";
+import { seeded } from "../support/random.ts";
 
 /** The event as the splitter read it before: the whole event decoded, split into lines, read. */
 function eager(raw: Buffer): { event: string | null; data: string } {
@@ -14,16 +15,6 @@ function eager(raw: Buffer): { event: string | null; data: string } {
     else if (line.startsWith("event:")) event = line.slice(line[6] === " " ? 7 : 6);
   }
   return { event, data: data.join("\n") };
-}
-
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const LINES = [
@@ -59,7 +50,7 @@ function randomEvent(r: () => number): Buffer {
 
 describe("SSE events read lazily", () => {
   it("name and data are the whole event's, asked in either order, on random events cut at random places", () => {
-    const r = random(42);
+    const r = seeded(42);
     for (let round = 0; round < 2000; round++) {
       const stream = Buffer.concat(Array.from({ length: 1 + Math.floor(r() * 5) }, () => randomEvent(r)));
       const splitter = new SseSplitter();

@@ -7,6 +7,7 @@ import { redactSse } from "../../collector/gateway/model/sse-redact.ts";
 import { jsonLine } from "../../collector/gateway/model/sse-json.ts";
 import { referenceJsonLine, referenceRedactSse } from "../support/sse-redact-reference.ts";
 import { sse } from "../support/upstream.ts";
+import { seeded } from "../support/random.ts";
 
 const SECRETS = [
   "sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789AbCdEfGhIjKlMnOpQrStUvWxYz012345-AbCdEfAA",
@@ -20,17 +21,6 @@ const SECRETS = [
   "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx",
   '{"api_key": "abcd1234efgh5678"}',
 ];
-
-/** mulberry32: a seeded generator, so a failing case is the same case again. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const outcome = (f: (s: string) => unknown, s: string) => {
   try {
@@ -182,12 +172,12 @@ function flawed(r: () => number): string {
 
 describe("the content scan's hand-written literal reader gives what the expression gave", () => {
   it("vendor-shaped streams (Anthropic, Chat Completions, Responses) with credentials split at random places", () => {
-    const r = random(20261202);
+    const r = seeded(20261202);
     for (let i = 0; i < 3000; i++) same(vendorStream(r));
   });
 
   it("random JSON events, spaced and unspaced, with index keys in odd places", () => {
-    const r = random(7);
+    const r = seeded(7);
     for (let i = 0; i < 3000; i++) {
       const events: string[] = [];
       for (let j = 0, n = 1 + Math.floor(r() * 4); j < n; j++) {
@@ -199,7 +189,7 @@ describe("the content scan's hand-written literal reader gives what the expressi
   });
 
   it("malformed data lines: unclosed strings, stray quotes and backslashes, escapes before line terminators", () => {
-    const r = random(99);
+    const r = seeded(99);
     for (let i = 0; i < 4000; i++) {
       const lines: string[] = [];
       for (let j = 0, n = 1 + Math.floor(r() * 3); j < n; j++) lines.push(`data: ${junkLine(r)}${r() < 0.2 ? "\r" : ""}\n\n`);

@@ -2,6 +2,7 @@ import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { count } from "drizzle-orm";
 import { db, schema } from "../../workers/db/client.ts";
+import { seeded as rng } from "../support/random.ts";
 import { enrollHost, hostCall, seedWorkspace, TestRun, type TestHost } from "./support.ts";
 
 let host: TestHost;
@@ -16,17 +17,6 @@ beforeAll(async () => {
   base.llm();
   base.lock();
 });
-
-/** Deterministic PRNG (mulberry32), so a failure replays. */
-function rng(seed: number) {
-  return () => {
-    seed |= 0;
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const NASTY: unknown[] = [null, true, -1, 1.5, 2 ** 60, "", "x".repeat(300), "\ud800", [], {}, { seq: 0 }, `run_${"0".repeat(32)}`, NaN];
 
