@@ -53,6 +53,14 @@ export interface GatewayResult {
   mcp?: { config: string; changed: boolean };
 }
 
+/** What a routing did to the MCP server entry kept in a file of its own (Claude Code's ~/.claude.json), in words; null when it has none. */
+export function mcpLine(r: GatewayResult, routed: boolean): string | null {
+  if (!r.mcp) return null;
+  return routed
+    ? `${r.harness}: the workspace's tools as MCP server ${OXAGEN_MCP_SERVER} (${r.mcp.changed ? "set in" : "already in"} ${r.mcp.config})`
+    : `${r.harness}: MCP server ${OXAGEN_MCP_SERVER} ${r.mcp.changed ? "removed from" : "was not in"} ${r.mcp.config}`;
+}
+
 /** The context claude-code/env.ts edits settings.json in. */
 function claudeContext(file: ConfigFile, host: GatewayHost): EnvContext {
   return { file, record: (key) => settingOf(file.path, key), gatewayUrl: gatewayUrl(host), secret: host.hook_secret };

@@ -229,6 +229,8 @@ describe("enroll --gateway: the workspace's tools as the MCP server oxagen", () 
     put(codex, CODEX);
     const r = await enroll("claude-code,codex,cursor", "--gateway");
     expect(r.code, r.stderr).toBe(0);
+    // The file of its own is named where the rest of enroll's changes are.
+    expect(r.stdout).toContain(`claude-code: the workspace's tools as MCP server oxagen (set in ${claudeJson})`);
     const secret = (JSON.parse(readFileSync(join(env.OXAGEN_HOME!, "host.json"), "utf8")) as Json).hook_secret as string;
     const entry = { type: "http", url: `http://127.0.0.1:${gatewayPort}/mcp`, headers: { "x-oxagen-hook-secret": secret } };
     const json = JSON.parse(readFileSync(claudeJson, "utf8")) as Json;
@@ -248,12 +250,15 @@ describe("enroll --gateway: the workspace's tools as the MCP server oxagen", () 
     );
     const off = await tacho("reassign", "--no-gateway");
     expect(off.code, off.stderr).toBe(0);
+    expect(off.stdout).toContain(`claude-code: MCP server oxagen removed from ${claudeJson}`);
     expect(readFileSync(claudeJson, "utf8")).toBe(CLAUDE_JSON);
     expect(readFileSync(codex, "utf8")).toBe(CODEX);
     // On again, then unenroll: the same bytes again.
     expect((await tacho("reassign", "--gateway")).code).toBe(0);
     expect(readFileSync(claudeJson, "utf8")).not.toBe(CLAUDE_JSON);
-    expect((await tacho("unenroll", "--force")).code).toBe(0);
+    const gone = await tacho("unenroll", "--force");
+    expect(gone.code).toBe(0);
+    expect(gone.stdout).toContain(`claude-code: MCP server oxagen removed from ${claudeJson}`);
     expect(readFileSync(claudeJson, "utf8")).toBe(CLAUDE_JSON);
   });
 

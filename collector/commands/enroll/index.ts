@@ -3,7 +3,7 @@ import { fromHex, keyIdFor, newSecretKey, TOKEN_SHAPE } from "../../../protocol/
 import { applyHarnesses, checkHarnessConfigs, proveHookCommands, type HarnessResult } from "../../harnesses/apply.ts";
 import { hookProgram } from "../../harnesses/command.ts";
 import { harnessHealth } from "../../harnesses/health.ts";
-import { checkRoutes, type GatewayResult, gatewayHarnesses, NOT_ROUTED, routeHarness } from "../../harnesses/gateway.ts";
+import { checkRoutes, type GatewayResult, gatewayHarnesses, mcpLine, NOT_ROUTED, routeHarness } from "../../harnesses/gateway.ts";
 import { harnessList } from "../../harnesses/index.ts";
 import type { HookProblem } from "../../harnesses/types.ts";
 import { parse } from "../../lib/args.ts";
@@ -204,10 +204,13 @@ function report(
     lines.push(`${r.harness}: hooks ${r.changed ? "written to" : "already in"} ${r.config}`);
     for (const p of problems[r.harness] ?? []) lines.push(`  but ${p.state}: ${p.detail}`, `  fix: ${p.fix}`);
   }
-  for (const r of gateway.routes)
+  for (const r of gateway.routes) {
     lines.push(
       `${r.harness}: model calls through the gateway (127.0.0.1:${host.ports.gateway}), ${r.changed ? "set in" : "already in"} ${r.config}`,
     );
+    const mcp = mcpLine(r, true);
+    if (mcp) lines.push(mcp);
+  }
   for (const u of gateway.unrouted) lines.push(`${u.harness}: model calls not through the gateway: ${u.why}`);
   for (const u of more.upstreams) lines.push(upstreamLine(u));
   if (recorder === null) lines.push("recorder: not started (--no-start); start it with tacho daemon start");

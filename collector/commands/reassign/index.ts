@@ -1,7 +1,7 @@
 import { exposedLine, secretReadableByOthers } from "../../harnesses/exposed.ts";
 import { applyHarnesses, checkHarnessConfigs, proveHookCommands } from "../../harnesses/apply.ts";
 import { hookProgram } from "../../harnesses/command.ts";
-import { checkRoutes, gatewayHarnesses, routeHarness } from "../../harnesses/gateway.ts";
+import { checkRoutes, gatewayHarnesses, mcpLine, routeHarness } from "../../harnesses/gateway.ts";
 import { checkShellHeaders, chooseUpstreams, upstreamLine } from "../../harnesses/upstreams.ts";
 import { harnessList } from "../../harnesses/index.ts";
 import { parse } from "../../lib/args.ts";
@@ -95,6 +95,7 @@ export async function reassign(args: string[]): Promise<number> {
       );
     for (const r of routes)
       lines.push(`${r.harness}: model calls through the gateway (${r.changed ? "set in" : "already in"} ${r.config})`);
+    for (const line of [...unrouted.map((r) => mcpLine(r, false)), ...routes.map((r) => mcpLine(r, true))]) if (line) lines.push(line);
     for (const u of upstreams.said) lines.push(upstreamLine(u));
     for (const e of exposed) lines.push(exposedLine(e));
     process.stdout.write(`${lines.join("\n")}\n`);

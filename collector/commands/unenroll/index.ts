@@ -1,6 +1,6 @@
 import { rmSync } from "node:fs";
 import { applyHarnesses, checkHarnessConfigs, type HarnessResult } from "../../harnesses/apply.ts";
-import { checkRoutes, routeHarness } from "../../harnesses/gateway.ts";
+import { checkRoutes, mcpLine, routeHarness } from "../../harnesses/gateway.ts";
 import { forgetAll } from "../../harnesses/originals.ts";
 import { parse } from "../../lib/args.ts";
 import { ExitError, UsageError } from "../../lib/errors.ts";
@@ -73,6 +73,10 @@ export async function unenroll(args: string[]): Promise<number> {
       lines.push(
         `${r.harness}: model calls no longer through the gateway (${r.changed ? "settings given back in" : "were not in"} ${r.config})`,
       );
+    for (const r of unrouted) {
+      const mcp = mcpLine(r, false);
+      if (mcp) lines.push(mcp);
+    }
     for (const r of removed) lines.push(`${r.harness}: hooks ${r.changed ? "removed from" : "were not in"} ${r.config}`);
     if (service)
       lines.push(
