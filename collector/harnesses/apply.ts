@@ -22,10 +22,12 @@ function plan(host: EntriesHost, names: string[], action: "apply" | "remove") {
   return names.map((name) => {
     const adapter = adapterFor(name);
     const file = readConfig(adapter);
-    const entries = adapter.entries(host);
-    if (action === "apply") return { name, adapter, file, entries, text: plannedText(file, adapter, entries) };
+    if (action === "apply") {
+      const entries = adapter.entries(host);
+      return { name, adapter, file, entries, text: plannedText(file, adapter, entries) };
+    }
     const text = plannedText(file, adapter, null, emptyHooksOf(file.path));
-    return { name, adapter, file, entries, text: withRequiredBack(file, adapter, text) };
+    return { name, adapter, file, entries: null, text: withRequiredBack(file, adapter, text) };
   });
 }
 
@@ -67,7 +69,7 @@ function noteRequired(file: ConfigFile, adapter: HarnessAdapter, text: string | 
  */
 export function applyHarnesses(host: HostConfig, harnesses: string[], action: "apply" | "remove"): HarnessResult[] {
   const results = plan(host, harnesses, action).map(({ name, adapter, file, entries, text }) => {
-    if (action === "apply") {
+    if (entries) {
       noteRequired(file, adapter, text);
       noteEmptyHooks(file, entries, text);
     }

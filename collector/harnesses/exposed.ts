@@ -1,5 +1,6 @@
 import { readFileSync, statSync } from "node:fs";
 import { dirname } from "node:path";
+import type { GatewayResult } from "./gateway.ts";
 
 /** A file tacho wrote the enrollment's secret into that another user of this computer can read. */
 export interface Exposed {
@@ -9,12 +10,14 @@ export interface Exposed {
 }
 
 /**
- * The files among `paths` that hold `secret` (the header every hook and gateway call carries) and
- * that another user can read: readable by group or others, and every folder above it enterable by
- * them. tacho never changes a file's mode the user chose; it says so and how to close it.
+ * The files an enroll or reassign wrote (hook configs, gateway routes and their MCP entries) that
+ * hold `secret` (the header every hook and gateway call carries) and that another user can read:
+ * readable by group or others, and every folder above it enterable by them. tacho never changes a
+ * file's mode the user chose; it says so and how to close it.
  */
-export function secretReadableByOthers(paths: string[], secret: string): Exposed[] {
-  if (process.platform === "win32") return [];
+export function secretReadableByOthers(secret: string | undefined, hooks: { config: string }[], routes: GatewayResult[]): Exposed[] {
+  if (!secret || process.platform === "win32") return [];
+  const paths = [...hooks.map((r) => r.config), ...routes.flatMap((r) => [r.config, ...(r.mcp ? [r.mcp.config] : [])])];
   const out: Exposed[] = [];
   for (const path of new Set(paths)) {
     try {

@@ -23,13 +23,12 @@ export function hostFetch(host: HostConfig, path: string, opts: HostFetchOptions
   const body = opts.body ?? new Uint8Array();
   const headers = opts.headers ?? {};
   const auth = hostAuth(host, method, path, headers, body);
+  const timeout = AbortSignal.timeout(opts.timeoutMs ?? 30_000);
   return fetch(new URL(path, host.server), {
     method,
     headers: { ...headers, ...auth },
     body: method === "GET" ? undefined : (body as Uint8Array<ArrayBuffer>),
-    signal: opts.signal
-      ? AbortSignal.any([opts.signal, AbortSignal.timeout(opts.timeoutMs ?? 30_000)])
-      : AbortSignal.timeout(opts.timeoutMs ?? 30_000),
+    signal: opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout,
   });
 }
 

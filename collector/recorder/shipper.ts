@@ -113,15 +113,16 @@ export class Shipper {
 
   /**
    * Stops; waits for a shipment in flight (whose acks are journaled) to finish, for at most
-   * `graceMs`: then it is abandoned, and what it carried stays in the journal for the next start
-   * (the server keeps a frame once, however often it arrives).
+   * `graceMs` when given: then it is abandoned, and what it carried stays in the journal for the
+   * next start (the server keeps a frame once, however often it arrives).
    */
-  async stop(graceMs = 5_000): Promise<void> {
+  async stop(graceMs?: number): Promise<void> {
     this.#stopped = true;
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = null;
     if (!this.#running) return;
-    const abandon = setTimeout(() => this.#abort.abort(new Error("the recorder is stopping")), Math.max(0, graceMs));
+    const abandon =
+      graceMs === undefined ? undefined : setTimeout(() => this.#abort.abort(new Error("the recorder is stopping")), Math.max(0, graceMs));
     try {
       await this.#running;
     } finally {

@@ -169,8 +169,7 @@ function report(
   gateway: { routes: GatewayResult[]; unrouted: { harness: string; why: string }[] },
   more: { upstreams: UpstreamSaid[]; reenroll: Reenroll["said"] | null; listening: string[] },
 ): void {
-  const written = [...results.map((r) => r.config), ...gateway.routes.flatMap((r) => [r.config, ...(r.mcp ? [r.mcp.config] : [])])];
-  const exposed = host.hook_secret ? secretReadableByOthers(written, host.hook_secret) : [];
+  const exposed = secretReadableByOthers(host.hook_secret, results, gateway.routes);
   if (json) {
     const out = {
       host_id: host.host_id,

@@ -76,8 +76,7 @@ export async function reassign(args: string[]): Promise<number> {
       `warning: workspace changed to ${values.workspace} on this computer only; the server still files this host under ${host.workspace} until it offers a move\n`,
     );
   }
-  const written = [...applied.map((r) => r.config), ...routes.flatMap((r) => [r.config, ...(r.mcp ? [r.mcp.config] : [])])];
-  const exposed = next.hook_secret ? secretReadableByOthers(written, next.hook_secret) : [];
+  const exposed = secretReadableByOthers(next.hook_secret, applied, routes);
   if (values.json) {
     process.stdout.write(
       `${JSON.stringify({ host_id: next.host_id, workspace: next.workspace, moved: moving, server_told: false, harnesses: next.harnesses, removed, applied, gateway: { routed: routes, unrouted, upstreams: upstreams.said }, secret_readable_by_others: exposed }, null, 2)}\n`,

@@ -69,11 +69,10 @@ export async function unenroll(args: string[]): Promise<number> {
     );
   } else {
     const lines = [`unenrolled ${host.host_id} (server: ${told})`];
-    for (const r of unrouted)
+    for (const r of unrouted) {
       lines.push(
         `${r.harness}: model calls no longer through the gateway (${r.changed ? "settings given back in" : "were not in"} ${r.config})`,
       );
-    for (const r of unrouted) {
       const mcp = mcpLine(r, false);
       if (mcp) lines.push(mcp);
     }

@@ -27,7 +27,7 @@ export class SseSplitter {
       // A blank line: LF LF, or CR LF CR LF (then buf[i-1] is CR and buf[i-2] is LF).
       const blank = buf[i - 1] === LF || (buf[i - 1] === CR && i >= 2 && buf[i - 2] === LF);
       if (!blank || i < start + 1) continue;
-      out.push(parseEvent(buf.subarray(start, i + 1)));
+      out.push(new LazyEvent(buf.subarray(start, i + 1)));
       start = i + 1;
     }
     this.#pending = start === 0 ? buf : buf.subarray(start);
@@ -85,8 +85,4 @@ class LazyEvent implements SseEvent {
     this.#event = event;
     this.#data = data.join("\n");
   }
-}
-
-function parseEvent(raw: Buffer): SseEvent {
-  return new LazyEvent(raw);
 }
