@@ -37,7 +37,8 @@ interface Detector {
   accept?: (secret: string) => boolean;
   /**
    * What every match contains (a literal, or a plain expression with the detector's own flags, so
-   * case folding is the same): a text without it is not scanned by `re`. Cheap next to `re`.
+   * case folding is the same): a text without it is not scanned by `re`. Cheap next to `re`. No
+   * anchor, lookaround or `g` flag: found in a part of a text, it is found in the whole ({@link screenCredentials}).
    */
   hint: string | RegExp;
 }
@@ -123,13 +124,15 @@ function mixedCharacters(secret: string): boolean {
   return /[0-9]/.test(body) && /[A-Za-z]/.test(body);
 }
 
+const hinted = (d: Detector, text: string) => (typeof d.hint === "string" ? text.includes(d.hint) : d.hint.test(text));
+
 // Merges the detectors' matches into `kept` (sorted by start, never overlapping) and returns the
 // result. Earliest first, then longest; a match overlapping one already kept is dropped. One sweep:
 // `found` and `kept` are both in start order, so each is passed once.
-function run(detectors: Detector[], text: string, kept: CredentialMatch[], work: { steps: number }): CredentialMatch[] {
+function run(detectors: readonly Detector[], text: string, kept: CredentialMatch[], work: { steps: number }): CredentialMatch[] {
   const found: CredentialMatch[] = [];
   for (const d of detectors) {
-    if (typeof d.hint === "string" ? !text.includes(d.hint) : !d.hint.test(text)) continue;
+    if (!hinted(d, text)) continue;
     d.re.lastIndex = 0;
     for (const m of text.matchAll(d.re)) {
       const span = m.indices?.groups?.secret ?? m.indices?.[0];
@@ -163,8 +166,26 @@ function run(detectors: Detector[], text: string, kept: CredentialMatch[], work:
  * the detectors' own scans is one step per match found and per match kept; `work.steps`, when
  * given, counts those steps (tests bound it).
  */
-export function findCredentials(text: string, work: { steps: number } = { steps: 0 }): CredentialMatch[] {
-  return run(GENERIC, text, run(SPECIFIC, text, [], work), work);
+export function findCredentials(text: string, work: { steps: number } = { steps: 0 }, screen?: CredentialScreen): CredentialMatch[] {
+  return run(screen?.generic ?? GENERIC, text, run(screen?.specific ?? SPECIFIC, text, [], work), work);
+}
+
+/** The detectors whose hint occurs in a text (see {@link screenCredentials}); opaque to callers. */
+export interface CredentialScreen {
+  readonly specific: readonly Detector[];
+  readonly generic: readonly Detector[];
+}
+
+/**
+ * The detectors that can match in any part of `text`, for scanning many texts that all stand inside
+ * it: a hint has no anchor or lookaround, so a hint found in a part is found in the whole, and a
+ * detector whose hint the whole lacks matches in no part. Null when no detector can match: then
+ * {@link findCredentials} finds nothing in any part. Pass the screen to findCredentials for each part.
+ */
+export function screenCredentials(text: string): CredentialScreen | null {
+  const specific = SPECIFIC.filter((d) => hinted(d, text));
+  const generic = GENERIC.filter((d) => hinted(d, text));
+  return specific.length || generic.length ? { specific, generic } : null;
 }
 
 /**

@@ -188,6 +188,42 @@ describe("the content scan's hand-written literal reader gives what the expressi
     }
   });
 
+  it("lines of one shape in a row, only the last literal's body differing (quotes, backslashes, escapes in it)", () => {
+    // The reader reuses a line's reading for the next line of the same shape: a body that closes
+    // the literal early, escapes its closing quote or holds a key must be read afresh.
+    const SHAPES: [string, string][] = [
+      ['{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"', '"}}'],
+      ['{"type":"response.output_text.delta","output_index":0,"content_index":2,"delta":"', '"}'],
+      ['{ "a" : "', '" }'],
+      ['["x","', '"]'],
+      ['{"t":"', '","u":1}'],
+      ['{"index":3,"t":"', '"'],
+    ];
+    const r = seeded(31);
+    const body = () => {
+      let s = "";
+      for (let i = 0, n = Math.floor(r() * 6); i < n; i++) {
+        const k = r();
+        s +=
+          k < 0.4
+            ? JUNK[Math.floor(r() * JUNK.length)]!
+            : k < 0.7
+              ? JSON.stringify(FILL[Math.floor(r() * FILL.length)]!).slice(1, -1)
+              : SECRETS[Math.floor(r() * SECRETS.length)]!.slice(0, 1 + Math.floor(r() * 30));
+      }
+      return s;
+    };
+    for (let i = 0; i < 3000; i++) {
+      const [prefix, suffix] = SHAPES[Math.floor(r() * SHAPES.length)]!;
+      const lines: string[] = [];
+      for (let j = 0, n = 2 + Math.floor(r() * 6); j < n; j++) {
+        const event = r() < 0.7 ? "event: d\n" : r() < 0.5 ? "event: e\n" : "";
+        lines.push(`${event}data: ${prefix}${body()}${suffix}\n${r() < 0.8 ? "\n" : ""}`);
+      }
+      same(lines.join(""));
+    }
+  });
+
   it("malformed data lines: unclosed strings, stray quotes and backslashes, escapes before line terminators", () => {
     const r = seeded(99);
     for (let i = 0; i < 4000; i++) {

@@ -9,6 +9,16 @@ describe("strict Ed25519 (noble, zip215: false)", () => {
     expect(wrong).toEqual([]);
   });
 
+  it("derives a public key once per key, and again for a key changed in place or a returned key changed by its caller", () => {
+    const secret = fromHex("9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60", 32);
+    const first = publicKeyOf(secret);
+    first.fill(0);
+    expect(bytesToHex(publicKeyOf(secret))).toBe("d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a");
+    // RFC 8032 TEST 2's secret, written over the same array.
+    secret.set(fromHex("4ccd089b28ff96da9db6c346ec114e0f5b8a319f35aba624da8cf6ed4fb8a6fb", 32));
+    expect(bytesToHex(publicKeyOf(secret))).toBe("3d4017c3e843895a92b70aa74d1b7ebc9c982ccf2ec4968cc0cd55f12af4660c");
+  });
+
   it("reproduces RFC 8032 TEST 1", () => {
     const secret = fromHex("9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60", 32);
     expect(bytesToHex(publicKeyOf(secret))).toBe("d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a");

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { sha256Hex } from "../../protocol/index.ts";
-import { CREDENTIAL_KINDS, CREDENTIAL_PATTERNS, findCredentials, redact } from "../../protocol/redact.ts";
+import { CREDENTIAL_KINDS, CREDENTIAL_PATTERNS, findCredentials, redact, screenCredentials } from "../../protocol/redact.ts";
+import { seeded } from "../support/random.ts";
 
 // Fake credentials in each vendor's shape, built from pieces so no scanner mistakes the test for a leak.
 const ALNUM = "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8S9t0U1v2W3x4Y5z6";
@@ -272,5 +273,50 @@ describe("the detectors' keyword checks", () => {
         text,
       ).toBe(true);
     }
+  });
+});
+
+describe("screenCredentials: one keyword check for many parts of a text", () => {
+  const SAMPLES = [
+    ...Object.values(FAKE),
+    PEM,
+    'ſecret="hunter2-value"',
+    "DB_PASSWORD=sup3rs3cret",
+    'my_api_key: "abcdef123456"',
+    "Authorization: Bearer abcdefghijklmnop1234",
+    "https://user:p4ssw0rd@db.example.com",
+    `aws_secret_access_key = "${"a".repeat(40)}"`,
+    "max_tokens: 4096, the password field",
+  ];
+  const FILLER = ["Here is the file. ", "ok\n", "é 日本 ", " = ", '"', "sk", "-", "eyJ", "://", "bearer"];
+
+  it("finds in each part, screened by the whole, exactly what an unscreened scan finds (parts anywhere in the whole)", () => {
+    const r = seeded(2026);
+    let screened = 0;
+    for (let i = 0; i < 2000; i++) {
+      const parts: string[] = [];
+      for (let j = 0, n = 1 + Math.floor(r() * 5); j < n; j++) {
+        let part = "";
+        for (let k = 0, m = Math.floor(r() * 4); k < m; k++) part += FILLER[Math.floor(r() * FILLER.length)]!;
+        if (r() < 0.5) part += SAMPLES[Math.floor(r() * SAMPLES.length)]!;
+        parts.push(part);
+      }
+      const screen = screenCredentials(parts.join("\u0000"));
+      for (const part of parts) {
+        const want = findCredentials(part);
+        if (!screen) expect(want, part).toEqual([]);
+        else expect(findCredentials(part, undefined, screen), part).toEqual(want);
+      }
+      if (screen) screened++;
+    }
+    expect(screened).toBeGreaterThan(500);
+  });
+
+  it("is null for a text no detector's keyword occurs in, and screens out the detectors whose keyword is absent", () => {
+    expect(screenCredentials("Here is the summary you asked for: three files changed.")).toBeNull();
+    const screen = screenCredentials(`${FAKE.ghp} and more`);
+    expect(screen).not.toBeNull();
+    expect(screen!.specific.length + screen!.generic.length).toBeLessThan(CREDENTIAL_PATTERNS.length);
+    expect(findCredentials(FAKE.ghp, undefined, screen!).map((m) => m.kind)).toEqual(["github_token"]);
   });
 });

@@ -50,7 +50,7 @@ export function jsonLine(data: string): JsonLine | null {
 }
 
 /** The closing quote of a literal opened at `open`, or -1: a backslash escapes the next character unless that is a line terminator (`.` in the expression). */
-function closingQuote(s: string, open: number): number {
+export function closingQuote(s: string, open: number): number {
   let from = open + 1;
   for (;;) {
     const quote = s.indexOf('"', from);
