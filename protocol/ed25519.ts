@@ -97,7 +97,7 @@ export function sign(secretKey: Uint8Array, message: Uint8Array): Uint8Array {
 }
 
 // A signer uses one key for all it signs (each chain lock names the key's id): its public half,
-// about 0.5 ms with noble, is derived once. Compared by value, so a key changed in place is not
+// about 0.25 ms with noble, is derived once. Compared by value, so a key changed in place is not
 // mistaken for the one before.
 let lastKey: { secret: Uint8Array; publicKey: Uint8Array } | null = null;
 

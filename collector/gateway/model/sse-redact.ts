@@ -132,7 +132,6 @@ class DataLines {
     if (
       emits &&
       event === this.#event &&
-      data.length >= this.#prefix.length + this.#suffix.length &&
       data.startsWith(this.#prefix) &&
       data.endsWith(this.#suffix) &&
       closingQuote(data, this.#prefix.length - 1) === data.length - this.#suffix.length
