@@ -18,16 +18,18 @@ export interface RecorderLaunch {
 
 /**
  * This Node and this tacho, resolved to real paths (a login service runs them with no PATH), from
- * the built bundle when it is current. An explicit GC when idle keeps the long-lived recorder's
- * memory low. The young generation may grow to 16 MB (V8 starts it small and grows it only under
- * allocation): capped at 1 MB, the gateway's calls under load survived into the old generation and
- * garbage collection took 28-30 % of the recorder's busy time (11-16 % at 16 MB), for no lower idle
- * RSS (bench:gateway: 107-113 MB either way).
+ * the built bundle when it is current. The young generation may grow to 16 MB (V8 starts it small
+ * and grows it only under allocation): capped at 1 MB, the gateway's calls under load survived into
+ * the old generation and garbage collection took 28-30 % of the recorder's busy time (11-16 % at
+ * 16 MB), for no lower idle RSS (bench:gateway: 107-113 MB either way). No forced collections: a
+ * full GC every 5 s dropped the optimized code of 16-63 hot functions each time, compiled again
+ * under the next calls (about a sixth of the gateway's CPU per call), and left the idle RSS no
+ * lower than V8's own memory reducer does (docs/collector.md, "The recorder").
  */
 export function recorderLaunch(): RecorderLaunch {
   const entry = freshBundle() ?? realpathSync(TACHO_BIN);
   return {
-    argv: [realpathSync(process.execPath), "--max-semi-space-size=16", "--expose-gc", entry, "daemon", "run"],
+    argv: [realpathSync(process.execPath), "--max-semi-space-size=16", entry, "daemon", "run"],
     env: { OXAGEN_HOME: resolve(stateDir()) },
     log: statePath("recorder.log"),
   };

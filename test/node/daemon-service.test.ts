@@ -71,8 +71,8 @@ describe.skipIf(process.platform !== "linux")("tacho daemon install on Linux: a 
     expect(out.path).toBe(join(user.dir, ".config", "systemd", "user", out.service));
     const unit = readFileSync(out.path, "utf8");
     const [node, tacho] = HOOK_PROGRAM.split(" ");
-    expect(unit).toContain(`ExecStart=${node} --max-semi-space-size=16 --expose-gc `);
-    expect(unit).toMatch(/ --expose-gc \S+(?:tacho\.js|tacho\.mjs) daemon run\n/);
+    expect(unit).toContain(`ExecStart=${node} --max-semi-space-size=16 `);
+    expect(unit).toMatch(/ --max-semi-space-size=16 \S+(?:tacho\.js|tacho\.mjs) daemon run\n/);
     expect(unit.includes(tacho!) || unit.includes("dist/tacho.mjs")).toBe(true);
     expect(unit).toContain(`Environment=OXAGEN_HOME=${home.dir}\n`);
     expect(unit).toContain("Restart=on-failure\n");
@@ -113,7 +113,7 @@ describe.skipIf(process.platform !== "linux")("tacho daemon install on Linux: a 
 
   it("the default state directory gets the plain name, under XDG_CONFIG_HOME when set", () => {
     const launch = {
-      argv: ["/opt/node 22/bin/node", "--expose-gc", "/opt/tacho/bin/tacho.js", "daemon", "run"],
+      argv: ["/opt/node 22/bin/node", "--max-semi-space-size=16", "/opt/tacho/bin/tacho.js", "daemon", "run"],
       env: { OXAGEN_HOME: "/h/%u" },
       log: "/h/log",
     };
@@ -124,7 +124,7 @@ describe.skipIf(process.platform !== "linux")("tacho daemon install on Linux: a 
       expect(unit.name).toBe("oxagen-recorder.service");
       expect(unit.path).toBe("/x/config/systemd/user/oxagen-recorder.service");
       // systemd quoting: a path with a space is quoted, % doubled.
-      expect(unit.text).toContain('ExecStart="/opt/node 22/bin/node" --expose-gc /opt/tacho/bin/tacho.js daemon run\n');
+      expect(unit.text).toContain('ExecStart="/opt/node 22/bin/node" --max-semi-space-size=16 /opt/tacho/bin/tacho.js daemon run\n');
       expect(unit.text).toContain(`Environment="OXAGEN_HOME=/h/%%u"\n`);
     } finally {
       if (saved.OXAGEN_HOME !== undefined) process.env.OXAGEN_HOME = saved.OXAGEN_HOME;

@@ -40,9 +40,6 @@ async function run(): Promise<number> {
     if ((err as NodeJS.ErrnoException).code === "EADDRINUSE") throw new ExitError(1, `tacho daemon: ${(err as Error).message}`);
     throw err;
   }
-  const gc = (globalThis as { gc?: () => void }).gc;
-  // A full collection of this small heap takes a few ms; every 5 s it keeps the idle footprint low.
-  if (gc) setInterval(gc, 5000).unref();
   await new Promise<void>((resolve) => {
     const onSignal = () => resolve();
     process.once("SIGTERM", onSignal);
