@@ -23,8 +23,8 @@ export interface RecorderLaunch {
  * the old generation and garbage collection took 28-30 % of the recorder's busy time (11-16 % at
  * 16 MB), for no lower idle RSS (bench:gateway: 107-113 MB either way). No forced collections: a
  * full GC every 5 s dropped the optimized code of 16-63 hot functions each time, compiled again
- * under the next calls (about a sixth of the gateway's CPU per call), and left the idle RSS no
- * lower than V8's own memory reducer does (docs/collector.md, "The recorder").
+ * under the next calls (about a tenth of the gateway's CPU per call), and left the idle RSS no
+ * lower than V8's own memory reducer does (docs/collector.md, "Budget reservations", **Cost**).
  */
 export function recorderLaunch(): RecorderLaunch {
   const entry = freshBundle() ?? realpathSync(TACHO_BIN);
