@@ -1,6 +1,7 @@
 import { ErrorAnswer, fromHex, HealthAnswer, originOf, ROUTES, signRequest } from "../../protocol/index.ts";
 import { ExitError } from "./errors.ts";
 import { requestJson } from "./http.ts";
+import { nodeFetch } from "./node-fetch.ts";
 import type { HostConfig } from "./state.ts";
 
 /** A host-signed call's options: header names lowercase, as protocol/auth.ts signs them. */
@@ -16,7 +17,7 @@ export interface HostFetchOptions {
 /**
  * Calls this host's server, signed with the host key over the server's origin, the path, the
  * body and the headers the server acts on (protocol/auth.ts). Each call, a retry included, is
- * signed afresh with a new time and nonce. Rejects as fetch does.
+ * signed afresh with a new time and nonce. Rejects as fetch does (on node:http: see nodeFetch).
  */
 export function hostFetch(host: HostConfig, path: string, opts: HostFetchOptions = {}): Promise<Response> {
   const method = opts.method ?? (opts.body ? "POST" : "GET");
@@ -24,10 +25,10 @@ export function hostFetch(host: HostConfig, path: string, opts: HostFetchOptions
   const headers = opts.headers ?? {};
   const auth = hostAuth(host, method, path, headers, body);
   const timeout = AbortSignal.timeout(opts.timeoutMs ?? 30_000);
-  return fetch(new URL(path, host.server), {
+  return nodeFetch(new URL(path, host.server), {
     method,
     headers: { ...headers, ...auth },
-    body: method === "GET" ? undefined : (body as Uint8Array<ArrayBuffer>),
+    ...(method === "GET" ? {} : { body }),
     signal: opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout,
   });
 }
