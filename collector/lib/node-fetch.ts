@@ -15,8 +15,8 @@ const agents = { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent
 /**
  * One request on node:http, answered as fetch answers: a Response with the whole body read, or a
  * rejection with the signal's reason once it fires (a TimeoutError for AbortSignal.timeout).
- * The recorder ships through it: undici's fetch cost it about 1.9 ms of CPU per request under
- * bench:gateway (docs/collector.md, "Budget reservations", **Cost**).
+ * The recorder ships through it: undici's fetch costs 2 to 2.5 times its CPU per request
+ * (docs/collector.md, "Budget reservations", **Cost**).
  */
 export function nodeFetch(url: URL, init: NodeFetchInit): Promise<Response> {
   return new Promise((resolve, reject) => {
