@@ -59,7 +59,7 @@ describe("nodeFetch, the host's requests on node:http", () => {
     const none = await nodeFetch(new URL("/none", url), init());
     expect([none.status, none.body]).toEqual([204, null]);
     const same = await nodeFetch(new URL("/same", url), init());
-    expect([same.status, same.headers.get("etag")]).toEqual([304, '"e1"']);
+    expect([same.status, same.headers.get("etag"), same.body]).toEqual([304, '"e1"', null]);
     const refused = await nodeFetch(new URL("/", url), init());
     expect([refused.status, refused.ok, refused.headers.get("retry-after"), await refused.text()]).toEqual([429, false, "3", "slow down"]);
   });
@@ -74,6 +74,19 @@ describe("nodeFetch, the host's requests on node:http", () => {
     await expect(aborted).rejects.toThrow("the recorder stops");
   });
 
+  it("rejects with the signal's reason when it fires in the middle of the answer's body", async () => {
+    const url = await serve((_req, res) => {
+      res.writeHead(200, { "content-length": "100" });
+      res.write("the first part");
+    });
+    await expect(nodeFetch(url, init({ signal: AbortSignal.timeout(100) }))).rejects.toMatchObject({ name: "TimeoutError" });
+  });
+
+  it("rejects an answer whose status a Response cannot hold, rather than throwing where no caller catches it", async () => {
+    const url = await serve((_req, res) => res.writeHead(999).end("x"));
+    await expect(nodeFetch(url, init())).rejects.toThrow("the server answered with HTTP status 999, outside 200-599");
+  });
+
   it("rejects when the server cannot be reached, or closes the connection before the answer's end", async () => {
     const closed = await serve(() => {});
     const port = closed.port;
@@ -84,6 +97,6 @@ describe("nodeFetch, the host's requests on node:http", () => {
       res.write("partial");
       setImmediate(() => res.socket?.destroy());
     });
-    await expect(nodeFetch(cut, init())).rejects.toThrow();
+    await expect(nodeFetch(cut, init())).rejects.toThrow("the server closed the connection before the answer's end");
   });
 });
